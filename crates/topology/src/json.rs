@@ -1,0 +1,326 @@
+//! The topology JSON document (`"format": "lgate-plogp-topology"`, version 1).
+//!
+//! ```json
+//! {
+//!   "format": "lgate-plogp-topology",
+//!   "version": 1,
+//!   "ranks": 4,
+//!   "labels": ["n1", "n1", "n2", "n2"],
+//!   "tree": {
+//!     "children": [
+//!       {"children": [], "ranks": [0, 1]},
+//!       {"children": [], "ranks": [2, 3]}
+//!     ],
+//!     "ranks": [],
+//!     "height": 1.9
+//!   },
+//!   "levels": [
+//!     {"name": "node", "groups": [[0, 1], [2, 3]], "separation": 3.2}
+//!   ]
+//! }
+//! ```
+//!
+//! A node is a cluster (non-empty `children`, empty `ranks`) or a group (`ranks`, no children).
+//! `labels`, `height` and `separation` are optional. Every level is a partition of `0..ranks`,
+//! coarsest first. When reading, either `tree` or `levels` may be left out and is derived from
+//! the other; when both are given they must agree.
+
+use std::fmt::Write as _;
+
+use serde::Deserialize;
+
+use crate::error::{Location, Problem, TopologyError};
+use crate::ranks::Rank;
+use crate::tree::{Level, Topology, TopologyNode};
+
+/// The value of the `format` field.
+pub const FORMAT_TAG: &str = "lgate-plogp-topology";
+/// The version of the document this build writes and reads.
+pub const VERSION: u64 = 1;
+
+#[derive(Deserialize)]
+struct Document {
+    format: String,
+    version: u64,
+    ranks: usize,
+    #[serde(default)]
+    labels: Option<Vec<String>>,
+    #[serde(default)]
+    tree: Option<Node>,
+    #[serde(default)]
+    levels: Option<Vec<LevelDoc>>,
+}
+
+#[derive(Deserialize)]
+struct Node {
+    #[serde(default)]
+    children: Vec<Node>,
+    #[serde(default)]
+    ranks: Vec<Rank>,
+    #[serde(default)]
+    height: Option<f64>,
+}
+
+#[derive(Deserialize)]
+struct LevelDoc {
+    name: String,
+    groups: Vec<Vec<Rank>>,
+    #[serde(default)]
+    separation: Option<f64>,
+}
+
+/// Parses a topology JSON document; `ranks`, when given, must be its declared rank count.
+pub fn parse(text: &str, ranks: Option<usize>) -> Result<Topology, TopologyError> {
+    let doc: Document = serde_json::from_str(text).map_err(|e| {
+        let message = e.to_string();
+        // serde_json appends the position; it goes into the location instead.
+        let message = match message.rfind(" at line ") {
+            Some(i) => message[..i].to_string(),
+            None => message,
+        };
+        TopologyError::at_text(e.line(), e.column(), Problem::Json(message))
+    })?;
+    let at = |path: &str, problem| TopologyError::at(Location::Path(path.into()), problem);
+    if doc.format != FORMAT_TAG {
+        return Err(at("format", Problem::WrongFormatTag(doc.format)));
+    }
+    if doc.version != VERSION {
+        return Err(at("version", Problem::UnsupportedVersion(doc.version)));
+    }
+    if let Some(expected) = ranks.filter(|&n| n != doc.ranks) {
+        let problem = Problem::RankCount {
+            declared: doc.ranks,
+            expected,
+        };
+        return Err(at("ranks", problem));
+    }
+    let levels = doc.levels.map(|levels| {
+        levels
+            .into_iter()
+            .map(|l| Level {
+                name: l.name,
+                groups: l.groups,
+                separation: l.separation,
+            })
+            .collect::<Vec<_>>()
+    });
+    let topology = match (doc.tree, levels) {
+        (Some(tree), levels) => {
+            let tree = node_of(tree, "tree")?;
+            let topology = Topology::from_tree(tree, Some(doc.ranks))?;
+            match levels {
+                Some(levels) => topology.with_levels(levels)?,
+                None => topology,
+            }
+        }
+        (None, Some(levels)) => Topology::from_levels(doc.ranks, levels)?,
+        (None, None) => return Err(at("tree", Problem::NoTree)),
+    };
+    match doc.labels {
+        Some(labels) => topology.with_labels(labels),
+        None => Ok(topology),
+    }
+}
+
+fn node_of(node: Node, path: &str) -> Result<TopologyNode, TopologyError> {
+    match (node.children.is_empty(), node.ranks.is_empty()) {
+        (false, false) => Err(TopologyError::at(
+            Location::Path(path.into()),
+            Problem::MixedNode,
+        )),
+        (true, _) => Ok(TopologyNode::group(node.ranks).with_height(node.height)),
+        (false, true) => {
+            let children = node
+                .children
+                .into_iter()
+                .enumerate()
+                .map(|(i, child)| node_of(child, &format!("{path}.children[{i}]")))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(TopologyNode::cluster(children).with_height(node.height))
+        }
+    }
+}
+
+/// Writes a topology as a JSON document: one line per group and level, ranks kept on one line.
+pub fn to_string(topology: &Topology) -> String {
+    let mut out = String::new();
+    out.push_str("{\n");
+    let _ = writeln!(out, "  \"format\": {},", string(FORMAT_TAG));
+    let _ = writeln!(out, "  \"version\": {VERSION},");
+    let _ = writeln!(out, "  \"ranks\": {},", topology.ranks());
+    if let Some(labels) = topology.labels() {
+        let labels: Vec<String> = labels.iter().map(|l| string(l)).collect();
+        let _ = writeln!(out, "  \"labels\": [{}],", labels.join(", "));
+    }
+    out.push_str("  \"tree\": ");
+    write_node(&mut out, topology.tree(), 1);
+    out.push_str(",\n  \"levels\": [");
+    for (i, level) in topology.levels().iter().enumerate() {
+        out.push_str(if i == 0 { "\n    " } else { ",\n    " });
+        let groups: Vec<String> = level.groups.iter().map(|g| ranks(g)).collect();
+        let _ = write!(
+            out,
+            "{{\"name\": {}, \"groups\": [{}]",
+            string(&level.name),
+            groups.join(", ")
+        );
+        if let Some(s) = level.separation {
+            let _ = write!(out, ", \"separation\": {}", number(s));
+        }
+        out.push('}');
+    }
+    if !topology.levels().is_empty() {
+        out.push_str("\n  ");
+    }
+    out.push_str("]\n}\n");
+    out
+}
+
+fn write_node(out: &mut String, node: &TopologyNode, depth: usize) {
+    let height = node
+        .height()
+        .map(|h| format!(", \"height\": {}", number(h)))
+        .unwrap_or_default();
+    match node {
+        TopologyNode::Group { ranks: r, .. } => {
+            let _ = write!(out, "{{\"children\": [], \"ranks\": {}{height}}}", ranks(r));
+        }
+        TopologyNode::Cluster { children, .. } => {
+            let inner = "  ".repeat(depth + 1);
+            let _ = write!(out, "{{\n{inner}\"children\": [");
+            for (i, child) in children.iter().enumerate() {
+                out.push_str(if i == 0 { "\n" } else { ",\n" });
+                out.push_str(&"  ".repeat(depth + 2));
+                write_node(out, child, depth + 2);
+            }
+            let _ = write!(out, "\n{inner}],\n{inner}\"ranks\": []{height}\n");
+            out.push_str(&"  ".repeat(depth));
+            out.push('}');
+        }
+    }
+}
+
+fn ranks(ranks: &[Rank]) -> String {
+    let items: Vec<String> = ranks.iter().map(ToString::to_string).collect();
+    format!("[{}]", items.join(", "))
+}
+
+fn string(s: &str) -> String {
+    serde_json::Value::from(s).to_string()
+}
+
+fn number(x: f64) -> String {
+    // Finite by validation; serde_json writes the shortest text that reads back exactly.
+    serde_json::Value::from(x).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn example() -> &'static str {
+        r#"{
+  "format": "lgate-plogp-topology",
+  "version": 1,
+  "ranks": 8,
+  "labels": ["c48-8", "c48-8", "c48-8", "c48-8", "c48-9", "c48-9", "c48-9", "c48-9"],
+  "tree": {"children": [{"children": [{"children": [], "ranks": [0, 1]}, {"children": [], "ranks": [2, 3]}], "ranks": []},
+                        {"children": [{"children": [], "ranks": [4, 5]}, {"children": [], "ranks": [6, 7]}], "ranks": []}],
+           "ranks": [], "height": 1.9},
+  "levels": [
+    {"name": "node", "groups": [[0, 1, 2, 3], [4, 5, 6, 7]], "separation": 3.2},
+    {"name": "socket", "groups": [[0, 1], [2, 3], [4, 5], [6, 7]], "separation": 1.8}
+  ]
+}"#
+    }
+
+    #[test]
+    fn reads_the_documented_example_and_writes_it_back() {
+        let t = parse(example(), None).unwrap();
+        assert_eq!(t.ranks(), 8);
+        assert_eq!(t.levels()[0].name, "node");
+        assert_eq!(t.levels()[1].separation, Some(1.8));
+        assert_eq!(t.tree().height(), Some(1.9));
+        assert_eq!(t.labels().unwrap()[4], "c48-9");
+        let again = parse(&to_string(&t), None).unwrap();
+        assert_eq!(again, t);
+        let value: serde_json::Value = serde_json::from_str(&to_string(&t)).unwrap();
+        assert_eq!(value["levels"][1]["groups"][3], serde_json::json!([6, 7]));
+    }
+
+    #[test]
+    fn levels_alone_give_the_tree() {
+        let text = r#"{"format": "lgate-plogp-topology", "version": 1, "ranks": 4,
+                       "levels": [{"name": "node", "groups": [[0, 1], [2, 3]]}]}"#;
+        let t = parse(text, None).unwrap();
+        assert_eq!(t.tree().groups(), vec![&[0, 1][..], &[2, 3][..]]);
+    }
+
+    fn problem(text: &str) -> (Problem, String) {
+        let err = parse(text, None).unwrap_err();
+        (
+            err.problem().cloned().unwrap(),
+            err.location().unwrap().to_string(),
+        )
+    }
+
+    #[test]
+    fn malformed_documents() {
+        let head = r#""format": "lgate-plogp-topology", "version": 1"#;
+        let (p, at) = problem("{\n  \"format\": \"lgate-plogp-topology\",\n  \"version\": 1,\n  \"ranks\": 4,\n  \"tree\": {\"ranks\": [0, 1,]}\n}");
+        assert!(matches!(p, Problem::Json(_)), "{p:?}");
+        assert_eq!(at, "5:27", "the stray `]`");
+        assert_eq!(
+            problem(r#"{"format": "other", "version": 1, "ranks": 1}"#).0,
+            Problem::WrongFormatTag("other".into())
+        );
+        assert_eq!(
+            problem(r#"{"format": "lgate-plogp-topology", "version": 2, "ranks": 1}"#).0,
+            Problem::UnsupportedVersion(2)
+        );
+        let (p, at) = problem(&format!(
+            r#"{{{head}, "ranks": 2, "tree": {{"children": [{{"ranks": [0]}}], "ranks": [1]}}}}"#
+        ));
+        assert_eq!((p, at.as_str()), (Problem::MixedNode, "tree"));
+        assert_eq!(
+            problem(&format!(r#"{{{head}, "ranks": 2}}"#)).0,
+            Problem::NoTree
+        );
+        assert_eq!(
+            problem(&format!(
+                r#"{{{head}, "ranks": 2, "labels": ["a"], "tree": {{"ranks": [0, 1]}}}}"#
+            ))
+            .0,
+            Problem::LabelCount {
+                labels: 1,
+                ranks: 2
+            }
+        );
+        let (p, at) = problem(&format!(
+            r#"{{{head}, "ranks": 2, "tree": {{"children": [{{"ranks": [0, 2]}}]}}}}"#
+        ));
+        assert_eq!(p, Problem::RankOutOfRange { rank: 2, ranks: 2 });
+        assert_eq!(at, "tree.children[0].ranks[1]");
+        let (p, _) = problem(&format!(
+            r#"{{{head}, "ranks": 4, "tree": {{"children": [{{"ranks": [0, 1]}}, {{"ranks": [2, 3]}}]}},
+                "levels": [{{"name": "x", "groups": [[0, 2], [1, 3]]}}]}}"#
+        ));
+        assert!(matches!(p, Problem::LevelsDisagree(_)));
+        let e = parse(
+            &format!(r#"{{{head}, "ranks": 3, "tree": {{"ranks": [0]}}}}"#),
+            Some(4),
+        );
+        assert_eq!(
+            e.unwrap_err().problem(),
+            Some(&Problem::RankCount {
+                declared: 3,
+                expected: 4
+            })
+        );
+        let (p, _) = problem(&format!(r#"{{{head}, "ranks": "four"}}"#));
+        assert!(
+            matches!(p, Problem::Json(ref m) if m.contains("invalid type")),
+            "{p:?}"
+        );
+    }
+}

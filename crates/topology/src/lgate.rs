@@ -1,0 +1,520 @@
+//! The LGate topology file: nested `cluster { ... }` blocks with `group { 0-7 }` leaves.
+//!
+//! ```text
+//! # two nodes of two sockets
+//! cluster {
+//!  cluster { group { 0-7 } group { 8-15 } }
+//!  cluster { group { 16-23 } group { 24-31 } }
+//! }
+//! ```
+//!
+//! Ranks are separated by commas or whitespace; `a-b` is the inclusive range. `#` starts a
+//! comment that runs to the end of the line.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use crate::error::{Location, Problem, TopologyError};
+use crate::ranks::{Rank, RankList};
+use crate::tree::{Topology, TopologyNode};
+
+/// The largest rank a topology file may name; larger numbers are typing mistakes.
+pub const MAX_RANK: Rank = (1 << 26) - 1;
+
+/// Parses an LGate topology file; `ranks`, when given, bounds the ranks it may name.
+pub fn parse(text: &str, ranks: Option<usize>) -> Result<Topology, TopologyError> {
+    let mut parser = Parser {
+        lexer: Lexer::new(text),
+        ranks,
+        first_seen: HashMap::new(),
+    };
+    let tree = parser.document()?;
+    Topology::from_tree(tree, ranks)
+}
+
+/// Writes a topology as an LGate file, with rank labels as comments when it has them.
+pub fn to_string(topology: &Topology) -> String {
+    let mut out = String::new();
+    write_node(&mut out, topology.tree(), 0, topology.labels());
+    out
+}
+
+fn write_node(out: &mut String, node: &TopologyNode, depth: usize, labels: Option<&[String]>) {
+    let indent = " ".repeat(depth);
+    match node {
+        TopologyNode::Group { ranks, .. } => {
+            let _ = write!(out, "{indent}group {{ {} }}", RankList(ranks));
+            push_label_comment(out, ranks, labels);
+        }
+        TopologyNode::Cluster { children, .. } => match children.as_slice() {
+            [TopologyNode::Group { ranks, .. }] => {
+                let _ = write!(out, "{indent}cluster {{ group {{ {} }} }}", RankList(ranks));
+                push_label_comment(out, ranks, labels);
+            }
+            _ => {
+                let _ = writeln!(out, "{indent}cluster {{");
+                for child in children {
+                    write_node(out, child, depth + 1, labels);
+                }
+                let _ = write!(out, "{indent}}}");
+            }
+        },
+    }
+    out.push('\n');
+}
+
+fn push_label_comment(out: &mut String, ranks: &[Rank], labels: Option<&[String]>) {
+    let Some(labels) = labels else { return };
+    let mut names: Vec<&str> = Vec::new();
+    for &r in ranks {
+        let name = labels[r].as_str();
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    const SHOWN: usize = 3;
+    let more = names.len().saturating_sub(SHOWN);
+    names.truncate(SHOWN);
+    let _ = write!(out, "  # {}", names.join(", "));
+    if more > 0 {
+        let _ = write!(out, " and {more} more");
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Token {
+    Word(String),
+    Number(String),
+    Open,
+    Close,
+    Comma,
+    Dash,
+    Other(char),
+    End,
+}
+
+impl Token {
+    fn describe(&self) -> String {
+        match self {
+            Token::Word(w) | Token::Number(w) => format!("`{w}`"),
+            Token::Open => "`{`".into(),
+            Token::Close => "`}`".into(),
+            Token::Comma => "`,`".into(),
+            Token::Dash => "`-`".into(),
+            Token::Other(c) => format!("`{}`", c.escape_debug()),
+            Token::End => "end of file".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Pos {
+    line: usize,
+    column: usize,
+}
+
+impl Pos {
+    fn location(self) -> Location {
+        Location::Text {
+            line: self.line,
+            column: self.column,
+        }
+    }
+
+    fn error(self, problem: Problem) -> TopologyError {
+        TopologyError::at(self.location(), problem)
+    }
+}
+
+struct Lexer<'a> {
+    chars: std::iter::Peekable<std::str::Chars<'a>>,
+    pos: Pos,
+    peeked: Option<(Token, Pos)>,
+}
+
+impl<'a> Lexer<'a> {
+    fn new(text: &'a str) -> Self {
+        Lexer {
+            chars: text.chars().peekable(),
+            pos: Pos { line: 1, column: 1 },
+            peeked: None,
+        }
+    }
+
+    fn bump(&mut self) -> Option<char> {
+        let c = self.chars.next()?;
+        if c == '\n' {
+            self.pos.line += 1;
+            self.pos.column = 1;
+        } else {
+            self.pos.column += 1;
+        }
+        Some(c)
+    }
+
+    fn peek(&mut self) -> &(Token, Pos) {
+        if self.peeked.is_none() {
+            let t = self.scan();
+            self.peeked = Some(t);
+        }
+        self.peeked.as_ref().expect("just filled")
+    }
+
+    fn next(&mut self) -> (Token, Pos) {
+        match self.peeked.take() {
+            Some(t) => t,
+            None => self.scan(),
+        }
+    }
+
+    fn scan(&mut self) -> (Token, Pos) {
+        loop {
+            match self.chars.peek() {
+                Some(c) if c.is_whitespace() => {
+                    self.bump();
+                }
+                Some('#') => {
+                    while self.chars.peek().is_some_and(|&c| c != '\n') {
+                        self.bump();
+                    }
+                }
+                _ => break,
+            }
+        }
+        let pos = self.pos;
+        let Some(c) = self.bump() else {
+            return (Token::End, pos);
+        };
+        let token = match c {
+            '{' => Token::Open,
+            '}' => Token::Close,
+            ',' => Token::Comma,
+            '-' => Token::Dash,
+            c if c.is_ascii_digit() => Token::Number(self.take_while(c, |c| c.is_ascii_digit())),
+            c if c.is_alphabetic() || c == '_' => {
+                Token::Word(self.take_while(c, |c| c.is_alphanumeric() || c == '_'))
+            }
+            c => Token::Other(c),
+        };
+        (token, pos)
+    }
+
+    fn take_while(&mut self, first: char, keep: impl Fn(char) -> bool) -> String {
+        let mut s = String::from(first);
+        while let Some(&c) = self.chars.peek() {
+            if !keep(c) {
+                break;
+            }
+            s.push(c);
+            self.bump();
+        }
+        s
+    }
+}
+
+struct Parser<'a> {
+    lexer: Lexer<'a>,
+    ranks: Option<usize>,
+    first_seen: HashMap<Rank, Pos>,
+}
+
+impl Parser<'_> {
+    fn document(&mut self) -> Result<TopologyNode, TopologyError> {
+        if self.lexer.peek().0 == Token::End {
+            return Err(TopologyError::at(Location::Document, Problem::EmptyInput));
+        }
+        let tree = self.element()?;
+        match self.lexer.next() {
+            (Token::End, _) => Ok(tree),
+            (Token::Close, pos) => Err(pos.error(Problem::UnmatchedClose('}'))),
+            (token, pos) => Err(pos.error(Problem::TrailingContent(token.describe()))),
+        }
+    }
+
+    fn element(&mut self) -> Result<TopologyNode, TopologyError> {
+        let (token, at) = self.lexer.next();
+        let keyword = match token {
+            Token::Word(w) if w == "cluster" || w == "group" => w,
+            Token::Word(w) => return Err(at.error(Problem::UnknownKeyword(w))),
+            Token::Close => return Err(at.error(Problem::UnmatchedClose('}'))),
+            other => {
+                return Err(at.error(Problem::Unexpected {
+                    expected: "`cluster` or `group`",
+                    found: other.describe(),
+                }))
+            }
+        };
+        let (token, open) = self.lexer.next();
+        if token != Token::Open {
+            let expected = if keyword == "cluster" {
+                "`{` after `cluster`"
+            } else {
+                "`{` after `group`"
+            };
+            return Err(open.error(Problem::Unexpected {
+                expected,
+                found: token.describe(),
+            }));
+        }
+        if keyword == "cluster" {
+            self.cluster_body(at, open)
+        } else {
+            self.group_body(at, open)
+        }
+    }
+
+    fn unclosed(open: Pos) -> Problem {
+        Problem::Unclosed {
+            open: '{',
+            line: open.line,
+            column: open.column,
+        }
+    }
+
+    fn cluster_body(&mut self, at: Pos, open: Pos) -> Result<TopologyNode, TopologyError> {
+        let mut children = Vec::new();
+        loop {
+            match &self.lexer.peek().0 {
+                Token::Close => {
+                    self.lexer.next();
+                    if children.is_empty() {
+                        return Err(at.error(Problem::EmptyCluster));
+                    }
+                    return Ok(TopologyNode::cluster(children));
+                }
+                Token::End => {
+                    let (_, end) = self.lexer.next();
+                    return Err(end.error(Self::unclosed(open)));
+                }
+                Token::Word(_) => children.push(self.element()?),
+                _ => {
+                    let (token, pos) = self.lexer.next();
+                    return Err(pos.error(Problem::Unexpected {
+                        expected: "`cluster`, `group` or `}`",
+                        found: token.describe(),
+                    }));
+                }
+            }
+        }
+    }
+
+    fn group_body(&mut self, at: Pos, open: Pos) -> Result<TopologyNode, TopologyError> {
+        let mut ranks = Vec::new();
+        // After a comma another rank must follow.
+        let mut need_rank = false;
+        loop {
+            let (token, pos) = self.lexer.next();
+            match token {
+                Token::Number(text) => {
+                    let start = self.rank(&text, pos)?;
+                    let end = if self.lexer.peek().0 == Token::Dash {
+                        self.lexer.next();
+                        match self.lexer.next() {
+                            (Token::Number(text), end_pos) => {
+                                let end = self.rank(&text, end_pos)?;
+                                if end < start {
+                                    return Err(pos.error(Problem::ReversedRange { start, end }));
+                                }
+                                end
+                            }
+                            (token, p) => {
+                                return Err(p.error(Problem::Unexpected {
+                                    expected: "the end of the range",
+                                    found: token.describe(),
+                                }))
+                            }
+                        }
+                    } else {
+                        start
+                    };
+                    for rank in start..=end {
+                        if let Some(first) = self.first_seen.insert(rank, pos) {
+                            self.first_seen.insert(rank, first);
+                            return Err(pos.error(Problem::DuplicateRank {
+                                rank,
+                                first: first.location(),
+                            }));
+                        }
+                        ranks.push(rank);
+                    }
+                    need_rank = false;
+                    if self.lexer.peek().0 == Token::Comma {
+                        self.lexer.next();
+                        need_rank = true;
+                    }
+                }
+                Token::Close if !need_rank => {
+                    if ranks.is_empty() {
+                        return Err(at.error(Problem::EmptyGroup));
+                    }
+                    return Ok(TopologyNode::group(ranks));
+                }
+                Token::End => return Err(pos.error(Self::unclosed(open))),
+                token => {
+                    let expected = if need_rank {
+                        "a rank after `,`"
+                    } else {
+                        "a rank, a range such as `0-7`, or `}`"
+                    };
+                    return Err(pos.error(Problem::Unexpected {
+                        expected,
+                        found: token.describe(),
+                    }));
+                }
+            }
+        }
+    }
+
+    fn rank(&self, text: &str, pos: Pos) -> Result<Rank, TopologyError> {
+        let rank: Rank = text
+            .parse()
+            .ok()
+            .filter(|&r| r <= MAX_RANK)
+            .ok_or_else(|| pos.error(Problem::NotARank(text.to_string())))?;
+        if let Some(n) = self.ranks {
+            if rank >= n {
+                return Err(pos.error(Problem::RankOutOfRange { rank, ranks: n }));
+            }
+        }
+        Ok(rank)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIGURE_3_4: &str = "\
+cluster {
+ cluster {
+  cluster { group { 0-7 } }
+  cluster { group { 8-15 } }
+ }
+ cluster {
+  cluster { group { 16-23 } }
+  cluster { group { 24-31 } }
+ }
+}
+";
+
+    #[test]
+    fn figure_3_4_is_read_and_written_back_exactly() {
+        let t = parse(FIGURE_3_4, None).unwrap();
+        assert_eq!(t.ranks(), 32);
+        assert_eq!(t.tree().groups().len(), 4);
+        assert_eq!(to_string(&t), FIGURE_3_4);
+    }
+
+    #[test]
+    fn comments_whitespace_and_rank_lists() {
+        let text = "# a comment\ncluster{group{0,2,4-6}   # trailing\n\tgroup { 1 3 7 }}";
+        let t = parse(text, None).unwrap();
+        let groups = t.tree().groups();
+        assert_eq!(groups[0], &[0, 2, 4, 5, 6]);
+        assert_eq!(groups[1], &[1, 3, 7]);
+        assert_eq!(
+            to_string(&t),
+            "cluster {\n group { 0,2,4-6 }\n group { 1,3,7 }\n}\n"
+        );
+    }
+
+    fn problem(text: &str, ranks: Option<usize>) -> (Problem, String) {
+        let err = parse(text, ranks).unwrap_err();
+        let loc = err.location().map(ToString::to_string).unwrap_or_default();
+        (err.problem().cloned().unwrap(), loc)
+    }
+
+    #[test]
+    fn malformed_files_each_get_their_own_error() {
+        let (p, at) = problem("cluster {\n group { 0-3 }\n group { 2 }\n}", None);
+        assert_eq!(
+            p,
+            Problem::DuplicateRank {
+                rank: 2,
+                first: Location::Text {
+                    line: 2,
+                    column: 10
+                }
+            }
+        );
+        assert_eq!(at, "3:10");
+        assert_eq!(
+            problem("cluster {\n group { }\n}", None).0,
+            Problem::EmptyGroup
+        );
+        assert_eq!(problem("cluster { }", None).0, Problem::EmptyCluster);
+        assert!(matches!(
+            problem("cluster {\n group { 0 }\n", None),
+            (
+                Problem::Unclosed {
+                    open: '{',
+                    line: 1,
+                    column: 9
+                },
+                _
+            )
+        ));
+        assert_eq!(
+            problem("cluster { group { 0 } } }", None).0,
+            Problem::UnmatchedClose('}')
+        );
+        assert_eq!(
+            problem("cluster { group { 0-40 } }", Some(32)).0,
+            Problem::RankOutOfRange {
+                rank: 40,
+                ranks: 32
+            }
+        );
+        assert_eq!(
+            problem("group { 7-3 }", None).0,
+            Problem::ReversedRange { start: 7, end: 3 }
+        );
+        assert_eq!(
+            problem("clustr { group { 0 } }", None).0,
+            Problem::UnknownKeyword("clustr".into())
+        );
+        assert_eq!(problem("  # only a comment\n", None).0, Problem::EmptyInput);
+        assert!(matches!(
+            problem("group { 0 } group { 1 }", None).0,
+            Problem::TrailingContent(_)
+        ));
+        assert!(matches!(
+            problem("group { 0, }", None).0,
+            Problem::Unexpected {
+                expected: "a rank after `,`",
+                ..
+            }
+        ));
+        assert!(matches!(
+            problem("group { cluster }", None).0,
+            Problem::Unexpected { .. }
+        ));
+        assert!(matches!(
+            problem("cluster group { 0 }", None).0,
+            Problem::Unexpected {
+                expected: "`{` after `cluster`",
+                ..
+            }
+        ));
+        assert_eq!(
+            problem("group { 99999999999999999999999 }", None).0,
+            Problem::NotARank("99999999999999999999999".into())
+        );
+        assert!(matches!(
+            problem("group { -1 }", None).0,
+            Problem::Unexpected { .. }
+        ));
+    }
+
+    #[test]
+    fn labels_become_comments() {
+        let t = parse("cluster { group { 0-1 } group { 2-3 } }", None)
+            .unwrap()
+            .with_labels(vec!["a".into(), "a".into(), "b".into(), "c".into()])
+            .unwrap();
+        let text = to_string(&t);
+        assert!(text.contains("group { 0,1 }  # a\n"), "{text}");
+        assert!(text.contains("group { 2,3 }  # b, c\n"), "{text}");
+        assert_eq!(parse(&text, None).unwrap().tree(), t.tree());
+    }
+}

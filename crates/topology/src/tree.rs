@@ -1,0 +1,692 @@
+//! The topology model: a tree of clusters with groups of ranks at the leaves, and its levels.
+
+use std::collections::HashMap;
+
+use crate::error::{Location, Problem, TopologyError};
+use crate::ranks::{sorted_rank_list, Rank};
+
+/// A node of a topology tree: a cluster of subtrees, or a group of ranks at a leaf.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TopologyNode {
+    /// Ranks that belong together at some level, split further into children.
+    Cluster {
+        /// The subtrees, in file order.
+        children: Vec<TopologyNode>,
+        /// How distinct the split below this node is (for example a merge distance), if known.
+        height: Option<f64>,
+    },
+    /// Ranks that are not split further.
+    Group {
+        /// The ranks, in file order.
+        ranks: Vec<Rank>,
+        /// How far apart the ranks inside the group are, if known.
+        height: Option<f64>,
+    },
+}
+
+impl TopologyNode {
+    /// A cluster of the given subtrees, without a height.
+    pub fn cluster(children: Vec<TopologyNode>) -> Self {
+        TopologyNode::Cluster {
+            children,
+            height: None,
+        }
+    }
+
+    /// A group of the given ranks, without a height.
+    pub fn group(ranks: Vec<Rank>) -> Self {
+        TopologyNode::Group {
+            ranks,
+            height: None,
+        }
+    }
+
+    /// The same node with its height set.
+    pub fn with_height(mut self, value: Option<f64>) -> Self {
+        match &mut self {
+            TopologyNode::Cluster { height, .. } | TopologyNode::Group { height, .. } => {
+                *height = value
+            }
+        }
+        self
+    }
+
+    /// The node's height, if known.
+    pub fn height(&self) -> Option<f64> {
+        match self {
+            TopologyNode::Cluster { height, .. } | TopologyNode::Group { height, .. } => *height,
+        }
+    }
+
+    /// Whether this is a group (a leaf).
+    pub fn is_group(&self) -> bool {
+        matches!(self, TopologyNode::Group { .. })
+    }
+
+    /// The subtrees of a cluster; empty for a group.
+    pub fn children(&self) -> &[TopologyNode] {
+        match self {
+            TopologyNode::Cluster { children, .. } => children,
+            TopologyNode::Group { .. } => &[],
+        }
+    }
+
+    /// Every rank under this node, in file order.
+    pub fn ranks(&self) -> Vec<Rank> {
+        let mut out = Vec::new();
+        self.for_each_group(&mut |ranks| out.extend_from_slice(ranks));
+        out
+    }
+
+    /// The number of ranks under this node.
+    pub fn rank_count(&self) -> usize {
+        let mut n = 0;
+        self.for_each_group(&mut |ranks| n += ranks.len());
+        n
+    }
+
+    /// The leaf groups under this node, in file order.
+    pub fn groups(&self) -> Vec<&[Rank]> {
+        let mut out = Vec::new();
+        self.collect_groups(&mut out);
+        out
+    }
+
+    fn collect_groups<'a>(&'a self, out: &mut Vec<&'a [Rank]>) {
+        match self {
+            TopologyNode::Group { ranks, .. } => out.push(ranks),
+            TopologyNode::Cluster { children, .. } => {
+                for child in children {
+                    child.collect_groups(out);
+                }
+            }
+        }
+    }
+
+    fn for_each_group(&self, f: &mut impl FnMut(&[Rank])) {
+        match self {
+            TopologyNode::Group { ranks, .. } => f(ranks),
+            TopologyNode::Cluster { children, .. } => {
+                for child in children {
+                    child.for_each_group(f);
+                }
+            }
+        }
+    }
+
+    /// The number of edges from this node down to its deepest group.
+    pub fn depth(&self) -> usize {
+        match self {
+            TopologyNode::Group { .. } => 0,
+            TopologyNode::Cluster { children, .. } => {
+                1 + children.iter().map(TopologyNode::depth).max().unwrap_or(0)
+            }
+        }
+    }
+
+    /// The same tree with every height removed (formats without heights read back this).
+    pub fn without_heights(&self) -> TopologyNode {
+        match self {
+            TopologyNode::Group { ranks, .. } => TopologyNode::group(ranks.clone()),
+            TopologyNode::Cluster { children, .. } => {
+                TopologyNode::cluster(children.iter().map(Self::without_heights).collect())
+            }
+        }
+    }
+
+    /// The largest rank under this node.
+    fn max_rank(&self) -> Option<Rank> {
+        let mut max = None;
+        self.for_each_group(&mut |ranks| {
+            if let Some(&m) = ranks.iter().max() {
+                max = Some(max.map_or(m, |x: Rank| x.max(m)));
+            }
+        });
+        max
+    }
+}
+
+/// One flat partition of all ranks: the groups at one level of the hierarchy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Level {
+    /// What the level is, such as `node` or `socket`.
+    pub name: String,
+    /// The groups; every rank is in exactly one of them.
+    pub groups: Vec<Vec<Rank>>,
+    /// How distinct the groups are (between-group over within-group spread), if known.
+    pub separation: Option<f64>,
+}
+
+impl Level {
+    /// A level without a separation score.
+    pub fn new(name: impl Into<String>, groups: Vec<Vec<Rank>>) -> Self {
+        Level {
+            name: name.into(),
+            groups,
+            separation: None,
+        }
+    }
+
+    /// The group index of every rank `0..ranks`.
+    pub fn labels(&self, ranks: usize) -> Vec<usize> {
+        let mut labels = vec![usize::MAX; ranks];
+        for (g, group) in self.groups.iter().enumerate() {
+            for &r in group {
+                if r < ranks {
+                    labels[r] = g;
+                }
+            }
+        }
+        labels
+    }
+}
+
+/// The default name of the level at 1-based depth `depth`, coarsest first.
+pub fn default_level_name(depth: usize) -> String {
+    format!("level{depth}")
+}
+
+/// A validated topology: the tree, its rank count, optional rank labels and its levels.
+///
+/// Every rank of the tree is below the rank count and appears once; ranks `0..ranks` that the
+/// tree does not list are singleton groups in every level.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Topology {
+    ranks: usize,
+    labels: Option<Vec<String>>,
+    tree: TopologyNode,
+    levels: Vec<Level>,
+}
+
+impl Topology {
+    /// Validates a tree and derives its levels; the rank count defaults to the largest rank + 1.
+    pub fn from_tree(tree: TopologyNode, ranks: Option<usize>) -> Result<Self, TopologyError> {
+        validate_tree(&tree, ranks)?;
+        let ranks = ranks.unwrap_or_else(|| tree.max_rank().map_or(0, |m| m + 1));
+        let levels = levels_of_tree(&tree, ranks);
+        Ok(Topology {
+            ranks,
+            labels: None,
+            tree,
+            levels,
+        })
+    }
+
+    /// Builds the tree of nested levels (coarsest first); ranks a level leaves out are singletons.
+    pub fn from_levels(ranks: usize, levels: Vec<Level>) -> Result<Self, TopologyError> {
+        let levels = validate_levels(ranks, levels)?;
+        let tree = tree_of_levels(ranks, &levels);
+        Ok(Topology {
+            ranks,
+            labels: None,
+            tree,
+            levels,
+        })
+    }
+
+    /// The same topology with one label (host name, CPU) per rank.
+    pub fn with_labels(mut self, labels: Vec<String>) -> Result<Self, TopologyError> {
+        if labels.len() != self.ranks {
+            return Err(TopologyError::at(
+                Location::Path("labels".into()),
+                Problem::LabelCount {
+                    labels: labels.len(),
+                    ranks: self.ranks,
+                },
+            ));
+        }
+        self.labels = Some(labels);
+        Ok(self)
+    }
+
+    /// The same topology with named levels; their groups must be the tree's levels.
+    pub fn with_levels(mut self, levels: Vec<Level>) -> Result<Self, TopologyError> {
+        let levels = validate_levels(self.ranks, levels)?;
+        if levels.len() != self.levels.len() {
+            return Err(TopologyError::at(
+                Location::Path("levels".into()),
+                Problem::LevelsDisagree(format!(
+                    "the tree has {} level(s), `levels` lists {}",
+                    self.levels.len(),
+                    levels.len()
+                )),
+            ));
+        }
+        for (i, (given, derived)) in levels.iter().zip(&self.levels).enumerate() {
+            if let Some(rank) = first_difference(self.ranks, given, derived) {
+                return Err(TopologyError::at(
+                    Location::Path(format!("levels[{i}]")),
+                    Problem::LevelsDisagree(format!(
+                        "level `{}` groups rank {rank} with {{{}}}, the tree with {{{}}}",
+                        given.name,
+                        sorted_rank_list(group_of(given, rank)),
+                        sorted_rank_list(group_of(derived, rank)),
+                    )),
+                ));
+            }
+        }
+        self.levels = levels;
+        Ok(self)
+    }
+
+    /// The number of ranks.
+    pub fn ranks(&self) -> usize {
+        self.ranks
+    }
+
+    /// One label per rank, if known.
+    pub fn labels(&self) -> Option<&[String]> {
+        self.labels.as_deref()
+    }
+
+    /// The tree.
+    pub fn tree(&self) -> &TopologyNode {
+        &self.tree
+    }
+
+    /// The levels, coarsest first; empty when the tree puts all ranks in one group.
+    pub fn levels(&self) -> &[Level] {
+        &self.levels
+    }
+
+    /// Ranks below the rank count that the tree does not list.
+    pub fn missing_ranks(&self) -> Vec<Rank> {
+        let mut seen = vec![false; self.ranks];
+        for r in self.tree.ranks() {
+            seen[r] = true;
+        }
+        (0..self.ranks).filter(|&r| !seen[r]).collect()
+    }
+}
+
+fn group_of(level: &Level, rank: Rank) -> &[Rank] {
+    level
+        .groups
+        .iter()
+        .find(|g| g.contains(&rank))
+        .map_or(&[], Vec::as_slice)
+}
+
+/// The first rank whose group differs between two partitions of `0..ranks`, if any.
+fn first_difference(ranks: usize, a: &Level, b: &Level) -> Option<Rank> {
+    let (la, lb) = (a.labels(ranks), b.labels(ranks));
+    // Two partitions are equal when the label maps are a bijection on each other.
+    let mut forward: HashMap<usize, usize> = HashMap::new();
+    let mut backward: HashMap<usize, usize> = HashMap::new();
+    (0..ranks).find(|&r| {
+        let f = *forward.entry(la[r]).or_insert(lb[r]);
+        let b = *backward.entry(lb[r]).or_insert(la[r]);
+        f != lb[r] || b != la[r]
+    })
+}
+
+fn validate_tree(tree: &TopologyNode, ranks: Option<usize>) -> Result<(), TopologyError> {
+    let mut first_seen: HashMap<Rank, String> = HashMap::new();
+    validate_node(tree, "tree".to_string(), ranks, &mut first_seen)
+}
+
+fn validate_node(
+    node: &TopologyNode,
+    path: String,
+    count: Option<usize>,
+    first_seen: &mut HashMap<Rank, String>,
+) -> Result<(), TopologyError> {
+    let fail = |path: String, problem| Err(TopologyError::at(Location::Path(path), problem));
+    if let Some(h) = node.height() {
+        if !h.is_finite() {
+            return fail(format!("{path}.height"), Problem::NonFiniteHeight(h));
+        }
+    }
+    match node {
+        TopologyNode::Cluster { children, .. } => {
+            if children.is_empty() {
+                return fail(path, Problem::EmptyCluster);
+            }
+            for (i, child) in children.iter().enumerate() {
+                validate_node(child, format!("{path}.children[{i}]"), count, first_seen)?;
+            }
+        }
+        TopologyNode::Group { ranks, .. } => {
+            if ranks.is_empty() {
+                return fail(path, Problem::EmptyGroup);
+            }
+            for (i, &rank) in ranks.iter().enumerate() {
+                let here = format!("{path}.ranks[{i}]");
+                if let Some(n) = count {
+                    if rank >= n {
+                        return fail(here, Problem::RankOutOfRange { rank, ranks: n });
+                    }
+                }
+                if let Some(first) = first_seen.get(&rank) {
+                    let first = Location::Path(first.clone());
+                    return fail(here, Problem::DuplicateRank { rank, first });
+                }
+                first_seen.insert(rank, here);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks levels are partitions that nest, fills in singletons and sorts ranks inside groups.
+fn validate_levels(ranks: usize, levels: Vec<Level>) -> Result<Vec<Level>, TopologyError> {
+    let mut out: Vec<Level> = Vec::with_capacity(levels.len());
+    for (i, mut level) in levels.into_iter().enumerate() {
+        let mut seen: Vec<Option<usize>> = vec![None; ranks];
+        for (g, group) in level.groups.iter_mut().enumerate() {
+            let at = |p: String| Location::Path(p);
+            if group.is_empty() {
+                return Err(TopologyError::at(
+                    at(format!("levels[{i}].groups[{g}]")),
+                    Problem::EmptyGroup,
+                ));
+            }
+            for (k, &rank) in group.iter().enumerate() {
+                let here = at(format!("levels[{i}].groups[{g}][{k}]"));
+                if rank >= ranks {
+                    return Err(TopologyError::at(
+                        here,
+                        Problem::RankOutOfRange { rank, ranks },
+                    ));
+                }
+                if let Some(first) = seen[rank] {
+                    let first = at(format!("levels[{i}].groups[{first}]"));
+                    return Err(TopologyError::at(
+                        here,
+                        Problem::DuplicateRank { rank, first },
+                    ));
+                }
+                seen[rank] = Some(g);
+            }
+            group.sort_unstable();
+        }
+        for (rank, s) in seen.iter().enumerate() {
+            if s.is_none() {
+                level.groups.push(vec![rank]);
+            }
+        }
+        if let Some(s) = level.separation {
+            if !s.is_finite() {
+                return Err(TopologyError::at(
+                    Location::Path(format!("levels[{i}].separation")),
+                    Problem::NonFiniteHeight(s),
+                ));
+            }
+        }
+        let here = Location::Path(format!("levels[{i}]"));
+        if level.groups.len() == 1 {
+            return Err(TopologyError::at(here, Problem::TrivialLevel(level.name)));
+        }
+        if let Some(coarser) = out.last() {
+            let labels = coarser.labels(ranks);
+            for group in &level.groups {
+                if group.iter().any(|&r| labels[r] != labels[group[0]]) {
+                    return Err(TopologyError::at(
+                        here,
+                        Problem::LevelsNotNested {
+                            level: level.name,
+                            coarser: coarser.name.clone(),
+                            group: sorted_rank_list(group),
+                        },
+                    ));
+                }
+            }
+            if level.groups.len() == coarser.groups.len() {
+                return Err(TopologyError::at(
+                    here,
+                    Problem::RepeatedLevel {
+                        level: level.name,
+                        previous: coarser.name.clone(),
+                    },
+                ));
+            }
+        }
+        out.push(level);
+    }
+    Ok(out)
+}
+
+/// The partition at every depth of the tree, dropping one-group and repeated partitions.
+fn levels_of_tree(tree: &TopologyNode, ranks: usize) -> Vec<Level> {
+    let mut levels: Vec<Level> = Vec::new();
+    let missing = {
+        let mut seen = vec![false; ranks];
+        for r in tree.ranks() {
+            seen[r] = true;
+        }
+        (0..ranks).filter(|&r| !seen[r]).collect::<Vec<_>>()
+    };
+    for depth in 1..=tree.depth() {
+        let mut groups = Vec::new();
+        groups_at_depth(tree, 0, depth, &mut groups);
+        groups.extend(missing.iter().map(|&r| vec![r]));
+        if groups.len() <= 1 {
+            continue;
+        }
+        // Levels nest, so a repeated partition has as many groups as the one above it.
+        if levels
+            .last()
+            .is_some_and(|l| l.groups.len() == groups.len())
+        {
+            continue;
+        }
+        levels.push(Level::new(default_level_name(levels.len() + 1), groups));
+    }
+    levels
+}
+
+fn groups_at_depth(node: &TopologyNode, here: usize, depth: usize, out: &mut Vec<Vec<Rank>>) {
+    match node {
+        TopologyNode::Cluster { children, .. } if here < depth => {
+            for child in children {
+                groups_at_depth(child, here + 1, depth, out);
+            }
+        }
+        _ => {
+            let mut ranks = node.ranks();
+            ranks.sort_unstable();
+            out.push(ranks);
+        }
+    }
+}
+
+/// The smallest tree whose levels are the given validated levels.
+fn tree_of_levels(ranks: usize, levels: &[Level]) -> TopologyNode {
+    if levels.is_empty() {
+        return TopologyNode::group((0..ranks).collect());
+    }
+    let labels: Vec<Vec<usize>> = levels.iter().map(|l| l.labels(ranks)).collect();
+    let nesting = LevelNesting {
+        levels,
+        // children[k][g]: the groups of level k + 1 inside group g of level k.
+        children: (0..levels.len() - 1)
+            .map(|k| {
+                let mut kids = vec![Vec::new(); levels[k].groups.len()];
+                for (g, group) in levels[k + 1].groups.iter().enumerate() {
+                    kids[labels[k][group[0]]].push(g);
+                }
+                kids
+            })
+            .collect(),
+        // group_size[k][r]: the size of rank r's group at level k.
+        group_size: labels
+            .iter()
+            .zip(levels)
+            .map(|(l, level)| l.iter().map(|&g| level.groups[g].len()).collect())
+            .collect(),
+    };
+    TopologyNode::cluster(
+        (0..levels[0].groups.len())
+            .map(|g| nesting.node(0, g))
+            .collect(),
+    )
+}
+
+/// Validated levels with the lookups needed to turn them into a tree.
+struct LevelNesting<'a> {
+    levels: &'a [Level],
+    children: Vec<Vec<Vec<usize>>>,
+    group_size: Vec<Vec<usize>>,
+}
+
+impl LevelNesting<'_> {
+    /// The subtree for group `g` of level `k`: a leaf when no finer level splits it.
+    fn node(&self, k: usize, g: usize) -> TopologyNode {
+        let group = &self.levels[k].groups[g];
+        let split_later = self.group_size[k + 1..]
+            .iter()
+            .any(|sizes| sizes[group[0]] != group.len());
+        if !split_later {
+            return TopologyNode::group(group.clone());
+        }
+        TopologyNode::cluster(
+            self.children[k][g]
+                .iter()
+                .map(|&h| self.node(k + 1, h))
+                .collect(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn g(r: std::ops::Range<usize>) -> TopologyNode {
+        TopologyNode::group(r.collect())
+    }
+    fn c(children: Vec<TopologyNode>) -> TopologyNode {
+        TopologyNode::cluster(children)
+    }
+
+    fn four_groups() -> TopologyNode {
+        c(vec![
+            c(vec![c(vec![g(0..8)]), c(vec![g(8..16)])]),
+            c(vec![c(vec![g(16..24)]), c(vec![g(24..32)])]),
+        ])
+    }
+
+    #[test]
+    fn levels_of_figure_3_4() {
+        let t = Topology::from_tree(four_groups(), None).unwrap();
+        assert_eq!(t.ranks(), 32);
+        let levels = t.levels();
+        assert_eq!(levels.len(), 2, "the single-child clusters repeat a level");
+        assert_eq!(
+            levels[0].groups,
+            vec![(0..16).collect::<Vec<_>>(), (16..32).collect()]
+        );
+        assert_eq!(levels[1].groups.len(), 4);
+        assert_eq!(levels[1].name, "level2");
+    }
+
+    #[test]
+    fn flat_tree_has_no_levels() {
+        let t = Topology::from_tree(g(0..8), None).unwrap();
+        assert!(t.levels().is_empty());
+        let t = Topology::from_tree(c(vec![g(0..8)]), None).unwrap();
+        assert!(t.levels().is_empty());
+    }
+
+    #[test]
+    fn unbalanced_leaf_persists_into_finer_levels() {
+        let tree = c(vec![g(0..4), c(vec![g(4..6), g(6..8)])]);
+        let t = Topology::from_tree(tree, None).unwrap();
+        assert_eq!(t.levels().len(), 2);
+        assert_eq!(
+            t.levels()[1].groups,
+            vec![vec![0, 1, 2, 3], vec![4, 5], vec![6, 7]]
+        );
+    }
+
+    #[test]
+    fn missing_ranks_are_singletons() {
+        let t = Topology::from_tree(c(vec![g(0..2), g(2..4)]), Some(6)).unwrap();
+        assert_eq!(t.missing_ranks(), vec![4, 5]);
+        assert_eq!(
+            t.levels()[0].groups,
+            vec![vec![0, 1], vec![2, 3], vec![4], vec![5]]
+        );
+    }
+
+    #[test]
+    fn levels_round_trip_through_tree() {
+        let levels = vec![
+            Level::new("node", vec![(0..8).collect(), (8..12).collect()]),
+            Level::new(
+                "socket",
+                vec![(0..4).collect(), (4..8).collect(), (8..12).collect()],
+            ),
+            Level::new(
+                "core",
+                vec![
+                    vec![0, 1],
+                    vec![2, 3],
+                    (4..8).collect(),
+                    vec![8, 9],
+                    vec![10, 11],
+                ],
+            ),
+        ];
+        let t = Topology::from_levels(12, levels.clone()).unwrap();
+        assert_eq!(t.levels(), &levels[..]);
+        let again = Topology::from_tree(t.tree().clone(), Some(12)).unwrap();
+        let again = again.with_levels(levels.clone()).unwrap();
+        assert_eq!(again.levels(), &levels[..]);
+        // The unsplit socket 4-7 is a leaf right under its node.
+        assert_eq!(t.tree().children()[0].children()[1], g(4..8));
+    }
+
+    #[test]
+    fn levels_must_nest_and_say_something() {
+        let bad = vec![
+            Level::new("a", vec![vec![0, 1], vec![2, 3]]),
+            Level::new("b", vec![vec![0], vec![1, 2], vec![3]]),
+        ];
+        let err = Topology::from_levels(4, bad).unwrap_err();
+        assert!(matches!(
+            err.problem(),
+            Some(Problem::LevelsNotNested { .. })
+        ));
+        let err =
+            Topology::from_levels(4, vec![Level::new("all", vec![vec![0, 1, 2, 3]])]).unwrap_err();
+        assert!(matches!(err.problem(), Some(Problem::TrivialLevel(_))));
+        let twice = vec![
+            Level::new("a", vec![vec![0, 1], vec![2, 3]]),
+            Level::new("b", vec![vec![1, 0], vec![2, 3]]),
+        ];
+        let err = Topology::from_levels(4, twice).unwrap_err();
+        assert!(matches!(err.problem(), Some(Problem::RepeatedLevel { .. })));
+    }
+
+    #[test]
+    fn with_levels_rejects_other_groups() {
+        let t = Topology::from_tree(c(vec![g(0..2), g(2..4)]), None).unwrap();
+        let err = t
+            .with_levels(vec![Level::new("x", vec![vec![0, 2], vec![1, 3]])])
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("groups rank 1 with {1,3}, the tree with {0,1}"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn tree_validation_names_the_node() {
+        let err = Topology::from_tree(c(vec![g(0..2), c(vec![g(1..3)])]), None).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "at tree.children[1].children[0].ranks[0]: rank 1 is listed twice (first at tree.children[0].ranks[1])"
+        );
+        let err = Topology::from_tree(g(0..4), Some(3)).unwrap_err();
+        assert!(matches!(
+            err.problem(),
+            Some(Problem::RankOutOfRange { rank: 3, ranks: 3 })
+        ));
+        let err = Topology::from_tree(c(vec![]), None).unwrap_err();
+        assert_eq!(err.problem(), Some(&Problem::EmptyCluster));
+        let err = Topology::from_tree(g(0..1).with_height(Some(f64::NAN)), None).unwrap_err();
+        assert!(matches!(err.problem(), Some(Problem::NonFiniteHeight(_))));
+    }
+}

@@ -1,0 +1,41 @@
+//! lgate-plogp: discover the topology of a parallel machine from pairwise measurements.
+//!
+//! This binary parses arguments and wires the library crates together; the work is done in
+//! `crates/`.
+
+mod output;
+mod topology_cmd;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Discover the topology of a parallel machine from pairwise PLogP measurements.
+#[derive(Debug, Parser)]
+#[command(name = "lgate-plogp", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Read, check and convert topology files (LGate, JSON, Newick).
+    #[command(subcommand)]
+    Topology(topology_cmd::TopologyCommand),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Topology(cmd) => topology_cmd::run(cmd),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) if output::is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("lgate-plogp: error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
