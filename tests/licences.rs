@@ -1,0 +1,116 @@
+//! Every package in the dependency graph has a licence compatible with MIT OR Apache-2.0.
+
+use std::process::Command;
+
+/// Licences that keep the project MIT OR Apache-2.0 when linked in.
+const PERMISSIVE: &[&str] = &[
+    "MIT",
+    "MIT-0",
+    "Apache-2.0",
+    "Apache-2.0 WITH LLVM-exception",
+    "BSD-2-Clause",
+    "BSD-3-Clause",
+    "0BSD",
+    "ISC",
+    "Zlib",
+    "BSL-1.0",
+    "CC0-1.0",
+    "Unlicense",
+    "Unicode-3.0",
+    "Unicode-DFS-2016",
+];
+
+/// Whether an SPDX expression can be satisfied with permissive licences only.
+fn permissive(expression: &str) -> bool {
+    let spaced = expression
+        .replace('(', " ( ")
+        .replace(')', " ) ")
+        .replace('/', " OR ");
+    let tokens: Vec<&str> = spaced.split_whitespace().collect();
+    let mut pos = 0;
+    let ok = or_expr(&tokens, &mut pos);
+    ok && pos == tokens.len()
+}
+
+fn or_expr(t: &[&str], pos: &mut usize) -> bool {
+    let mut ok = and_expr(t, pos);
+    while t.get(*pos) == Some(&"OR") {
+        *pos += 1;
+        ok |= and_expr(t, pos);
+    }
+    ok
+}
+
+fn and_expr(t: &[&str], pos: &mut usize) -> bool {
+    let mut ok = licence(t, pos);
+    while t.get(*pos) == Some(&"AND") {
+        *pos += 1;
+        ok &= licence(t, pos);
+    }
+    ok
+}
+
+fn licence(t: &[&str], pos: &mut usize) -> bool {
+    match t.get(*pos) {
+        Some(&"(") => {
+            *pos += 1;
+            let ok = or_expr(t, pos);
+            if t.get(*pos) == Some(&")") {
+                *pos += 1;
+                ok
+            } else {
+                false
+            }
+        }
+        Some(id) => {
+            *pos += 1;
+            let mut name = id.to_string();
+            if t.get(*pos) == Some(&"WITH") {
+                name = format!("{name} WITH {}", t.get(*pos + 1).unwrap_or(&""));
+                *pos += 2;
+            }
+            PERMISSIVE.contains(&name.as_str())
+        }
+        None => false,
+    }
+}
+
+#[test]
+fn spdx_expressions() {
+    assert!(permissive("MIT OR Apache-2.0"));
+    assert!(permissive("(MIT OR Apache-2.0) AND Unicode-3.0"));
+    assert!(permissive("MIT/Apache-2.0"));
+    assert!(permissive("Apache-2.0 WITH LLVM-exception OR MIT"));
+    assert!(!permissive("GPL-3.0-or-later"));
+    assert!(!permissive("MIT AND GPL-2.0-only"));
+    assert!(permissive("GPL-2.0-only OR MIT"));
+    assert!(!permissive("LGPL-2.1"));
+    assert!(!permissive("(MIT"));
+}
+
+#[test]
+fn every_dependency_is_permissive() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--locked"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo metadata runs");
+    assert!(
+        out.status.success(),
+        "cargo metadata: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata is JSON");
+    let packages = meta["packages"].as_array().expect("a package list");
+    assert!(packages.len() > 10, "the graph has its dependencies");
+    let offending: Vec<String> = packages
+        .iter()
+        .filter(|p| !p["license"].as_str().is_some_and(permissive))
+        .map(|p| format!("{} {}: {}", p["name"], p["version"], p["license"]))
+        .collect();
+    assert!(
+        offending.is_empty(),
+        "not MIT/Apache-compatible: {offending:#?}"
+    );
+}
