@@ -3,6 +3,7 @@
 //! This binary parses arguments and wires the library crates together; the work is done in
 //! `crates/`.
 
+mod measure_cmd;
 mod output;
 mod topology_cmd;
 
@@ -20,6 +21,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Measure every pair of MPI ranks (run it under mpirun or srun).
+    Measure(measure_cmd::MeasureArgs),
     /// Read, check and convert topology files (LGate, JSON, Newick).
     #[command(subcommand)]
     Topology(topology_cmd::TopologyCommand),
@@ -28,6 +31,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Measure(args) => measure_cmd::run(args),
         Command::Topology(cmd) => topology_cmd::run(cmd),
     };
     match result {

@@ -14,27 +14,8 @@ pub fn write_output(path: Option<&Path>, text: &str) -> Result<()> {
         stdout.flush()?;
         return Ok(());
     };
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".lgate-plogp-")
-        .tempfile_in(dir)
-        .with_context(|| {
-            format!(
-                "{}: cannot create a file in {}",
-                path.display(),
-                dir.display()
-            )
-        })?;
-    tmp.write_all(text.as_bytes())
-        .and_then(|()| tmp.as_file().sync_all())
-        .with_context(|| format!("{}: cannot write", path.display()))?;
-    tmp.persist(path)
-        .map_err(|e| e.error)
-        .with_context(|| format!("{}: cannot replace the file", path.display()))?;
-    Ok(())
+    lgate_output::write_atomic(path, text.as_bytes())
+        .with_context(|| format!("{}: cannot write", path.display()))
 }
 
 /// Whether an error is only stdout closing early (`lgate-plogp ... | head`).

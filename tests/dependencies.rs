@@ -1,4 +1,5 @@
-//! Every package in the dependency graph has a licence compatible with MIT OR Apache-2.0.
+//! The dependency graph: every package has a licence compatible with MIT OR Apache-2.0, and
+//! the build without default features needs no MPI library.
 
 use std::process::Command;
 
@@ -113,4 +114,36 @@ fn every_dependency_is_permissive() {
         offending.is_empty(),
         "not MIT/Apache-compatible: {offending:#?}"
     );
+}
+
+#[test]
+fn without_default_features_nothing_needs_mpi() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args([
+            "tree",
+            "--locked",
+            "-p",
+            "lgate-plogp",
+            "--no-default-features",
+            "-e",
+            "normal,build",
+            "--prefix",
+            "none",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tree = String::from_utf8(out.stdout).unwrap();
+    assert!(tree.contains("lgate-topology"), "{tree}");
+    let mpi: Vec<&str> = tree
+        .lines()
+        .filter(|l| l.starts_with("mpi") || l.starts_with("lgate-mpi") || l.starts_with("bindgen"))
+        .collect();
+    assert!(mpi.is_empty(), "the no-MPI build pulls in {mpi:?}");
 }

@@ -1,0 +1,173 @@
+//! The subset barrier: a dissemination barrier over point-to-point messages among any list of
+//! ranks, so that subtrees synchronise without touching each other.
+
+use lgate_topology::Rank;
+
+use crate::transport::{PoliteWait, Tag, Transport, TransportError};
+use crate::HarnessError;
+
+/// A dissemination barrier among `members` (Hensgen, Finkel and Manber): in round k each
+/// member signals the member 2^k places after it and waits for the one 2^k places before it,
+/// so after ceil(log2 n) rounds every member has heard, directly or not, from every other.
+#[derive(Debug, Clone, Copy)]
+pub struct SubsetBarrier<'a> {
+    members: &'a [Rank],
+    me: usize,
+}
+
+impl<'a> SubsetBarrier<'a> {
+    /// The barrier as seen by `rank`; `None` if `rank` is not a member.
+    pub fn new(members: &'a [Rank], rank: Rank) -> Option<Self> {
+        let me = members.iter().position(|&r| r == rank)?;
+        Some(SubsetBarrier { members, me })
+    }
+
+    /// The ranks taking part.
+    pub fn members(&self) -> &[Rank] {
+        self.members
+    }
+
+    /// Returns once every member has entered the barrier with the same `id`.
+    ///
+    /// Waits without spinning; `idle` runs between polls (rank 0 uses it to collect results).
+    /// A message carrying another `id` means the ranks disagree about the schedule: an error.
+    pub fn wait(
+        &self,
+        transport: &dyn Transport,
+        id: u64,
+        idle: &mut dyn FnMut() -> Result<(), HarnessError>,
+    ) -> Result<(), HarnessError> {
+        let n = self.members.len();
+        let rank = self.members[self.me];
+        let mut distance = 1;
+        while distance < n {
+            let to = self.members[(self.me + distance) % n];
+            let from = self.members[(self.me + n - distance) % n];
+            transport.send(to, Tag::BARRIER, &id.to_le_bytes())?;
+            let mut wait = PoliteWait::new(transport.wait_limit());
+            loop {
+                if transport.probe(from, Tag::BARRIER)?.is_some() {
+                    let mut buf = [0u8; 8];
+                    let len = transport.recv(from, Tag::BARRIER, &mut buf)?;
+                    let got = u64::from_le_bytes(buf);
+                    if len != 8 || got != id {
+                        return Err(TransportError::Protocol {
+                            rank,
+                            message: format!(
+                                "barrier {id:#x} received barrier {got:#x} from rank {from}: \
+                                 the ranks disagree about the schedule (are they running the \
+                                 same binary with the same arguments?)"
+                            ),
+                        }
+                        .into());
+                    }
+                    break;
+                }
+                idle()?;
+                wait.pause(rank, from, Tag::BARRIER)?;
+            }
+            distance *= 2;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+    use std::time::{Duration, Instant};
+
+    use rand::{Rng, SeedableRng};
+
+    use super::*;
+    use crate::in_process::{InProcessWorld, LinkModel};
+
+    /// Random delivery delays of up to 3 ms on every message.
+    struct Jittery(Mutex<rand_chacha::ChaCha8Rng>);
+
+    impl LinkModel for Jittery {
+        fn latency(&self, _: Rank, _: Rank) -> Duration {
+            Duration::from_micros(self.0.lock().unwrap().random_range(0..3000))
+        }
+    }
+
+    #[test]
+    fn no_rank_leaves_before_the_last_one_arrives() {
+        for (size, seed) in [(2, 1), (3, 2), (5, 3), (8, 4), (13, 5)] {
+            let world = InProcessWorld::new(size)
+                .with_link_model(Jittery(Mutex::new(rand_chacha::ChaCha8Rng::seed_from_u64(
+                    seed,
+                ))))
+                .with_timeout(Duration::from_secs(20));
+            let members: Vec<Rank> = (0..size).rev().collect();
+            let origin = Instant::now();
+            let times = world.run(|t| {
+                let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed * 100 + t.rank() as u64);
+                let barrier = SubsetBarrier::new(&members, t.rank()).unwrap();
+                let mut out = Vec::new();
+                for round in 0..5u64 {
+                    // Adversarial arrival: each rank comes late by a random amount.
+                    std::thread::sleep(Duration::from_micros(rng.random_range(0..4000)));
+                    let entered = origin.elapsed();
+                    barrier.wait(&t, round, &mut || Ok(())).unwrap();
+                    out.push((entered, origin.elapsed()));
+                }
+                out
+            });
+            for round in 0..5 {
+                let last_entry = times.iter().map(|t| t[round].0).max().unwrap();
+                for (rank, t) in times.iter().enumerate() {
+                    assert!(
+                        t[round].1 >= last_entry,
+                        "size {size} round {round}: rank {rank} left at {:?} before the last \
+                         entry at {last_entry:?}",
+                        t[round].1
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn disjoint_subsets_do_not_wait_for_each_other() {
+        let world = InProcessWorld::new(4);
+        let times = world.run(|t| {
+            let left = [0, 1];
+            let right = [2, 3];
+            let members: &[Rank] = if t.rank() < 2 { &left } else { &right };
+            let barrier = SubsetBarrier::new(members, t.rank()).unwrap();
+            if t.rank() >= 2 {
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            let start = Instant::now();
+            barrier.wait(&t, 0, &mut || Ok(())).unwrap();
+            start.elapsed()
+        });
+        assert!(times[0] < Duration::from_millis(100), "{times:?}");
+        assert!(times[1] < Duration::from_millis(100), "{times:?}");
+    }
+
+    #[test]
+    fn a_diverged_schedule_is_reported() {
+        let world = InProcessWorld::new(2).with_timeout(Duration::from_secs(5));
+        let results = world.run(|t| {
+            let members = [0, 1];
+            let barrier = SubsetBarrier::new(&members, t.rank()).unwrap();
+            barrier.wait(&t, t.rank() as u64, &mut || Ok(()))
+        });
+        let err = results[0].as_ref().unwrap_err().to_string();
+        assert!(err.contains("disagree about the schedule"), "{err}");
+    }
+
+    #[test]
+    fn a_single_member_passes_at_once() {
+        let world = InProcessWorld::new(1);
+        world.run(|t| {
+            SubsetBarrier::new(&[0], 0)
+                .unwrap()
+                .wait(&t, 9, &mut || Ok(()))
+                .unwrap()
+        });
+        assert!(SubsetBarrier::new(&[1, 2], 0).is_none());
+    }
+}

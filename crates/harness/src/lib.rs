@@ -1,0 +1,86 @@
+//! The LGate pairwise test harness: it runs a test between every pair of ranks of a job,
+//! synchronising with subset barriers so that independent subtrees of a topology are measured
+//! at the same time, and records the results in a run directory.
+//!
+//! The harness talks to other ranks through the [`Transport`] trait: MPI in production
+//! (`lgate-mpi`), threads in tests ([`InProcessWorld`]).
+//!
+//! ```
+//! use lgate_harness::{run, InProcessWorld, PingPong, ProgressStyle, RunOptions, TopologySource};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let options = RunOptions {
+//!     out: dir.path().join("run"),
+//!     force: false,
+//!     resume: false,
+//!     topology: TopologySource::None,
+//!     sweeps: 1,
+//!     seed: Some(1),
+//!     fast: None,
+//!     progress: ProgressStyle::Quiet,
+//!     command_line: vec![],
+//!     tool: "example".into(),
+//! };
+//! let reports = InProcessWorld::new(3).run(|t| {
+//!     let mut test = PingPong::new(vec![0, 1024], 4).unwrap();
+//!     run(&t, &mut test, &options).unwrap()
+//! });
+//! let report = reports[0].as_ref().unwrap();
+//! assert_eq!(report.summary.pairs_measured, 3);
+//! assert!(dir.path().join("run/pingpong.csv").exists());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod barrier;
+pub mod in_process;
+pub mod pair_test;
+pub mod placement;
+pub mod run;
+pub mod schedule;
+pub mod stats;
+pub mod transport;
+
+pub use barrier::SubsetBarrier;
+pub use in_process::{InProcessTransport, InProcessWorld, LinkModel};
+pub use pair_test::{PairTest, PingPong, Role};
+pub use run::{run, topology_by_host, ProgressStyle, RunOptions, RunReport, TopologySource};
+pub use schedule::{Pair, Schedule, ScheduleError, Step, SweepPair};
+pub use stats::Summary;
+pub use transport::{PoliteWait, Tag, Transport, TransportError};
+
+/// An error of a harness run.
+#[derive(Debug, thiserror::Error)]
+pub enum HarnessError {
+    /// Messaging failed.
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+    /// The run directory could not be read or written.
+    #[error(transparent)]
+    RunDir(#[from] lgate_rundir::RunDirError),
+    /// The topology is malformed.
+    #[error(transparent)]
+    Topology(#[from] lgate_topology::TopologyError),
+    /// The topology does not fit the job.
+    #[error(transparent)]
+    Schedule(#[from] ScheduleError),
+    /// The job or the options cannot make a run.
+    #[error("{0}")]
+    Setup(String),
+    /// A run cannot be resumed as asked.
+    #[error("{0}")]
+    Resume(String),
+    /// Rank 0 stopped the run before it started; it reports why.
+    #[error("rank 0 stopped the run (see its message)")]
+    Aborted,
+    /// An error after measuring started: other ranks may be waiting for this one, so the
+    /// whole job has to be stopped (MPI_Abort).
+    #[error(transparent)]
+    Measuring(Box<HarnessError>),
+}
+
+impl HarnessError {
+    /// Whether other ranks may still be waiting for this one, so the job must be aborted.
+    pub fn leaves_others_waiting(&self) -> bool {
+        matches!(self, HarnessError::Measuring(_))
+    }
+}

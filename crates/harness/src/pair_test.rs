@@ -1,0 +1,189 @@
+//! The pair test the harness runs for each pair, and the ping-pong test.
+
+use std::fmt::Write as _;
+use std::time::Instant;
+
+use lgate_rundir::{JournalEntry, RunDir};
+use serde::{Deserialize, Serialize};
+
+use crate::schedule::Pair;
+use crate::stats::Summary;
+use crate::transport::{Tag, Transport, TransportError};
+use crate::HarnessError;
+
+/// Which side of a pair a rank is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Rank `i`, the smaller: it times the test and reports the result.
+    Sender,
+    /// Rank `j`, the larger.
+    Receiver,
+}
+
+/// A test between two ranks that the harness runs for every pair.
+pub trait PairTest {
+    /// The test's name, recorded in meta.json.
+    fn name(&self) -> &str;
+    /// The test's parameters, recorded in meta.json and compared when a run is resumed.
+    fn parameters(&self) -> serde_json::Value;
+    /// Runs the test of `pair` on one of its ranks; the sender returns the result (any JSON),
+    /// the receiver `null`. Both ranks are called at about the same time.
+    fn run(
+        &mut self,
+        transport: &dyn Transport,
+        pair: Pair,
+        role: Role,
+    ) -> Result<serde_json::Value, TransportError>;
+    /// Writes the test's own files from every journal entry at the end of a run (on rank 0) and
+    /// returns their names.
+    fn finish(
+        &self,
+        _run: &RunDir,
+        _entries: &[JournalEntry],
+    ) -> Result<Vec<String>, HarnessError> {
+        Ok(Vec::new())
+    }
+}
+
+/// Round-trip times for a list of message sizes: the sender sends m bytes, the receiver sends
+/// them back, `reps` times per size.
+#[derive(Debug, Clone)]
+pub struct PingPong {
+    sizes: Vec<usize>,
+    reps: usize,
+    buf: Vec<u8>,
+}
+
+/// The round-trip times of one size, in seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoundTrips {
+    /// Message size in bytes.
+    pub size: usize,
+    /// Round-trip time statistics, seconds.
+    #[serde(flatten)]
+    pub rtt: Summary,
+}
+
+/// The ping-pong result of one pair.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PingPongResult {
+    /// One entry per size, ascending.
+    pub sizes: Vec<RoundTrips>,
+}
+
+impl PingPong {
+    /// Repetitions per size unless told otherwise.
+    pub const DEFAULT_REPS: usize = 32;
+    /// The file `finish` writes.
+    pub const TABLE: &'static str = "pingpong.csv";
+
+    /// Sizes 0 and 1 B to 1 MiB in powers of two.
+    pub fn default_sizes() -> Vec<usize> {
+        std::iter::once(0).chain((0..=20).map(|k| 1 << k)).collect()
+    }
+
+    /// A ping-pong test; `reps` must be at least 1 and `sizes` not empty.
+    pub fn new(mut sizes: Vec<usize>, reps: usize) -> Result<Self, HarnessError> {
+        if reps == 0 {
+            return Err(HarnessError::Setup("--reps must be at least 1".into()));
+        }
+        sizes.sort_unstable();
+        sizes.dedup();
+        let largest = *sizes
+            .last()
+            .ok_or_else(|| HarnessError::Setup("give at least one message size".into()))?;
+        Ok(PingPong {
+            sizes,
+            reps,
+            buf: vec![0x5a; largest],
+        })
+    }
+}
+
+impl PairTest for PingPong {
+    fn name(&self) -> &str {
+        "pingpong"
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        serde_json::json!({"sizes": self.sizes, "reps": self.reps})
+    }
+
+    fn run(
+        &mut self,
+        t: &dyn Transport,
+        pair: Pair,
+        role: Role,
+    ) -> Result<serde_json::Value, TransportError> {
+        let mut out = Vec::with_capacity(self.sizes.len());
+        for &size in &self.sizes {
+            let buf = &mut self.buf[..size];
+            let mut samples = Vec::with_capacity(self.reps);
+            for _ in 0..self.reps {
+                match role {
+                    Role::Sender => {
+                        let start = Instant::now();
+                        t.send(pair.j, Tag::TEST, buf)?;
+                        t.recv(pair.j, Tag::TEST, buf)?;
+                        samples.push(start.elapsed().as_secs_f64());
+                    }
+                    Role::Receiver => {
+                        t.recv(pair.i, Tag::TEST, buf)?;
+                        t.send(pair.i, Tag::TEST, buf)?;
+                    }
+                }
+            }
+            if let Some(rtt) = Summary::of(&samples) {
+                out.push(RoundTrips { size, rtt });
+            }
+        }
+        Ok(match role {
+            Role::Sender => {
+                serde_json::to_value(PingPongResult { sizes: out }).expect("results serialise")
+            }
+            Role::Receiver => serde_json::Value::Null,
+        })
+    }
+
+    fn finish(&self, run: &RunDir, entries: &[JournalEntry]) -> Result<Vec<String>, HarnessError> {
+        let mut rows: Vec<(u32, usize, usize, RoundTrips)> = Vec::new();
+        for e in entries {
+            let result: PingPongResult =
+                serde_json::from_value(e.result.clone()).map_err(|err| {
+                    HarnessError::Setup(format!(
+                        "{}: pair {}-{} of sweep {} is not a ping-pong result: {err}",
+                        run.file(lgate_rundir::JOURNAL_FILE).display(),
+                        e.i,
+                        e.j,
+                        e.sweep
+                    ))
+                })?;
+            rows.extend(result.sizes.into_iter().map(|s| (e.sweep, e.i, e.j, s)));
+        }
+        rows.sort_by_key(|(sweep, i, j, s)| (*sweep, *i, *j, s.size));
+        let mut csv = String::from(
+            "sweep,i,j,size_bytes,rtt_min_us,rtt_p10_us,rtt_median_us,rtt_p90_us,rtt_mean_us,\
+             rtt_max_us,samples,warmup,outliers\n",
+        );
+        for (sweep, i, j, s) in rows {
+            let r = &s.rtt;
+            let us = |x: f64| x * 1e6;
+            let _ = writeln!(
+                csv,
+                "{sweep},{i},{j},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{},{},{}",
+                s.size,
+                us(r.min),
+                us(r.p10),
+                us(r.median),
+                us(r.p90),
+                us(r.mean),
+                us(r.max),
+                r.count,
+                r.warmup,
+                r.outliers
+            );
+        }
+        run.write_file(Self::TABLE, csv.as_bytes())?;
+        Ok(vec![Self::TABLE.to_string()])
+    }
+}

@@ -1,0 +1,172 @@
+//! Where a rank runs, and how the job was launched, read from /proc and /sys outside timed code.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use lgate_rundir::{LauncherInfo, RankInfo, SystemInfo};
+
+use crate::transport::Transport;
+
+fn read_trimmed(path: impl AsRef<Path>) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+fn read_number(path: impl AsRef<Path>) -> Option<usize> {
+    read_trimmed(path)?.parse().ok()
+}
+
+/// The CPU this process last ran on (field 39 of /proc/self/stat).
+fn current_cpu() -> Option<usize> {
+    let stat = read_trimmed("/proc/self/stat")?;
+    // The command name may hold spaces; fields are counted after its closing parenthesis.
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(36)?.parse().ok()
+}
+
+/// The CPUs this process may run on, as the kernel lists them (`0-3,8`).
+fn allowed_cpus() -> Option<String> {
+    let status = read_trimmed("/proc/self/status")?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .map(|v| v.trim().to_string())
+}
+
+/// The NUMA node of a CPU: the `nodeN` entry in its sysfs folder.
+fn numa_node(cpu_dir: &Path) -> Option<usize> {
+    std::fs::read_dir(cpu_dir).ok()?.find_map(|e| {
+        let name = e.ok()?.file_name();
+        name.to_str()?.strip_prefix("node")?.parse().ok()
+    })
+}
+
+/// The placement of the calling rank.
+pub fn this_rank(transport: &dyn Transport) -> RankInfo {
+    let cpu = current_cpu();
+    let cpu_dir = cpu.map(|c| Path::new("/sys/devices/system/cpu").join(format!("cpu{c}")));
+    let topo = |file: &str| {
+        cpu_dir
+            .as_ref()
+            .and_then(|d| read_number(d.join("topology").join(file)))
+    };
+    RankInfo {
+        rank: transport.rank(),
+        host: transport.processor_name(),
+        pid: Some(std::process::id()),
+        cpu,
+        cpuset: allowed_cpus(),
+        core: topo("core_id"),
+        socket: topo("physical_package_id"),
+        numa: cpu_dir.as_deref().and_then(numa_node),
+        governor: cpu_dir
+            .as_ref()
+            .and_then(|d| read_trimmed(d.join("cpufreq/scaling_governor"))),
+        extra: BTreeMap::new(),
+    }
+}
+
+/// Variables that describe the launch, and only those (never the whole environment).
+const LAUNCH_PREFIXES: &[&str] = &[
+    "SLURM_",
+    "OMPI_COMM_WORLD_",
+    "OMPI_UNIVERSE_SIZE",
+    "OMPI_MCA_",
+    "PMIX_RANK",
+    "PMI_RANK",
+    "PMI_SIZE",
+    "MPI_LOCALNRANKS",
+    "MPI_LOCALRANKID",
+    "HYDI_CONTROL_FD",
+];
+
+/// How the job was launched, seen from the calling rank.
+pub fn launcher() -> LauncherInfo {
+    let environment: BTreeMap<String, String> = std::env::vars()
+        .filter(|(k, _)| LAUNCH_PREFIXES.iter().any(|p| k.starts_with(p)))
+        .collect();
+    let kind =
+        if environment.contains_key("SLURM_STEP_ID") || environment.contains_key("SLURM_JOB_ID") {
+            "slurm"
+        } else if environment
+            .keys()
+            .any(|k| k.starts_with("OMPI_") || k.starts_with("PMI"))
+        {
+            "mpirun"
+        } else {
+            "unknown"
+        };
+    LauncherInfo {
+        kind: kind.into(),
+        command_line: launcher_command_line(),
+        environment,
+    }
+}
+
+/// The command line of the nearest ancestor that is a launcher (mpirun, mpiexec, srun, ...).
+fn launcher_command_line() -> Option<String> {
+    let mut pid = std::os::unix::process::parent_id();
+    for _ in 0..4 {
+        let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+        let args: Vec<String> = raw
+            .split(|&b| b == 0)
+            .filter(|a| !a.is_empty())
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        let program = args
+            .first()
+            .map(|a| a.rsplit('/').next().unwrap_or(a).to_string());
+        if let Some(p) = program {
+            if [
+                "mpirun",
+                "mpiexec",
+                "orterun",
+                "prterun",
+                "srun",
+                "mpiexec.hydra",
+            ]
+            .contains(&p.as_str())
+            {
+                return Some(args.join(" "));
+            }
+        }
+        let stat = read_trimmed(format!("/proc/{pid}/stat"))?;
+        let after = &stat[stat.rfind(')')? + 1..];
+        pid = after.split_whitespace().nth(1)?.parse().ok()?;
+        if pid <= 1 {
+            return None;
+        }
+    }
+    None
+}
+
+/// The operating system of the calling rank's host.
+pub fn system() -> SystemInfo {
+    let os = read_trimmed("/etc/os-release").and_then(|text| {
+        text.lines()
+            .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+            .map(|v| v.trim_matches('"').to_string())
+    });
+    SystemInfo {
+        kernel: read_trimmed("/proc/sys/kernel/osrelease"),
+        os,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::in_process::InProcessWorld;
+
+    #[test]
+    fn reads_this_machine() {
+        let t = InProcessWorld::new(1).endpoint(0);
+        let info = this_rank(&t);
+        assert_eq!(info.host, "localhost");
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert!(info.cpu.is_some_and(|c| c < 4096), "{info:?} of {cpus}");
+        assert!(info.cpuset.is_some());
+        assert!(system().kernel.is_some());
+    }
+}

@@ -1,0 +1,139 @@
+//! The MPI transport of the lgate-plogp harness, over rsmpi and the system's MPI library.
+//!
+//! ```no_run
+//! use lgate_harness::Transport;
+//!
+//! let mpi = lgate_mpi::MpiTransport::init().expect("MPI starts once per process");
+//! println!("rank {} of {} on {}", mpi.rank(), mpi.size(), mpi.processor_name());
+//! ```
+
+use lgate_harness::{PoliteWait, Tag, Transport, TransportError};
+use lgate_topology::Rank;
+use mpi::datatype::Equivalence;
+use mpi::point_to_point::{Destination, Source};
+use mpi::topology::{Communicator, SimpleCommunicator};
+use mpi::Threading;
+
+/// An error of starting MPI.
+#[derive(Debug, thiserror::Error)]
+pub enum MpiError {
+    /// MPI was started before in this process.
+    #[error("MPI is already initialised in this process")]
+    AlreadyInitialised,
+}
+
+/// `MPI_COMM_WORLD`, initialised for the life of this value (finalised when it is dropped).
+pub struct MpiTransport {
+    // Dropped last: finalises MPI.
+    _universe: mpi::environment::Universe,
+    world: SimpleCommunicator,
+    rank: Rank,
+    size: usize,
+}
+
+impl MpiTransport {
+    /// Initialises MPI (single-threaded) and takes the world communicator.
+    pub fn init() -> Result<Self, MpiError> {
+        let (universe, _) = mpi::initialize_with_threading(Threading::Single)
+            .ok_or(MpiError::AlreadyInitialised)?;
+        let world = universe.world();
+        let (rank, size) = (world.rank() as Rank, world.size() as usize);
+        Ok(MpiTransport {
+            _universe: universe,
+            world,
+            rank,
+            size,
+        })
+    }
+
+    /// Stops every process of the job (MPI_Abort) with exit status `code`.
+    pub fn abort(&self, code: i32) -> ! {
+        self.world.abort(code)
+    }
+
+    fn peer(&self, rank: Rank) -> Result<mpi::topology::Process<'_>, TransportError> {
+        if rank >= self.size {
+            return Err(TransportError::NoSuchRank {
+                peer: rank,
+                size: self.size,
+            });
+        }
+        Ok(self.world.process_at_rank(rank as i32))
+    }
+}
+
+impl Transport for MpiTransport {
+    fn rank(&self) -> Rank {
+        self.rank
+    }
+
+    fn size(&self) -> usize {
+        self.size
+    }
+
+    fn send(&self, to: Rank, tag: Tag, data: &[u8]) -> Result<(), TransportError> {
+        self.peer(to)?.send_with_tag(data, tag.0);
+        Ok(())
+    }
+
+    fn ssend(&self, to: Rank, tag: Tag, data: &[u8]) -> Result<(), TransportError> {
+        self.peer(to)?.synchronous_send_with_tag(data, tag.0);
+        Ok(())
+    }
+
+    fn send_polite(&self, to: Rank, tag: Tag, data: &[u8]) -> Result<(), TransportError> {
+        let peer = self.peer(to)?;
+        mpi::request::scope(|scope| {
+            let mut request = peer.immediate_send_with_tag(scope, data, tag.0);
+            let mut wait = PoliteWait::new(None);
+            loop {
+                match request.test() {
+                    Ok(_) => return,
+                    Err(pending) => request = pending,
+                }
+                wait.nap();
+            }
+        });
+        Ok(())
+    }
+
+    fn recv(&self, from: Rank, tag: Tag, buf: &mut [u8]) -> Result<usize, TransportError> {
+        // No probe first: this runs inside timed code. A message longer than `buf` is an MPI
+        // error (MPI_ERR_TRUNCATE), which stops the job with MPI's own message.
+        let status = self.peer(from)?.receive_into_with_tag(buf, tag.0);
+        Ok(status.count(u8::equivalent_datatype()) as usize)
+    }
+
+    fn probe(&self, from: Rank, tag: Tag) -> Result<Option<usize>, TransportError> {
+        Ok(self
+            .peer(from)?
+            .immediate_probe_with_tag(tag.0)
+            .map(|s| s.count(u8::equivalent_datatype()) as usize))
+    }
+
+    fn probe_any(&self, tag: Tag) -> Result<Option<(Rank, usize)>, TransportError> {
+        Ok(self
+            .world
+            .any_process()
+            .immediate_probe_with_tag(tag.0)
+            .map(|s| {
+                (
+                    s.source_rank() as Rank,
+                    s.count(u8::equivalent_datatype()) as usize,
+                )
+            }))
+    }
+
+    fn processor_name(&self) -> String {
+        mpi::environment::processor_name().unwrap_or_else(|_| "unknown".into())
+    }
+
+    fn library_version(&self) -> String {
+        mpi::environment::library_version()
+            .map(|v| {
+                v.trim_matches(|c: char| c == '\0' || c.is_whitespace())
+                    .to_string()
+            })
+            .unwrap_or_else(|_| "unknown".into())
+    }
+}

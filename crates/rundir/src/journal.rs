@@ -1,0 +1,206 @@
+//! The journal: one JSON line per measured pair, flushed as pairs finish, so that a crash, a
+//! time limit or Ctrl-C loses at most the pairs in flight.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::{io_error, RunDirError};
+
+/// The journal's file name in a run directory.
+pub const JOURNAL_FILE: &str = "journal.jsonl";
+
+/// One measured pair.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JournalEntry {
+    /// The sweep (repetition of the whole schedule), from 0.
+    pub sweep: u32,
+    /// The sender, the smaller rank.
+    pub i: usize,
+    /// The receiver, the larger rank.
+    pub j: usize,
+    /// When the test started, seconds since the run's common start (sender's clock).
+    pub start_s: f64,
+    /// When the test ended, seconds since the run's common start (sender's clock).
+    pub end_s: f64,
+    /// What the pair test measured; its shape belongs to the test.
+    pub result: serde_json::Value,
+}
+
+/// How often appended lines are also forced to disk.
+const SYNC_EVERY: Duration = Duration::from_secs(2);
+
+/// The journal, open for appending.
+#[derive(Debug)]
+pub struct Journal {
+    path: PathBuf,
+    file: File,
+    last_sync: Instant,
+}
+
+impl Journal {
+    /// Opens (creating) the journal for appending.
+    pub fn open(path: &Path) -> Result<Self, RunDirError> {
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(io_error(path))?;
+        Ok(Journal {
+            path: path.to_path_buf(),
+            file,
+            last_sync: Instant::now(),
+        })
+    }
+
+    /// Appends one entry as a single write, and syncs to disk every few seconds.
+    pub fn append(&mut self, entry: &JournalEntry) -> Result<(), RunDirError> {
+        let mut line = serde_json::to_vec(entry).map_err(|e| RunDirError::BadJournal {
+            path: self.path.clone(),
+            line: 0,
+            message: format!("cannot encode an entry: {e}"),
+        })?;
+        line.push(b'\n');
+        self.file.write_all(&line).map_err(io_error(&self.path))?;
+        if self.last_sync.elapsed() >= SYNC_EVERY {
+            self.sync()?;
+        }
+        Ok(())
+    }
+
+    /// Forces everything appended so far to disk.
+    pub fn sync(&mut self) -> Result<(), RunDirError> {
+        self.last_sync = Instant::now();
+        self.file.sync_data().map_err(io_error(&self.path))
+    }
+}
+
+/// What a journal holds.
+#[derive(Debug, Clone, Default)]
+pub struct JournalRead {
+    /// The complete entries, in file order.
+    pub entries: Vec<JournalEntry>,
+    /// Bytes of complete lines; anything after is an unfinished last line from a crash.
+    pub complete_len: u64,
+    /// Whether the file ends in an unfinished line.
+    pub torn_tail: bool,
+}
+
+/// Reads a journal; a missing file has no entries, and an unfinished last line is reported,
+/// not an error, since it is what a crash mid-write leaves.
+pub fn read_journal(path: &Path) -> Result<JournalRead, RunDirError> {
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(JournalRead::default()),
+        Err(e) => return Err(io_error(path)(e)),
+    };
+    let mut reader = BufReader::new(file);
+    let mut out = JournalRead::default();
+    let mut buf = Vec::new();
+    let mut number = 0;
+    loop {
+        buf.clear();
+        let n = reader.read_until(b'\n', &mut buf).map_err(io_error(path))?;
+        if n == 0 {
+            break;
+        }
+        number += 1;
+        if buf.last() != Some(&b'\n') {
+            out.torn_tail = true;
+            break;
+        }
+        let entry: JournalEntry =
+            serde_json::from_slice(&buf).map_err(|e| RunDirError::BadJournal {
+                path: path.to_path_buf(),
+                line: number,
+                message: e.to_string(),
+            })?;
+        out.entries.push(entry);
+        out.complete_len += n as u64;
+    }
+    Ok(out)
+}
+
+/// Cuts an unfinished last line off a journal so appending can go on after it.
+pub(crate) fn truncate_to(path: &Path, len: u64) -> Result<(), RunDirError> {
+    let file = OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(io_error(path))?;
+    file.set_len(len).map_err(io_error(path))
+}
+
+impl JournalRead {
+    /// Removes an unfinished last line from the file, if there is one.
+    pub fn repair(&self, path: &Path) -> Result<(), RunDirError> {
+        if self.torn_tail {
+            truncate_to(path, self.complete_len)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(i: usize, j: usize) -> JournalEntry {
+        JournalEntry {
+            sweep: 0,
+            i,
+            j,
+            start_s: 0.5,
+            end_s: 0.75,
+            result: serde_json::json!({"rtt_s": [1e-6]}),
+        }
+    }
+
+    #[test]
+    fn appends_and_reads_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(JOURNAL_FILE);
+        assert!(read_journal(&path).unwrap().entries.is_empty());
+        let mut j = Journal::open(&path).unwrap();
+        j.append(&entry(0, 1)).unwrap();
+        j.append(&entry(0, 2)).unwrap();
+        drop(j);
+        let read = read_journal(&path).unwrap();
+        assert_eq!(read.entries, vec![entry(0, 1), entry(0, 2)]);
+        assert!(!read.torn_tail);
+    }
+
+    #[test]
+    fn a_torn_last_line_is_cut_off_and_appending_goes_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(JOURNAL_FILE);
+        let mut j = Journal::open(&path).unwrap();
+        j.append(&entry(0, 1)).unwrap();
+        drop(j);
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(b"{\"sweep\": 0, \"i\": 1").unwrap();
+        drop(f);
+        let read = read_journal(&path).unwrap();
+        assert_eq!(read.entries.len(), 1);
+        assert!(read.torn_tail);
+        read.repair(&path).unwrap();
+        let mut j = Journal::open(&path).unwrap();
+        j.append(&entry(1, 2)).unwrap();
+        drop(j);
+        assert_eq!(
+            read_journal(&path).unwrap().entries,
+            vec![entry(0, 1), entry(1, 2)]
+        );
+    }
+
+    #[test]
+    fn a_bad_line_in_the_middle_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(JOURNAL_FILE);
+        std::fs::write(&path, "not json\n").unwrap();
+        let err = read_journal(&path).unwrap_err();
+        assert!(err.to_string().contains("journal.jsonl:1: "), "{err}");
+    }
+}

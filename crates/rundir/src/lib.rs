@@ -1,0 +1,207 @@
+//! The run directory that `lgate-plogp measure` writes and the analysis commands read.
+//!
+//! ```text
+//! RUN/
+//!   meta.json       who ran where and how: ranks and their placement, parameters, times
+//!   journal.jsonl   one JSON line per measured pair, appended as pairs finish
+//! ```
+//!
+//! Measurement-specific outputs (matrices, tables) are written next to these by the test that
+//! produced them. [`RunMeta`] also serves as the ground truth of rank placement.
+
+mod journal;
+mod meta;
+
+use std::path::{Path, PathBuf};
+
+pub use journal::{read_journal, Journal, JournalEntry, JournalRead, JOURNAL_FILE};
+pub use meta::{
+    LauncherInfo, RankInfo, RunMeta, RunStatus, RunSummary, ScheduleInfo, SystemInfo, TestInfo,
+    META_FILE, RUN_FORMAT, RUN_VERSION,
+};
+
+/// An error of creating, reading or writing a run directory.
+#[derive(Debug, thiserror::Error)]
+pub enum RunDirError {
+    /// A file or folder could not be read or written.
+    #[error("{}: {error}", path.display())]
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// What the operating system said.
+        error: std::io::Error,
+    },
+    /// The output folder already holds results.
+    #[error("{}: already holds a run; choose another --out, or pass --force to replace it", path.display())]
+    Exists {
+        /// The folder.
+        path: PathBuf,
+    },
+    /// A non-empty folder that is not a run directory.
+    #[error("{}: is not empty and holds no meta.json, so it is not a run directory; refusing to write into it", path.display())]
+    NotARunDir {
+        /// The folder.
+        path: PathBuf,
+    },
+    /// meta.json is missing or malformed.
+    #[error("{}: {message}", path.display())]
+    BadMeta {
+        /// The meta.json file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// A line of the journal is malformed.
+    #[error("{}:{line}: {message}", path.display())]
+    BadJournal {
+        /// The journal file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+pub(crate) fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> RunDirError + '_ {
+    move |error| RunDirError::Io {
+        path: path.to_path_buf(),
+        error,
+    }
+}
+
+/// A run directory on disk.
+#[derive(Debug, Clone)]
+pub struct RunDir {
+    path: PathBuf,
+}
+
+impl RunDir {
+    /// Creates the folder for a new run; an existing run is replaced only with `force`.
+    ///
+    /// With `force`, only the files a run writes are removed; a non-empty folder without
+    /// `meta.json` is refused either way, so a mistyped `--out` cannot wipe unrelated files.
+    pub fn create(path: &Path, force: bool) -> Result<Self, RunDirError> {
+        if path.exists() {
+            let entries: Vec<_> = std::fs::read_dir(path)
+                .map_err(io_error(path))?
+                .collect::<Result<_, _>>()
+                .map_err(io_error(path))?;
+            if !entries.is_empty() {
+                if !path.join(META_FILE).is_file() {
+                    return Err(RunDirError::NotARunDir {
+                        path: path.to_path_buf(),
+                    });
+                }
+                if !force {
+                    return Err(RunDirError::Exists {
+                        path: path.to_path_buf(),
+                    });
+                }
+                for name in [META_FILE, JOURNAL_FILE] {
+                    let file = path.join(name);
+                    if file.exists() {
+                        std::fs::remove_file(&file).map_err(io_error(&file))?;
+                    }
+                }
+            }
+        } else {
+            std::fs::create_dir_all(path).map_err(io_error(path))?;
+        }
+        // Fail now, not after an hour of measuring, if the folder is not writable.
+        let probe = path.join(".lgate-plogp-write-test");
+        std::fs::write(&probe, b"").map_err(io_error(path))?;
+        std::fs::remove_file(&probe).map_err(io_error(&probe))?;
+        Ok(RunDir {
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Opens an existing run directory (for resuming or reading).
+    pub fn open(path: &Path) -> Result<Self, RunDirError> {
+        if !path.join(META_FILE).is_file() {
+            return Err(RunDirError::BadMeta {
+                path: path.join(META_FILE),
+                message: "not found: this is not a run directory".into(),
+            });
+        }
+        Ok(RunDir {
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The folder.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The path of a file in the folder.
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+
+    /// Reads meta.json.
+    pub fn read_meta(&self) -> Result<RunMeta, RunDirError> {
+        RunMeta::read(&self.file(META_FILE))
+    }
+
+    /// Writes meta.json atomically.
+    pub fn write_meta(&self, meta: &RunMeta) -> Result<(), RunDirError> {
+        self.write_file(META_FILE, &meta.to_json())
+    }
+
+    /// Writes any file of the run atomically.
+    pub fn write_file(&self, name: &str, bytes: &[u8]) -> Result<(), RunDirError> {
+        let path = self.file(name);
+        lgate_output::write_atomic(&path, bytes).map_err(io_error(&path))
+    }
+
+    /// Opens the journal for appending.
+    pub fn journal(&self) -> Result<Journal, RunDirError> {
+        Journal::open(&self.file(JOURNAL_FILE))
+    }
+
+    /// Reads the journal; a missing journal has no entries.
+    pub fn read_journal(&self) -> Result<JournalRead, RunDirError> {
+        read_journal(&self.file(JOURNAL_FILE))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn create_refuses_to_overwrite() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("run");
+        let rd = RunDir::create(&run, false).unwrap();
+        // An empty folder may be reused.
+        RunDir::create(&run, false).unwrap();
+        rd.write_file(META_FILE, b"{}").unwrap();
+        assert!(matches!(
+            RunDir::create(&run, false),
+            Err(RunDirError::Exists { .. })
+        ));
+        std::fs::write(run.join("matrix.csv"), "keep").unwrap();
+        RunDir::create(&run, true).unwrap();
+        assert!(!run.join(META_FILE).exists());
+        assert!(
+            run.join("matrix.csv").exists(),
+            "only run files are removed"
+        );
+
+        let other = dir.path().join("home");
+        std::fs::create_dir(&other).unwrap();
+        std::fs::write(other.join("notes.txt"), "precious").unwrap();
+        let err = RunDir::create(&other, true).unwrap_err();
+        assert!(matches!(err, RunDirError::NotARunDir { .. }), "{err}");
+        assert!(other.join("notes.txt").exists());
+    }
+
+    #[test]
+    fn unwritable_output_fails_up_front() {
+        let err = RunDir::create(Path::new("/proc/lgate-run"), false).unwrap_err();
+        assert!(matches!(err, RunDirError::Io { .. }), "{err}");
+    }
+}

@@ -1,0 +1,325 @@
+//! meta.json: who ran where and how. It is also the ground truth of rank placement.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::RunDirError;
+
+/// meta.json's file name in a run directory.
+pub const META_FILE: &str = "meta.json";
+/// The value of meta.json's `format` field.
+pub const RUN_FORMAT: &str = "lgate-plogp-run";
+/// The version of meta.json this build writes and reads.
+pub const RUN_VERSION: u64 = 1;
+
+/// Everything known about a run apart from its results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunMeta {
+    /// Always [`RUN_FORMAT`].
+    pub format: String,
+    /// [`RUN_VERSION`].
+    pub version: u64,
+    /// The program and version that wrote the run, e.g. `lgate-plogp 0.1.0`.
+    pub tool: String,
+    /// Whether the run finished.
+    pub status: RunStatus,
+    /// The command line of rank 0.
+    #[serde(default)]
+    pub command_line: Vec<String>,
+    /// The pair test and its parameters.
+    pub test: TestInfo,
+    /// How pairs were scheduled.
+    pub schedule: ScheduleInfo,
+    /// One entry per rank, in rank order.
+    pub ranks: Vec<RankInfo>,
+    /// The MPI library and its settings.
+    #[serde(default)]
+    pub mpi: BTreeMap<String, serde_json::Value>,
+    /// How the job was launched.
+    #[serde(default)]
+    pub launcher: LauncherInfo,
+    /// The operating system of rank 0's host.
+    #[serde(default)]
+    pub system: SystemInfo,
+    /// When the run started (RFC 3339, UTC).
+    pub start: String,
+    /// When the run ended (RFC 3339, UTC), once it has.
+    #[serde(default)]
+    pub end: Option<String>,
+    /// Totals, once the run has ended.
+    #[serde(default)]
+    pub summary: Option<RunSummary>,
+}
+
+/// Whether a run finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    /// Measuring, or stopped before the end (resume it with `--resume`).
+    Running,
+    /// Every scheduled pair was measured.
+    Complete,
+}
+
+/// The pair test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestInfo {
+    /// Its name, e.g. `pingpong`.
+    pub name: String,
+    /// Its parameters, as the test reports them.
+    pub parameters: serde_json::Value,
+}
+
+/// How pairs were scheduled.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScheduleInfo {
+    /// Where the topology came from: a file path, `auto`, or `none` (all ranks one group).
+    pub topology_source: String,
+    /// The topology that was used, as an `lgate-plogp-topology` JSON document.
+    pub topology: serde_json::Value,
+    /// How many times the whole schedule ran.
+    pub sweeps: u32,
+    /// The seed of the pair order (and of fast mode's choice of ranks).
+    pub seed: u64,
+    /// Fast mode's share of ranks tested per group, if on.
+    #[serde(default)]
+    pub fast_fraction: Option<f64>,
+    /// The ranks that were tested; all of them unless fast mode chose.
+    pub tested_ranks: Vec<usize>,
+    /// Pairs per sweep.
+    pub pairs_per_sweep: usize,
+}
+
+/// Where one rank ran. Fields that could not be read are left out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RankInfo {
+    /// The rank.
+    pub rank: usize,
+    /// Host name (MPI processor name).
+    pub host: String,
+    /// Process id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// The CPU the rank ran on when it started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<usize>,
+    /// The CPUs the rank may run on, compressed (`0-3,8`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpuset: Option<String>,
+    /// Core id of `cpu` within its socket.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core: Option<usize>,
+    /// Socket (package) id of `cpu`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket: Option<usize>,
+    /// NUMA node of `cpu`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa: Option<usize>,
+    /// CPU frequency governor of `cpu`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub governor: Option<String>,
+    /// Further placement, such as the `switch` of a simulated machine.
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+/// How the job was launched.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LauncherInfo {
+    /// `slurm`, `mpirun` or `unknown`.
+    pub kind: String,
+    /// The launcher's command line, when it could be read.
+    #[serde(default)]
+    pub command_line: Option<String>,
+    /// The launcher's variables (SLURM_*, OMPI_COMM_WORLD_*, PMIX_RANK, ...) on rank 0.
+    #[serde(default)]
+    pub environment: BTreeMap<String, String>,
+}
+
+/// The operating system of rank 0's host.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SystemInfo {
+    /// Kernel release (`uname -r`).
+    #[serde(default)]
+    pub kernel: Option<String>,
+    /// Operating system name.
+    #[serde(default)]
+    pub os: Option<String>,
+}
+
+/// Totals of a finished run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    /// Pairs measured in this invocation (not counting resumed ones).
+    pub pairs_measured: usize,
+    /// Pairs in the journal, all sweeps.
+    pub pairs_total: usize,
+    /// Wall time of this invocation, seconds.
+    pub wall_s: f64,
+    /// Time during which at least one pair test was running, seconds.
+    pub testing_s: f64,
+    /// Share of wall time with no pair test running: barriers, bookkeeping, I/O.
+    pub overhead_share: f64,
+}
+
+impl RunMeta {
+    /// Reads and checks meta.json.
+    pub fn read(path: &Path) -> Result<Self, RunDirError> {
+        let bad = |message: String| RunDirError::BadMeta {
+            path: path.to_path_buf(),
+            message,
+        };
+        let text = std::fs::read_to_string(path).map_err(crate::io_error(path))?;
+        let value: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
+        match value.get("format").and_then(|f| f.as_str()) {
+            Some(RUN_FORMAT) => {}
+            other => {
+                return Err(bad(format!(
+                    "`format` is {}, expected \"{RUN_FORMAT}\"",
+                    other.map_or("missing".to_string(), |f| format!("{f:?}"))
+                )))
+            }
+        }
+        match value.get("version").and_then(|v| v.as_u64()) {
+            Some(RUN_VERSION) => {}
+            other => {
+                return Err(bad(format!(
+                    "run version {} is not supported (this build reads version {RUN_VERSION})",
+                    other.map_or("missing".to_string(), |v| v.to_string())
+                )))
+            }
+        }
+        let meta: RunMeta = serde_json::from_value(value).map_err(|e| bad(e.to_string()))?;
+        if let Some((k, r)) = meta.ranks.iter().enumerate().find(|(k, r)| r.rank != *k) {
+            return Err(bad(format!(
+                "ranks[{k}] is rank {}: ranks must be in order",
+                r.rank
+            )));
+        }
+        Ok(meta)
+    }
+
+    /// The JSON text of meta.json.
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut text = serde_json::to_vec_pretty(self).expect("meta.json serialises");
+        text.push(b'\n');
+        text
+    }
+
+    /// Why a run with `other`'s plan cannot continue this one, if it cannot.
+    pub fn plan_differences(&self, other: &RunMeta) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut differ = |what: &str, a: String, b: String| {
+            if a != b {
+                out.push(format!("{what}: {a} in the run, {b} now"));
+            }
+        };
+        differ(
+            "ranks",
+            self.ranks.len().to_string(),
+            other.ranks.len().to_string(),
+        );
+        differ("test", self.test.name.clone(), other.test.name.clone());
+        differ(
+            "test parameters",
+            self.test.parameters.to_string(),
+            other.test.parameters.to_string(),
+        );
+        let (a, b) = (&self.schedule, &other.schedule);
+        differ("sweeps", a.sweeps.to_string(), b.sweeps.to_string());
+        differ("seed", a.seed.to_string(), b.seed.to_string());
+        differ(
+            "fast",
+            format!("{:?}", a.fast_fraction),
+            format!("{:?}", b.fast_fraction),
+        );
+        differ("topology", a.topology.to_string(), b.topology.to_string());
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn sample() -> RunMeta {
+        RunMeta {
+            format: RUN_FORMAT.into(),
+            version: RUN_VERSION,
+            tool: "lgate-plogp 0.1.0".into(),
+            status: RunStatus::Running,
+            command_line: vec!["lgate-plogp".into(), "measure".into()],
+            test: TestInfo {
+                name: "pingpong".into(),
+                parameters: serde_json::json!({"reps": 8}),
+            },
+            schedule: ScheduleInfo {
+                topology_source: "none".into(),
+                topology: serde_json::json!({}),
+                sweeps: 1,
+                seed: 7,
+                fast_fraction: None,
+                tested_ranks: vec![0, 1],
+                pairs_per_sweep: 1,
+            },
+            ranks: (0..2)
+                .map(|rank| RankInfo {
+                    rank,
+                    host: "n1".into(),
+                    pid: Some(100 + rank as u32),
+                    cpu: Some(rank),
+                    cpuset: Some("0-1".into()),
+                    core: Some(rank),
+                    socket: Some(0),
+                    numa: None,
+                    governor: None,
+                    extra: BTreeMap::from([("switch".to_string(), serde_json::json!(0))]),
+                })
+                .collect(),
+            mpi: BTreeMap::new(),
+            launcher: LauncherInfo::default(),
+            system: SystemInfo::default(),
+            start: "2026-11-21T21:00:00Z".into(),
+            end: None,
+            summary: None,
+        }
+    }
+
+    #[test]
+    fn round_trips_and_checks_the_format() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(META_FILE);
+        let meta = sample();
+        std::fs::write(&path, meta.to_json()).unwrap();
+        assert_eq!(RunMeta::read(&path).unwrap(), meta);
+        let text = String::from_utf8(meta.to_json()).unwrap();
+        assert!(
+            text.contains("\"switch\": 0"),
+            "extra placement is flattened: {text}"
+        );
+
+        std::fs::write(&path, text.replace(RUN_FORMAT, "other")).unwrap();
+        let err = RunMeta::read(&path).unwrap_err().to_string();
+        assert!(err.contains("`format` is \"other\""), "{err}");
+        std::fs::write(&path, "{").unwrap();
+        assert!(RunMeta::read(&path)
+            .unwrap_err()
+            .to_string()
+            .contains("not JSON"));
+    }
+
+    #[test]
+    fn plan_differences_name_what_changed() {
+        let a = sample();
+        let mut b = sample();
+        assert!(a.plan_differences(&b).is_empty());
+        b.schedule.seed = 8;
+        b.test.parameters = serde_json::json!({"reps": 16});
+        let d = a.plan_differences(&b);
+        assert_eq!(d.len(), 2, "{d:?}");
+        assert!(d.iter().any(|s| s.starts_with("seed: 7 in the run, 8 now")));
+    }
+}

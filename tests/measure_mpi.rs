@@ -1,0 +1,286 @@
+//! End-to-end tests of `lgate-plogp measure` under `mpirun --oversubscribe`.
+#![cfg(feature = "mpi")]
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// Runs `mpirun --oversubscribe -np N lgate-plogp ARGS`, failing the test after `limit`.
+fn mpirun(np: usize, args: &[&str], cwd: &Path) -> Output {
+    let limit = Duration::from_secs(120);
+    let mut child = Command::new("mpirun")
+        .args([
+            "--oversubscribe",
+            "--bind-to",
+            "none",
+            "-np",
+            &np.to_string(),
+        ])
+        .arg(env!("CARGO_BIN_EXE_lgate-plogp"))
+        .args(args)
+        .current_dir(cwd)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mpirun runs (scripts/setup installs Open MPI)");
+    let started = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if started.elapsed() > limit {
+            child.kill().ok();
+            let out = child.wait_with_output().expect("output");
+            panic!(
+                "mpirun hung for {limit:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().expect("output")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn journal(run: &Path) -> Vec<Value> {
+    std::fs::read_to_string(run.join("journal.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn pairs(entries: &[Value]) -> Vec<(u64, u64, u64)> {
+    let mut v: Vec<_> = entries
+        .iter()
+        .map(|e| {
+            (
+                e["sweep"].as_u64().unwrap(),
+                e["i"].as_u64().unwrap(),
+                e["j"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn all_pairs(n: u64) -> Vec<(u64, u64, u64)> {
+    (0..n)
+        .flat_map(|i| (i + 1..n).map(move |j| (0, i, j)))
+        .collect()
+}
+
+#[test]
+fn four_ranks_measure_every_pair_with_complete_metadata() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = mpirun(4, &["measure", "--out", "run", "--reps", "8"], dir.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run = dir.path().join("run");
+    assert_eq!(pairs(&journal(&run)), all_pairs(4), "every pair once");
+
+    let meta = read_json(&run.join("meta.json"));
+    assert_eq!(meta["format"], "lgate-plogp-run");
+    assert_eq!(meta["status"], "complete");
+    assert_eq!(meta["test"]["name"], "pingpong");
+    assert_eq!(meta["test"]["parameters"]["reps"], 8);
+    assert_eq!(meta["schedule"]["pairs_per_sweep"], 6);
+    assert!(meta["schedule"]["seed"].is_u64());
+    assert_eq!(meta["launcher"]["kind"], "mpirun");
+    assert!(meta["launcher"]["environment"]["OMPI_COMM_WORLD_SIZE"] == "4");
+    assert!(meta["mpi"]["library_version"]
+        .as_str()
+        .unwrap()
+        .contains("Open MPI"));
+    assert!(meta["system"]["kernel"].is_string());
+    assert!(meta["start"].is_string() && meta["end"].is_string());
+    let ranks = meta["ranks"].as_array().unwrap();
+    assert_eq!(ranks.len(), 4);
+    for (k, r) in ranks.iter().enumerate() {
+        assert_eq!(r["rank"], k);
+        for field in ["host", "pid", "cpu", "cpuset", "core", "socket", "numa"] {
+            assert!(!r[field].is_null(), "rank {k} lacks {field}: {r}");
+        }
+    }
+    let summary = &meta["summary"];
+    assert_eq!(summary["pairs_measured"], 6);
+    let share = summary["overhead_share"].as_f64().unwrap();
+    assert!((0.0..1.0).contains(&share), "{summary}");
+
+    let csv = std::fs::read_to_string(run.join("pingpong.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 6 * 22, "a row per pair and size");
+    for line in csv.lines().skip(1) {
+        let median: f64 = line.split(',').nth(6).unwrap().parse().unwrap();
+        assert!(median > 0.0 && median.is_finite(), "{line}");
+    }
+    let err = stderr(&out);
+    assert!(err.contains("measured 6 pairs in"), "{err}");
+    assert!(err.contains("the harness took"), "{err}");
+}
+
+#[test]
+fn six_ranks_in_three_groups_run_groups_at_the_same_time() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("three.lgate"),
+        "cluster { group { 0,1 } group { 2,3 } group { 4,5 } }\n",
+    )
+    .unwrap();
+    let out = mpirun(
+        6,
+        &[
+            "measure",
+            "--out",
+            "run",
+            "--topology",
+            "three.lgate",
+            "--reps",
+            "64",
+            "--sizes",
+            "0,64KiB",
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run = dir.path().join("run");
+    let entries = journal(&run);
+    assert_eq!(pairs(&entries), all_pairs(6));
+    let meta = read_json(&run.join("meta.json"));
+    assert_eq!(meta["schedule"]["topology_source"], "three.lgate");
+    assert_eq!(
+        meta["schedule"]["topology"]["levels"][0]["groups"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+    // The three pairs inside groups all overlap in time: they start together.
+    let inside: Vec<(f64, f64)> = entries
+        .iter()
+        .filter(|e| e["i"].as_u64().unwrap() / 2 == e["j"].as_u64().unwrap() / 2)
+        .map(|e| (e["start_s"].as_f64().unwrap(), e["end_s"].as_f64().unwrap()))
+        .collect();
+    assert_eq!(inside.len(), 3);
+    let latest_start = inside.iter().map(|p| p.0).fold(f64::MIN, f64::max);
+    let earliest_end = inside.iter().map(|p| p.1).fold(f64::MAX, f64::min);
+    assert!(
+        latest_start < earliest_end,
+        "group pairs ran one after another: {inside:?}"
+    );
+}
+
+#[test]
+fn a_crashed_run_resumes_without_measuring_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "measure", "--out", "run", "--reps", "4", "--sizes", "0,1KiB", "--seed", "5",
+    ];
+    let mut crash = args.to_vec();
+    crash.extend(["--stop-after", "2"]);
+    let out = mpirun(4, &crash, dir.path());
+    assert!(!out.status.success(), "the crash stops the job");
+    let run = dir.path().join("run");
+    let before = pairs(&journal(&run));
+    assert_eq!(before.len(), 2, "{}", stderr(&out));
+    assert_eq!(read_json(&run.join("meta.json"))["status"], "running");
+
+    // Other parameters are refused.
+    let out = mpirun(
+        4,
+        &[
+            "measure", "--resume", "run", "--reps", "5", "--sizes", "0,1KiB",
+        ],
+        dir.path(),
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("cannot resume with other parameters"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = mpirun(
+        4,
+        &[
+            "measure", "--resume", "run", "--reps", "4", "--sizes", "0,1KiB",
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("measured 4 pairs (resumed: 2 measured before)"),
+        "{}",
+        stderr(&out)
+    );
+    let after = journal(&run);
+    assert_eq!(pairs(&after), all_pairs(4));
+    let kept: BTreeSet<_> = pairs(&after[..2]).into_iter().collect();
+    assert_eq!(
+        kept,
+        before.into_iter().collect(),
+        "the first results are kept as they were"
+    );
+    let meta = read_json(&run.join("meta.json"));
+    assert_eq!(meta["status"], "complete");
+    assert_eq!(meta["schedule"]["seed"], 5);
+}
+
+#[test]
+fn setup_errors_are_one_clear_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = mpirun(1, &["measure", "--out", "run"], dir.path());
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("needs at least 2 ranks"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains("mpirun -np 4"), "says how to launch");
+
+    std::fs::write(
+        dir.path().join("short.lgate"),
+        "cluster { group { 0,1 } group { 2 } }",
+    )
+    .unwrap();
+    let out = mpirun(
+        4,
+        &["measure", "--out", "run2", "--topology", "short.lgate"],
+        dir.path(),
+    );
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert_eq!(
+        err.matches("lgate-plogp: error:").count(),
+        1,
+        "rank 0 alone reports: {err}"
+    );
+    assert!(err.contains("leaves out ranks 3 of the job's 4"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+
+    let out = mpirun(
+        2,
+        &["measure", "--out", "run3", "--reps", "2", "--sizes", "0"],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = mpirun(
+        2,
+        &["measure", "--out", "run3", "--reps", "2", "--sizes", "0"],
+        dir.path(),
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("already holds a run"),
+        "{}",
+        stderr(&out)
+    );
+}
