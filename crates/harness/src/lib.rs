@@ -6,20 +6,13 @@
 //! (`lgate-mpi`), threads in tests ([`InProcessWorld`]).
 //!
 //! ```
-//! use lgate_harness::{run, InProcessWorld, PingPong, ProgressStyle, RunOptions, TopologySource};
+//! use lgate_harness::{run, InProcessWorld, PingPong, ProgressStyle, RunOptions};
 //!
 //! let dir = tempfile::tempdir()?;
 //! let options = RunOptions {
-//!     out: dir.path().join("run"),
-//!     force: false,
-//!     resume: false,
-//!     topology: TopologySource::None,
-//!     sweeps: 1,
 //!     seed: Some(1),
-//!     fast: None,
 //!     progress: ProgressStyle::Quiet,
-//!     command_line: vec![],
-//!     tool: "example".into(),
+//!     ..RunOptions::new(dir.path().join("run"))
 //! };
 //! let reports = InProcessWorld::new(3).run(|t| {
 //!     let mut test = PingPong::new(vec![0, 1024], 4).unwrap();

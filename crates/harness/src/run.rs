@@ -76,6 +76,25 @@ pub struct RunOptions {
     pub stop_after: Option<usize>,
 }
 
+impl RunOptions {
+    /// A new run in `out`: no topology, one sweep, a random seed, no fast mode, progress on.
+    pub fn new(out: impl Into<PathBuf>) -> Self {
+        RunOptions {
+            out: out.into(),
+            force: false,
+            resume: false,
+            topology: TopologySource::None,
+            sweeps: 1,
+            seed: None,
+            fast: None,
+            progress: ProgressStyle::Auto,
+            command_line: Vec::new(),
+            tool: format!("lgate-harness {}", env!("CARGO_PKG_VERSION")),
+            stop_after: None,
+        }
+    }
+}
+
 /// What a finished run reports on rank 0.
 #[derive(Debug, Clone)]
 pub struct RunReport {

@@ -83,17 +83,10 @@ impl PairTest for Recorder {
 
 fn options(out: &Path, topology: TopologySource) -> RunOptions {
     RunOptions {
-        out: out.to_path_buf(),
-        force: false,
-        resume: false,
         topology,
-        sweeps: 1,
         seed: Some(11),
-        fast: None,
         progress: ProgressStyle::Quiet,
-        command_line: vec!["test".into()],
-        tool: "lgate-harness tests".into(),
-        stop_after: None,
+        ..RunOptions::new(out)
     }
 }
 
