@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Harness overhead of `lgate-plogp measure` (ping-pong, default settings) on this machine: runs
+# Harness overhead of `lgate-plogp measure --test pingpong` (default settings) on this machine: runs
 # it RUNS times under `mpirun --oversubscribe -np NP` and prints the share of wall time with no
 # pair test running (barriers, bookkeeping, I/O), as the run summary reports it. Exits non-zero
 # when the median share is above LIMIT percent.
@@ -16,7 +16,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 shares=()
 for k in $(seq "$runs"); do
-  mpirun --oversubscribe --bind-to none -np "$np" "$bin" measure --quiet --out "$work/run$k"
+  mpirun --oversubscribe --bind-to none -np "$np" "$bin" measure --test pingpong --quiet --out "$work/run$k"
   share=$(python3 -c "import json,sys; print(100*json.load(open(sys.argv[1]))['summary']['overhead_share'])" "$work/run$k/meta.json")
   wall=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['summary']['wall_s'])" "$work/run$k/meta.json")
   printf 'run %d: overhead %.1f%% of %.3f s\n' "$k" "$share" "$wall"

@@ -6,7 +6,8 @@ use anyhow::Result;
 use clap::{Args, ValueEnum};
 #[cfg(feature = "mpi")]
 use lgate_harness::RunReport;
-use lgate_harness::{PingPong, ProgressStyle, RunOptions, TopologySource};
+use lgate_harness::{PairTest, PingPong, ProgressStyle, RunOptions, TopologySource};
+use lgate_plogp_bench::{Estimator, MessageSize, OutputOptions, PLogP, PLogPOptions};
 
 /// Options of `measure`.
 #[derive(Debug, Args)]
@@ -38,15 +39,37 @@ pub struct MeasureArgs {
     #[arg(long, short)]
     quiet: bool,
     /// The pair test.
-    #[arg(long, value_enum, default_value_t = TestKind::Pingpong)]
+    #[arg(long, value_enum, default_value_t = TestKind::Plogp)]
     test: TestKind,
-    /// Message sizes, comma-separated, with optional unit B, KiB or MiB
-    /// [default: 0 and 1 B to 1 MiB in powers of two].
-    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_size)]
-    sizes: Option<Vec<usize>>,
-    /// Repetitions per message size.
+    /// PLogP: the largest message size; sizes are 0 and powers of two up to it.
+    #[arg(long, default_value = "2MiB", value_name = "SIZE")]
+    max_size: MessageSize,
+    /// Repetitions per message size (and per PLogP procedure).
     #[arg(long, default_value_t = PingPong::DEFAULT_REPS, value_name = "R")]
     reps: usize,
+    /// PLogP: the sender waits K x RTT before timing the receive of o_r(m).
+    #[arg(long, default_value_t = 1.3, value_name = "K")]
+    or_wait: f64,
+    /// PLogP: do not measure midpoints where a size misses the interpolation of its
+    /// neighbours.
+    #[arg(long)]
+    no_adaptive: bool,
+    /// PLogP: sizes of the t(m) and feature matrices [default: 0,1KiB,64KiB,1MiB up to
+    /// --max-size].
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    matrix_sizes: Option<Vec<MessageSize>>,
+    /// PLogP: the statistic of the repetitions used in matrices.
+    #[arg(long, default_value = "median", value_parser = ["min", "p10", "median", "p90", "mean"])]
+    estimator: String,
+    /// PLogP: keep every repetition (raw.parquet).
+    #[arg(long)]
+    raw: bool,
+    /// PLogP: also write the tables as CSV.
+    #[arg(long)]
+    csv: bool,
+    /// Ping-pong: message sizes [default: 0 and 1 B to 1 MiB in powers of two].
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    sizes: Option<Vec<MessageSize>>,
     /// Stop (as a crash would) once rank 0 has this many results; for testing --resume.
     #[arg(long, hide = true, value_name = "N")]
     stop_after: Option<usize>,
@@ -55,35 +78,48 @@ pub struct MeasureArgs {
 /// The pair tests `measure` can run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum TestKind {
+    /// The PLogP parameters L, o_s(m), o_r(m), g(m) and RTT(m), and distance matrices.
+    Plogp,
     /// Round-trip times for each message size.
     Pingpong,
 }
 
-/// Parses `64`, `64B`, `4KiB`, `1MiB` (also `k`/`K`/`KB`/`M`/`MB`, all powers of 1024).
-pub fn parse_size(text: &str) -> Result<usize, String> {
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let number: usize = number
-        .parse()
-        .map_err(|_| format!("`{text}` is not a size such as 64, 4KiB or 1MiB"))?;
-    let factor = match unit.trim() {
-        "" | "B" | "b" => 1,
-        "k" | "K" | "KB" | "KiB" | "kiB" => 1 << 10,
-        "M" | "MB" | "MiB" => 1 << 20,
-        "G" | "GB" | "GiB" => 1 << 30,
-        other => {
-            return Err(format!(
-                "`{other}` in `{text}` is not a size unit (B, KiB, MiB, GiB)"
-            ))
-        }
-    };
-    number
-        .checked_mul(factor)
-        .ok_or_else(|| format!("`{text}` is too large"))
-}
-
 impl MeasureArgs {
+    /// The pair test the arguments ask for, with its options checked.
+    fn test(&self) -> Result<Box<dyn PairTest>> {
+        Ok(match self.test {
+            TestKind::Pingpong => {
+                let sizes = match &self.sizes {
+                    Some(s) => s.iter().map(|m| m.0).collect(),
+                    None => PingPong::default_sizes(),
+                };
+                Box::new(PingPong::new(sizes, self.reps)?)
+            }
+            TestKind::Plogp => {
+                let max = self.max_size.0;
+                let options = PLogPOptions {
+                    reps: self.reps,
+                    or_wait: self.or_wait,
+                    adaptive: !self.no_adaptive,
+                    raw: self.raw,
+                    ..PLogPOptions::new(max)
+                };
+                let outputs = OutputOptions {
+                    matrix_sizes: self
+                        .matrix_sizes
+                        .clone()
+                        .unwrap_or_else(|| OutputOptions::default_matrix_sizes(max)),
+                    estimator: self
+                        .estimator
+                        .parse::<Estimator>()
+                        .map_err(anyhow::Error::msg)?,
+                    csv: self.csv,
+                };
+                Box::new(PLogP::new(options)?.with_outputs(outputs)?)
+            }
+        })
+    }
+
     fn options(&self) -> RunOptions {
         let (out, resume) = match &self.resume {
             Some(dir) => (dir.clone(), true),
@@ -130,14 +166,21 @@ fn print_summary(report: &RunReport) {
     } else {
         String::new()
     };
-    eprintln!(
-        "measured {} pairs{resumed} in {:.2} s: pair tests ran {:.1}% of the wall time, the \
+    if s.pairs_measured == 0 {
+        eprintln!(
+            "nothing left to measure: the journal holds all {} pairs; outputs rebuilt from it",
+            s.pairs_total
+        );
+    } else {
+        eprintln!(
+            "measured {} pairs{resumed} in {:.2} s: pair tests ran {:.1}% of the wall time, the \
          harness took {:.1}% (barriers, bookkeeping, I/O)",
-        s.pairs_measured,
-        s.wall_s,
-        100.0 * (1.0 - s.overhead_share),
-        100.0 * s.overhead_share
-    );
+            s.pairs_measured,
+            s.wall_s,
+            100.0 * (1.0 - s.overhead_share),
+            100.0 * s.overhead_share
+        );
+    }
     let mut files = vec![
         lgate_rundir::META_FILE.to_string(),
         lgate_rundir::JOURNAL_FILE.to_string(),
@@ -152,15 +195,10 @@ pub fn run(args: MeasureArgs) -> Result<()> {
     use lgate_harness::Transport;
 
     let options = args.options();
-    let mut test = match args.test {
-        TestKind::Pingpong => PingPong::new(
-            args.sizes.clone().unwrap_or_else(PingPong::default_sizes),
-            args.reps,
-        )?,
-    };
+    let mut test = args.test()?;
     let mpi = lgate_mpi::MpiTransport::init()?;
     let rank = mpi.rank();
-    match lgate_harness::run(&mpi, &mut test, &options) {
+    match lgate_harness::run(&mpi, test.as_mut(), &options) {
         Ok(Some(report)) => {
             if !args.quiet {
                 print_summary(&report);
@@ -184,27 +222,9 @@ pub fn run(args: MeasureArgs) -> Result<()> {
 pub fn run(args: MeasureArgs) -> Result<()> {
     // The arguments are still checked, so a script fails for the right reason.
     let _ = args.options();
+    args.test()?;
     anyhow::bail!(
         "this lgate-plogp was built without MPI (--no-default-features), so it cannot measure; \
          build it with the default features on a machine with an MPI library"
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_with_units() {
-        assert_eq!(parse_size("0"), Ok(0));
-        assert_eq!(parse_size("64B"), Ok(64));
-        assert_eq!(parse_size("4KiB"), Ok(4096));
-        assert_eq!(parse_size("1MiB"), Ok(1 << 20));
-        assert_eq!(parse_size("2M"), Ok(2 << 20));
-        assert!(parse_size("1.5MiB").is_err());
-        assert!(parse_size("KiB").is_err());
-        assert!(parse_size("4 parsecs")
-            .unwrap_err()
-            .contains("not a size unit"));
-    }
 }

@@ -1,47 +1,15 @@
 //! End-to-end tests of `lgate-plogp measure` under `mpirun --oversubscribe`.
 #![cfg(feature = "mpi")]
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Output;
+
+use common::mpirun;
 
 use serde_json::Value;
-
-/// Runs `mpirun --oversubscribe -np N lgate-plogp ARGS`, failing the test after `limit`.
-fn mpirun(np: usize, args: &[&str], cwd: &Path) -> Output {
-    let limit = Duration::from_secs(120);
-    let mut child = Command::new("mpirun")
-        .args([
-            "--oversubscribe",
-            "--bind-to",
-            "none",
-            "-np",
-            &np.to_string(),
-        ])
-        .arg(env!("CARGO_BIN_EXE_lgate-plogp"))
-        .args(args)
-        .current_dir(cwd)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("mpirun runs (scripts/setup installs Open MPI)");
-    let started = Instant::now();
-    while child.try_wait().expect("wait").is_none() {
-        if started.elapsed() > limit {
-            child.kill().ok();
-            let out = child.wait_with_output().expect("output");
-            panic!(
-                "mpirun hung for {limit:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    child.wait_with_output().expect("output")
-}
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -83,7 +51,13 @@ fn all_pairs(n: u64) -> Vec<(u64, u64, u64)> {
 #[test]
 fn four_ranks_measure_every_pair_with_complete_metadata() {
     let dir = tempfile::tempdir().unwrap();
-    let out = mpirun(4, &["measure", "--out", "run", "--reps", "8"], dir.path());
+    let out = mpirun(
+        4,
+        &[
+            "measure", "--test", "pingpong", "--out", "run", "--reps", "8",
+        ],
+        dir.path(),
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let run = dir.path().join("run");
     assert_eq!(pairs(&journal(&run)), all_pairs(4), "every pair once");
@@ -268,13 +242,17 @@ fn setup_errors_are_one_clear_message() {
 
     let out = mpirun(
         2,
-        &["measure", "--out", "run3", "--reps", "2", "--sizes", "0"],
+        &[
+            "measure", "--test", "pingpong", "--out", "run3", "--reps", "2", "--sizes", "0",
+        ],
         dir.path(),
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let out = mpirun(
         2,
-        &["measure", "--out", "run3", "--reps", "2", "--sizes", "0"],
+        &[
+            "measure", "--test", "pingpong", "--out", "run3", "--reps", "2", "--sizes", "0",
+        ],
         dir.path(),
     );
     assert!(!out.status.success());

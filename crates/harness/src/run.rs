@@ -376,6 +376,9 @@ fn prepare(
         "library_version".to_string(),
         serde_json::Value::from(t.library_version()),
     );
+    if let Some(settings) = t.library_settings() {
+        mpi.insert("control_variables".to_string(), settings);
+    }
     let meta = RunMeta {
         format: RUN_FORMAT.into(),
         version: RUN_VERSION,

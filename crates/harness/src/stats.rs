@@ -38,13 +38,14 @@ const OUTLIER_FACTOR: f64 = 2.0;
 ///
 /// The warm-up ends at the first index w >= 10 from which the running minimum no longer drops
 /// by more than 10 % of the median (outliers are only ever slow, so the running minimum is a
-/// robust, online-computable signal). At least half of the samples are always kept.
+/// robust, online-computable signal). At least two thirds of the samples are always kept, so
+/// that short series keep a usable median (at 32 repetitions the cap is still 10).
 pub fn warmup_length(samples: &[f64]) -> usize {
     let n = samples.len();
     if n < 4 {
         return 0;
     }
-    let cap = n / 2;
+    let cap = n / 3;
     let median = quantile_of_sorted(&sorted(samples), 0.5);
     let final_min = samples.iter().copied().fold(f64::INFINITY, f64::min);
     let mut running_min = f64::INFINITY;
@@ -82,10 +83,19 @@ pub fn quantile_of_sorted(sorted: &[f64], q: f64) -> f64 {
 impl Summary {
     /// Summarises a series in the order it was measured; `None` when it is empty.
     pub fn of(samples: &[f64]) -> Option<Summary> {
+        Self::after_warmup(samples, warmup_length(samples))
+    }
+
+    /// Summarises a series that needs no warm-up rule (it was taken once warm, as the samples
+    /// of a saturated link are); outliers are still dropped.
+    pub fn of_steady(samples: &[f64]) -> Option<Summary> {
+        Self::after_warmup(samples, 0)
+    }
+
+    fn after_warmup(samples: &[f64], warmup: usize) -> Option<Summary> {
         if samples.is_empty() {
             return None;
         }
-        let warmup = warmup_length(samples);
         let after = sorted(&samples[warmup..]);
         let median_all = quantile_of_sorted(&after, 0.5);
         let kept: Vec<f64> = after
@@ -140,8 +150,8 @@ mod tests {
         assert_eq!(warmup_length(&s), 10);
         let sum = Summary::of(&s).unwrap();
         assert_eq!((sum.count, sum.outliers, sum.median), (22, 0, 2.0));
-        // Short series keep at least half.
-        assert_eq!(warmup_length(&[5.0, 1.0, 1.0, 1.0, 1.0, 1.0]), 3);
+        // Short series keep at least two thirds.
+        assert_eq!(warmup_length(&[5.0, 1.0, 1.0, 1.0, 1.0, 1.0]), 2);
         assert_eq!(warmup_length(&[1.0, 1.0]), 0);
     }
 

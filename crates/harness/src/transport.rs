@@ -96,6 +96,10 @@ pub trait Transport {
     fn processor_name(&self) -> String;
     /// The message library and its version.
     fn library_version(&self) -> String;
+    /// Settings of the message library worth recording (MPI_T control variables), if any.
+    fn library_settings(&self) -> Option<serde_json::Value> {
+        None
+    }
     /// How long a polite wait may last before the peer is reported lost; `None` waits for ever.
     fn wait_limit(&self) -> Option<Duration> {
         None

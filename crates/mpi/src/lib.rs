@@ -7,6 +7,10 @@
 //! println!("rank {} of {} on {}", mpi.rank(), mpi.size(), mpi.processor_name());
 //! ```
 
+mod tools;
+
+pub use tools::{read_control_variables, ControlValue, ControlVariables, PROTOCOL_PATTERNS};
+
 use lgate_harness::{PoliteWait, Tag, Transport, TransportError};
 use lgate_topology::Rank;
 use mpi::datatype::Equivalence;
@@ -126,6 +130,30 @@ impl Transport for MpiTransport {
 
     fn processor_name(&self) -> String {
         mpi::environment::processor_name().unwrap_or_else(|_| "unknown".into())
+    }
+
+    fn library_settings(&self) -> Option<serde_json::Value> {
+        let cvars = read_control_variables()?;
+        let protocol: serde_json::Map<String, serde_json::Value> = cvars
+            .protocol
+            .into_iter()
+            .map(|(name, value)| {
+                let v = match value {
+                    ControlValue::Integer(i) => i64::try_from(i).map_or_else(
+                        |_| serde_json::Value::from(i.to_string()),
+                        serde_json::Value::from,
+                    ),
+                    ControlValue::Float(f) => serde_json::Value::from(f),
+                    ControlValue::Text(t) => serde_json::Value::from(t),
+                };
+                (name, v)
+            })
+            .collect();
+        Some(serde_json::json!({
+            "total": cvars.total,
+            "selected": PROTOCOL_PATTERNS,
+            "protocol": protocol,
+        }))
     }
 
     fn library_version(&self) -> String {

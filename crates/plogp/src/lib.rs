@@ -1,0 +1,35 @@
+//! The PLogP micro-benchmark (Kielmann et al., as extended in section 3.1.2 of the reference
+//! thesis) as a pair test of the LGate harness, and what a run derives from it: the long table
+//! of parameters per pair and size, the distance matrices that `cluster` reads, and the report
+//! of slow ranks and pairs.
+//!
+//! Nothing here needs MPI: the procedures talk to a [`lgate_harness::Transport`], and the
+//! outputs are built from a run's journal.
+//!
+//! ```
+//! use lgate_harness::{run, InProcessWorld, ProgressStyle, RunOptions};
+//! use lgate_plogp_bench::{PLogP, PLogPOptions};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let options = RunOptions { progress: ProgressStyle::Quiet, ..RunOptions::new(dir.path().join("run")) };
+//! let plogp = PLogPOptions { reps: 4, adaptive: false, ..PLogPOptions::new(1024) };
+//! InProcessWorld::new(3).run(|t| {
+//!     let mut test = PLogP::new(plogp.clone()).unwrap();
+//!     run(&t, &mut test, &options).unwrap()
+//! });
+//! assert!(dir.path().join("run/matrices/t_1024.csv").exists());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod clock;
+pub mod outputs;
+pub mod params;
+pub mod procedures;
+pub mod report;
+pub mod size;
+pub mod table;
+
+pub use outputs::{write_outputs, Analysis, OutputError, OutputOptions};
+pub use params::{Estimator, Method, PairParams, Parameter};
+pub use procedures::{PLogP, PLogPOptions, PairMeasurement, SizeResult};
+pub use size::MessageSize;

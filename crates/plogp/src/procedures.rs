@@ -1,0 +1,566 @@
+//! The PLogP pair test: RTT(m), o_s(m), o_r(m) and g(m) between a sender i and a receiver j,
+//! following section 3.1.2 of the reference thesis (after Kielmann et al.).
+//!
+//! The sender drives: before each procedure it sends the receiver a control message (which
+//! procedure, which size, how many messages), so both sides agree on every size, including the
+//! ones the adaptive refinement adds. Control messages are outside timed code.
+//!
+//! RTT(m) is m bytes out and an empty reply back, as in Kielmann's PLogP: that is the round trip
+//! for which RTT(m) = 2 L + g(m) + g(0), which equations 3.1 (g(m) above the saturation limit)
+//! and 3.2 (L) rely on. (The thesis's figures echo m bytes, which would make the derived g(m)
+//! nearly 2 g(m) - g(0).) o_r(m) times the receive of an m-byte reply, so its wait is k times
+//! the round trip of that same exchange, calibrated with a few untimed exchanges first.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use lgate_harness::{Pair, PairTest, Role, Summary, Tag, Transport, TransportError};
+use serde::{Deserialize, Serialize};
+
+use crate::clock::{clock_overhead, spin_until};
+
+/// Procedure codes of control messages.
+const PROC_END: u64 = 0;
+const PROC_RTT: u64 = 1;
+const PROC_OS: u64 = 2;
+const PROC_OR: u64 = 3;
+const PROC_SATURATE: u64 = 4;
+const PROC_WARMUP: u64 = 5;
+
+/// Untimed echoes before a pair's first timed message, at 0 bytes and at the largest size:
+/// connections, buffers and caches warm up here rather than in RTT(0).
+const PAIR_WARMUP: usize = 16;
+
+/// A saturation batch longer than this stops the doubling of n: the estimate is then averaged
+/// over enough time, and a noisy link cannot run a batch of 37500 large messages.
+const MAX_BATCH: Duration = Duration::from_millis(50);
+
+/// Untimed m-byte echoes that set the wait of the o_r(m) procedure.
+const OR_CALIBRATION: usize = 3;
+
+const CONTROL: Tag = Tag(Tag::TEST.0);
+const DATA: Tag = Tag(Tag::TEST.0 + 1);
+
+/// The parameters of the PLogP measurement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PLogPOptions {
+    /// The base message sizes, ascending: 0 and powers of two up to the largest.
+    pub sizes: Vec<usize>,
+    /// Repetitions per size and procedure.
+    pub reps: usize,
+    /// The sender waits this many RTT(m) before timing the receive of o_r(m) (k).
+    pub or_wait: f64,
+    /// Relative tolerance of link saturation and of the adaptive refinement.
+    pub epsilon: f64,
+    /// g(m) by link saturation up to this size; derived from RTT above it.
+    pub saturation_max_size: usize,
+    /// The most messages one saturation batch sends.
+    pub saturation_cap: usize,
+    /// Samples of g(m) taken once saturation is reached.
+    pub saturation_reps: usize,
+    /// Measure midpoints where a size's values miss the linear interpolation of its neighbours.
+    pub adaptive: bool,
+    /// The most midpoints added per pair.
+    pub adaptive_budget: usize,
+    /// Midpoints stop when neighbouring sizes are this close (bytes).
+    pub adaptive_min_gap: usize,
+    /// Keep every repetition in the result.
+    pub raw: bool,
+}
+
+impl PLogPOptions {
+    /// Sizes 0 and 1 B to `max_size` in powers of two (`max_size` itself included).
+    pub fn sizes_up_to(max_size: usize) -> Vec<usize> {
+        let mut sizes = vec![0];
+        let mut m = 1;
+        while m < max_size {
+            sizes.push(m);
+            m *= 2;
+        }
+        if max_size > 0 {
+            sizes.push(max_size);
+        }
+        sizes
+    }
+
+    /// The defaults of section 3.1.2 for sizes up to `max_size`: 32 repetitions, k = 1.3,
+    /// epsilon 1 %, saturation up to 64 KiB and at most 37500 messages, adaptive on.
+    pub fn new(max_size: usize) -> Self {
+        PLogPOptions {
+            sizes: Self::sizes_up_to(max_size),
+            reps: 32,
+            or_wait: 1.3,
+            epsilon: 0.01,
+            saturation_max_size: 64 << 10,
+            saturation_cap: 37_500,
+            saturation_reps: 4,
+            adaptive: true,
+            adaptive_budget: 16,
+            adaptive_min_gap: 32,
+            raw: false,
+        }
+    }
+}
+
+/// g(m) found by link saturation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Saturation {
+    /// Seconds per message once the link is saturated.
+    #[serde(flatten)]
+    pub gap: Summary,
+    /// Messages per batch at saturation.
+    pub messages: usize,
+    /// Whether the per-message time settled within epsilon before the cap.
+    pub converged: bool,
+}
+
+/// Every repetition of one size, seconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RawSamples {
+    /// RTT(m) samples.
+    pub rtt: Vec<f64>,
+    /// o_s(m) samples.
+    pub os: Vec<f64>,
+    /// o_r(m) samples.
+    pub or: Vec<f64>,
+    /// g(m) samples (saturation only).
+    pub g: Vec<f64>,
+}
+
+/// What was measured at one message size, in seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SizeResult {
+    /// Message size in bytes.
+    pub size: usize,
+    /// Round-trip time: m bytes out, an empty reply back.
+    pub rtt: Summary,
+    /// Send overhead: the time of a synchronous send.
+    pub os: Summary,
+    /// Receive overhead: the time of a receive whose message has arrived.
+    pub or: Summary,
+    /// The gap by link saturation (sizes up to the saturation limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub g: Option<Saturation>,
+    /// Whether the adaptive refinement added this size.
+    #[serde(default)]
+    pub adaptive: bool,
+    /// Every repetition, with `--raw`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw: Option<RawSamples>,
+}
+
+/// The PLogP measurement of one pair.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PairMeasurement {
+    /// The sender's clock overhead, subtracted from every timed sample.
+    pub clock_overhead_s: f64,
+    /// One entry per size, ascending.
+    pub sizes: Vec<SizeResult>,
+}
+
+/// The PLogP pair test.
+#[derive(Debug, Clone)]
+pub struct PLogP {
+    options: PLogPOptions,
+    outputs: crate::outputs::OutputOptions,
+    buf: Vec<u8>,
+}
+
+/// Why PLogP options cannot make a measurement.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct OptionsError(pub String);
+
+impl PLogP {
+    /// A PLogP test; checks the options.
+    pub fn new(mut options: PLogPOptions) -> Result<Self, OptionsError> {
+        let bad = |m: &str| Err(OptionsError(m.to_string()));
+        if options.reps == 0 {
+            return bad("--reps must be at least 1");
+        }
+        if !(options.or_wait >= 1.0 && options.or_wait.is_finite()) {
+            return bad(
+                "--or-wait must be at least 1 (the sender waits k x RTT before the receive)",
+            );
+        }
+        if !(options.epsilon > 0.0 && options.epsilon < 1.0) {
+            return bad("epsilon must be between 0 and 1");
+        }
+        options.sizes.sort_unstable();
+        options.sizes.dedup();
+        if options.sizes.first() != Some(&0) {
+            return bad(
+                "the sizes must include 0: L and g(m) above the saturation limit need RTT(0)",
+            );
+        }
+        if options.saturation_cap < 10 || options.saturation_reps == 0 {
+            return bad("saturation needs a cap of at least 10 messages and at least 1 sample");
+        }
+        let largest = *options.sizes.last().expect("0 is a size");
+        Ok(PLogP {
+            buf: vec![0xa5; largest.max(1)],
+            outputs: crate::outputs::OutputOptions {
+                matrix_sizes: crate::outputs::OutputOptions::default_matrix_sizes(largest),
+                ..Default::default()
+            },
+            options,
+        })
+    }
+
+    /// The same test writing these outputs at the end of a run; matrix sizes must not exceed
+    /// the largest measured size.
+    pub fn with_outputs(
+        mut self,
+        outputs: crate::outputs::OutputOptions,
+    ) -> Result<Self, OptionsError> {
+        let largest = *self.options.sizes.last().expect("0 is a size");
+        if let Some(too_big) = outputs.matrix_sizes.iter().find(|m| m.0 > largest) {
+            return Err(OptionsError(format!(
+                "matrix size {too_big} is above the largest measured size {}: lower \
+                 --matrix-sizes or raise --max-size",
+                crate::size::MessageSize(largest)
+            )));
+        }
+        self.outputs = outputs;
+        Ok(self)
+    }
+
+    /// The options.
+    pub fn options(&self) -> &PLogPOptions {
+        &self.options
+    }
+
+    fn control(
+        t: &dyn Transport,
+        to: usize,
+        procedure: u64,
+        size: usize,
+        count: usize,
+    ) -> Result<(), TransportError> {
+        let mut msg = [0u8; 24];
+        msg[..8].copy_from_slice(&procedure.to_le_bytes());
+        msg[8..16].copy_from_slice(&(size as u64).to_le_bytes());
+        msg[16..].copy_from_slice(&(count as u64).to_le_bytes());
+        t.send(to, CONTROL, &msg)
+    }
+
+    fn sender(&mut self, t: &dyn Transport, j: usize) -> Result<PairMeasurement, TransportError> {
+        let c = clock_overhead();
+        let largest = *self.options.sizes.last().expect("0 is a size");
+        for m in [0, largest] {
+            Self::control(t, j, PROC_WARMUP, m, PAIR_WARMUP)?;
+            for _ in 0..PAIR_WARMUP {
+                t.send(j, DATA, &self.buf[..m])?;
+                t.recv(j, DATA, &mut self.buf[..m])?;
+            }
+        }
+        let mut measured: BTreeMap<usize, SizeResult> = BTreeMap::new();
+        for &m in &self.options.sizes.clone() {
+            let r = self.measure_size(t, j, m, c, &measured)?;
+            measured.insert(m, r);
+        }
+        if self.options.adaptive {
+            self.refine(t, j, c, &mut measured)?;
+        }
+        Self::control(t, j, PROC_END, 0, 0)?;
+        Ok(PairMeasurement {
+            clock_overhead_s: c,
+            sizes: measured.into_values().collect(),
+        })
+    }
+
+    /// Adds midpoints where a size misses the linear interpolation of its neighbours by more
+    /// than epsilon and by more than its own spread, until neighbours are `adaptive_min_gap`
+    /// bytes apart or the budget is spent.
+    fn refine(
+        &mut self,
+        t: &dyn Transport,
+        j: usize,
+        c: f64,
+        measured: &mut BTreeMap<usize, SizeResult>,
+    ) -> Result<(), TransportError> {
+        let mut budget = self.options.adaptive_budget;
+        let mut checked: BTreeSet<usize> = BTreeSet::new();
+        loop {
+            let keys: Vec<usize> = measured.keys().copied().collect();
+            let mut wanted = Vec::new();
+            for w in keys.windows(3) {
+                let (a, b, cc) = (w[0], w[1], w[2]);
+                if !checked.insert(b)
+                    || !self.deviates(&measured[&a], &measured[&b], &measured[&cc])
+                {
+                    continue;
+                }
+                for (x, y) in [(a, b), (b, cc)] {
+                    if y - x > self.options.adaptive_min_gap {
+                        wanted.push(x + (y - x) / 2);
+                    }
+                }
+            }
+            wanted.sort_unstable();
+            wanted.dedup();
+            wanted.retain(|m| !measured.contains_key(m));
+            if wanted.is_empty() || budget == 0 {
+                return Ok(());
+            }
+            for m in wanted.into_iter().take(budget) {
+                budget -= 1;
+                let mut r = self.measure_size(t, j, m, c, measured)?;
+                r.adaptive = true;
+                measured.insert(m, r);
+            }
+        }
+    }
+
+    fn deviates(&self, a: &SizeResult, b: &SizeResult, c: &SizeResult) -> bool {
+        let frac = (b.size - a.size) as f64 / (c.size - a.size) as f64;
+        let pick: [fn(&SizeResult) -> &Summary; 3] = [|r| &r.rtt, |r| &r.os, |r| &r.or];
+        pick.iter().any(|p| {
+            let (va, vb, vc) = (p(a), p(b), p(c));
+            let expected = va.median + (vc.median - va.median) * frac;
+            let miss = (vb.median - expected).abs();
+            let noise = (vb.p90 - vb.p10) / 2.0;
+            miss > self.options.epsilon * expected.abs() && miss > noise
+        })
+    }
+
+    fn measure_size(
+        &mut self,
+        t: &dyn Transport,
+        j: usize,
+        m: usize,
+        c: f64,
+        measured: &BTreeMap<usize, SizeResult>,
+    ) -> Result<SizeResult, TransportError> {
+        let reps = self.options.reps;
+        let buf = &mut self.buf[..m];
+
+        // RTT(m): m bytes out, an empty reply back.
+        Self::control(t, j, PROC_RTT, m, reps)?;
+        let mut rtt = Vec::with_capacity(reps);
+        for _ in 0..reps {
+            let s = Instant::now();
+            t.send(j, DATA, buf)?;
+            t.recv(j, DATA, &mut [])?;
+            rtt.push((s.elapsed().as_secs_f64() - c).max(0.0));
+        }
+        let rtt_summary = summary(&rtt);
+
+        // o_s(m): a synchronous send to a receiver that is waiting for it.
+        Self::control(t, j, PROC_OS, m, reps)?;
+        let mut os = Vec::with_capacity(reps);
+        for _ in 0..reps {
+            t.recv(j, DATA, &mut [])?;
+            let s = Instant::now();
+            t.ssend(j, DATA, buf)?;
+            os.push((s.elapsed().as_secs_f64() - c).max(0.0));
+        }
+
+        // o_r(m): the receiver echoes m bytes at once; the sender waits k times the round trip
+        // of that exchange, then times the receive of a message that has arrived.
+        Self::control(t, j, PROC_OR, m, OR_CALIBRATION + reps)?;
+        let mut echo = Vec::with_capacity(OR_CALIBRATION);
+        for _ in 0..OR_CALIBRATION {
+            let s = Instant::now();
+            t.send(j, DATA, buf)?;
+            t.recv(j, DATA, buf)?;
+            echo.push(s.elapsed().as_secs_f64());
+        }
+        echo.sort_by(f64::total_cmp);
+        let wait = Duration::from_secs_f64(self.options.or_wait * echo[OR_CALIBRATION / 2]);
+        let mut or = Vec::with_capacity(reps);
+        for _ in 0..reps {
+            let s = Instant::now();
+            t.send(j, DATA, buf)?;
+            spin_until(s + wait);
+            let r = Instant::now();
+            t.recv(j, DATA, buf)?;
+            or.push((r.elapsed().as_secs_f64() - c).max(0.0));
+        }
+
+        // g(m): link saturation, up to the limit.
+        let mut g_samples = Vec::new();
+        let g = if m <= self.options.saturation_max_size {
+            let rtt0 = if m == 0 {
+                rtt_summary.median
+            } else {
+                measured
+                    .get(&0)
+                    .map_or(rtt_summary.median, |r| r.rtt.median)
+            };
+            Some(self.saturate(t, j, m, c, rtt0, &mut g_samples)?)
+        } else {
+            None
+        };
+        let raw = self.options.raw.then(|| RawSamples {
+            rtt: rtt.clone(),
+            os: os.clone(),
+            or: or.clone(),
+            g: g_samples,
+        });
+        Ok(SizeResult {
+            size: m,
+            rtt: rtt_summary,
+            os: summary(&os),
+            or: summary(&or),
+            g,
+            adaptive: false,
+            raw,
+        })
+    }
+
+    /// Sends batches of n messages, doubling n until the time per message changes by less than
+    /// epsilon, n reaches the cap, or a batch lasts longer than 50 ms; then samples the time
+    /// per message at that n.
+    ///
+    /// A batch takes n g(m) + RTT(0) - g(0): the last message's latency and the reply. The
+    /// estimate (T - RTT(0)) / n is off by g(0) / n, where T / n would be off by RTT(0) / n.
+    /// Each step takes the faster of two batches, since interruptions only ever add time.
+    fn saturate(
+        &mut self,
+        t: &dyn Transport,
+        j: usize,
+        m: usize,
+        c: f64,
+        rtt0: f64,
+        samples: &mut Vec<f64>,
+    ) -> Result<Saturation, TransportError> {
+        let cap = self.options.saturation_cap;
+        let batch = |t: &dyn Transport,
+                     n: usize,
+                     buf: &mut [u8]|
+         -> Result<(f64, Duration), TransportError> {
+            Self::control(t, j, PROC_SATURATE, m, n)?;
+            let s = Instant::now();
+            for _ in 0..n {
+                t.send(j, DATA, buf)?;
+            }
+            t.recv(j, DATA, &mut [])?;
+            let took = s.elapsed();
+            Ok((((took.as_secs_f64() - c - rtt0) / n as f64).max(0.0), took))
+        };
+        let step = |t: &dyn Transport,
+                    n: usize,
+                    buf: &mut [u8]|
+         -> Result<(f64, Duration), TransportError> {
+            let (a, ta) = batch(t, n, buf)?;
+            let (b, tb) = batch(t, n, buf)?;
+            Ok((a.min(b), ta.min(tb)))
+        };
+        let mut n = 10;
+        let (mut previous, mut took) = step(t, n, &mut self.buf[..m])?;
+        let mut converged = false;
+        while n < cap && took <= MAX_BATCH {
+            n = (n * 2).min(cap);
+            let (per, t_n) = step(t, n, &mut self.buf[..m])?;
+            let settled = (per - previous).abs() <= self.options.epsilon * previous;
+            previous = per;
+            took = t_n;
+            if settled {
+                converged = true;
+                break;
+            }
+        }
+        samples.push(previous);
+        for _ in 1..self.options.saturation_reps {
+            samples.push(batch(t, n, &mut self.buf[..m])?.0);
+        }
+        let gap = Summary::of_steady(samples).expect("at least one sample");
+        Ok(Saturation {
+            gap,
+            messages: n,
+            converged,
+        })
+    }
+
+    fn receiver(&mut self, t: &dyn Transport, i: usize) -> Result<(), TransportError> {
+        let mut msg = [0u8; 24];
+        loop {
+            t.recv(i, CONTROL, &mut msg)?;
+            let word =
+                |k: usize| u64::from_le_bytes(msg[k * 8..k * 8 + 8].try_into().expect("8 bytes"));
+            let (procedure, m, count) = (word(0), word(1) as usize, word(2) as usize);
+            if m > self.buf.len() {
+                return Err(TransportError::Protocol {
+                    rank: t.rank(),
+                    message: format!("the sender asked for {m} bytes, more than the largest size"),
+                });
+            }
+            let buf = &mut self.buf[..m];
+            match procedure {
+                PROC_END => return Ok(()),
+                PROC_RTT => {
+                    for _ in 0..count {
+                        t.recv(i, DATA, buf)?;
+                        t.send(i, DATA, &[])?;
+                    }
+                }
+                PROC_OR | PROC_WARMUP => {
+                    for _ in 0..count {
+                        t.recv(i, DATA, buf)?;
+                        t.send(i, DATA, buf)?;
+                    }
+                }
+                PROC_OS => {
+                    for _ in 0..count {
+                        t.send(i, DATA, &[])?;
+                        t.recv(i, DATA, buf)?;
+                    }
+                }
+                PROC_SATURATE => {
+                    for _ in 0..count {
+                        t.recv(i, DATA, buf)?;
+                    }
+                    t.send(i, DATA, &[])?;
+                }
+                other => {
+                    return Err(TransportError::Protocol {
+                        rank: t.rank(),
+                        message: format!("unknown PLogP procedure {other} from rank {i}"),
+                    })
+                }
+            }
+        }
+    }
+}
+
+fn summary(samples: &[f64]) -> Summary {
+    Summary::of(samples).expect("at least one repetition")
+}
+
+impl PairTest for PLogP {
+    fn name(&self) -> &str {
+        "plogp"
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        serde_json::to_value(&self.options).expect("options serialise")
+    }
+
+    fn run(
+        &mut self,
+        t: &dyn Transport,
+        pair: Pair,
+        role: Role,
+    ) -> Result<serde_json::Value, TransportError> {
+        match role {
+            Role::Sender => {
+                let m = self.sender(t, pair.j)?;
+                Ok(serde_json::to_value(m).expect("results serialise"))
+            }
+            Role::Receiver => {
+                self.receiver(t, pair.i)?;
+                Ok(serde_json::Value::Null)
+            }
+        }
+    }
+
+    fn finish(
+        &self,
+        run: &lgate_rundir::RunDir,
+        entries: &[lgate_rundir::JournalEntry],
+    ) -> Result<Vec<String>, lgate_harness::HarnessError> {
+        crate::outputs::write_outputs(run, entries, &self.outputs)
+            .map_err(|e| lgate_harness::HarnessError::Setup(e.to_string()))
+    }
+}

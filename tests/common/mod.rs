@@ -1,0 +1,40 @@
+//! Helpers shared by the end-to-end tests.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Runs `mpirun --oversubscribe -np N lgate-plogp ARGS`, failing the test after `limit`.
+pub fn mpirun(np: usize, args: &[&str], cwd: &Path) -> Output {
+    let limit = Duration::from_secs(120);
+    let mut child = Command::new("mpirun")
+        .args([
+            "--oversubscribe",
+            "--bind-to",
+            "none",
+            "-np",
+            &np.to_string(),
+        ])
+        .arg(env!("CARGO_BIN_EXE_lgate-plogp"))
+        .args(args)
+        .current_dir(cwd)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mpirun runs (scripts/setup installs Open MPI)");
+    let started = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if started.elapsed() > limit {
+            child.kill().ok();
+            let out = child.wait_with_output().expect("output");
+            panic!(
+                "mpirun hung for {limit:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().expect("output")
+}
