@@ -443,7 +443,10 @@ pub fn write_outputs(
     })?;
     for (meta, m) in &matrices {
         // Microseconds to 0.1 ns: far below what timing can resolve.
-        run.write_file(&format!("matrices/{}", meta.file), m.to_csv_rounded(4).as_bytes())?;
+        run.write_file(
+            &format!("matrices/{}", meta.file),
+            m.to_csv_rounded(4).as_bytes(),
+        )?;
     }
     let index = serde_json::json!({
         "estimator": e.name(),
