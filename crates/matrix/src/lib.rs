@@ -11,9 +11,13 @@
 //! # Ok::<(), lgate_matrix::MatrixError>(())
 //! ```
 
+mod read;
+
 use std::fmt::Write as _;
 
 use ndarray::Array2;
+
+pub use read::{read_csv, read_matrix, ReadError, ReadMatrix};
 
 /// What is wrong with a matrix.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -1,0 +1,262 @@
+//! Agglomerative linkage over a distance matrix (kodama), and flat cuts of its dendrogram.
+
+use kodama::Method;
+use ndarray::Array2;
+
+/// How the distance between two clusters is computed when merging.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Linkage {
+    /// The closest pair.
+    Single,
+    /// The farthest pair.
+    Complete,
+    /// The mean over all pairs (UPGMA).
+    Average,
+    /// Ward's minimum variance.
+    Ward,
+}
+
+impl Linkage {
+    fn method(self) -> Method {
+        match self {
+            Linkage::Single => Method::Single,
+            Linkage::Complete => Method::Complete,
+            Linkage::Average => Method::Average,
+            Linkage::Ward => Method::Ward,
+        }
+    }
+}
+
+/// One merge: two clusters (ids below n are items, id n + k is the cluster of merge k).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Merge {
+    /// First cluster.
+    pub a: usize,
+    /// Second cluster.
+    pub b: usize,
+    /// The distance at which they merge.
+    pub height: f64,
+}
+
+/// The merges of an agglomerative clustering of n items, in order.
+#[derive(Debug, Clone)]
+pub struct Dendrogram {
+    n: usize,
+    merges: Vec<Merge>,
+}
+
+/// The upper triangle of a symmetric matrix, row by row.
+pub fn condensed(m: &Array2<f64>) -> Vec<f64> {
+    let n = m.nrows();
+    let mut out = Vec::with_capacity(n * n.saturating_sub(1) / 2);
+    for i in 0..n {
+        for j in i + 1..n {
+            out.push(m[[i, j]]);
+        }
+    }
+    out
+}
+
+impl Dendrogram {
+    /// Clusters the items of a symmetric distance matrix.
+    pub fn new(m: &Array2<f64>, linkage: Linkage) -> Self {
+        let n = m.nrows();
+        if n < 2 {
+            return Dendrogram {
+                n,
+                merges: Vec::new(),
+            };
+        }
+        let mut c = condensed(m);
+        let d = kodama::linkage(&mut c, n, linkage.method());
+        let merges = d
+            .steps()
+            .iter()
+            .map(|s| Merge {
+                a: s.cluster1,
+                b: s.cluster2,
+                height: s.dissimilarity,
+            })
+            .collect();
+        Dendrogram { n, merges }
+    }
+
+    /// The number of items.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// Whether there are no items.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// The merges in order.
+    pub fn merges(&self) -> &[Merge] {
+        &self.merges
+    }
+
+    /// Labels `0..k` of each item after all but the last k - 1 merges.
+    pub fn cut(&self, k: usize) -> Vec<usize> {
+        let mut cuts = Cuts::new(self);
+        cuts.advance_to(k.clamp(1, self.n.max(1)));
+        cuts.labels()
+    }
+
+    /// Labels after every merge whose height is at most `height`.
+    pub fn cut_at(&self, height: f64) -> Vec<usize> {
+        let merged = self
+            .merges
+            .iter()
+            .take_while(|m| m.height <= height)
+            .count();
+        self.cut(self.n - merged)
+    }
+}
+
+/// Walks the cuts of a dendrogram from n clusters down, one merge at a time.
+#[derive(Debug, Clone)]
+pub struct Cuts<'a> {
+    dendrogram: &'a Dendrogram,
+    parent: Vec<usize>,
+    /// A representative item of every cluster id.
+    representative: Vec<usize>,
+    applied: usize,
+}
+
+impl<'a> Cuts<'a> {
+    /// All items apart.
+    pub fn new(dendrogram: &'a Dendrogram) -> Self {
+        let n = dendrogram.n;
+        Cuts {
+            dendrogram,
+            parent: (0..n).collect(),
+            representative: (0..n).collect(),
+            applied: 0,
+        }
+    }
+
+    fn find(&mut self, mut x: usize) -> usize {
+        while self.parent[x] != x {
+            self.parent[x] = self.parent[self.parent[x]];
+            x = self.parent[x];
+        }
+        x
+    }
+
+    /// The number of clusters now.
+    pub fn clusters(&self) -> usize {
+        self.dendrogram.n - self.applied
+    }
+
+    /// Applies the next merge; false when none is left.
+    pub fn step(&mut self) -> bool {
+        let Some(&m) = self.dendrogram.merges.get(self.applied) else {
+            return false;
+        };
+        let (ra, rb) = (self.representative[m.a], self.representative[m.b]);
+        let (a, b) = (self.find(ra), self.find(rb));
+        self.parent[b] = a;
+        self.representative.push(ra);
+        self.applied += 1;
+        true
+    }
+
+    /// Merges until `k` clusters are left.
+    pub fn advance_to(&mut self, k: usize) {
+        while self.clusters() > k && self.step() {}
+    }
+
+    /// The height of the last merge applied and of the next one.
+    pub fn heights(&self) -> (Option<f64>, Option<f64>) {
+        let m = &self.dendrogram.merges;
+        (
+            self.applied.checked_sub(1).map(|k| m[k].height),
+            m.get(self.applied).map(|x| x.height),
+        )
+    }
+
+    /// Labels `0..clusters`, numbered by first appearance.
+    pub fn labels(&mut self) -> Vec<usize> {
+        let n = self.dendrogram.n;
+        let mut id = vec![usize::MAX; n];
+        let mut next = 0;
+        (0..n)
+            .map(|i| {
+                let r = self.find(i);
+                if id[r] == usize::MAX {
+                    id[r] = next;
+                    next += 1;
+                }
+                id[r]
+            })
+            .collect()
+    }
+}
+
+/// Profile distances: how differently two items see all the others,
+/// `sqrt(mean over k != i, j of (d(i,k) - d(j,k))^2)`.
+///
+/// Two ranks in one group see the rest of the machine alike even when the group is slow inside
+/// (a socket whose memory sits in the other socket), which raw distances cannot show.
+pub fn profile_distances(m: &Array2<f64>) -> Array2<f64> {
+    let n = m.nrows();
+    let mut out = Array2::zeros((n, n));
+    if n < 3 {
+        return out;
+    }
+    // |r_i - r_j|^2 over all k, through one matrix product, less the two mutual coordinates
+    // (k = i: (0 - d_ij)^2, k = j: (d_ij - 0)^2).
+    let gram = m.dot(&m.t());
+    for i in 0..n {
+        for j in i + 1..n {
+            let all = gram[[i, i]] + gram[[j, j]] - 2.0 * gram[[i, j]];
+            let rest = (all - 2.0 * m[[i, j]] * m[[i, j]]).max(0.0);
+            let p = (rest / (n - 2) as f64).sqrt();
+            out[[i, j]] = p;
+            out[[j, i]] = p;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::array;
+
+    #[test]
+    fn cuts_follow_the_merges() {
+        let m = array![
+            [0.0, 1.0, 5.0, 5.0],
+            [1.0, 0.0, 5.0, 5.0],
+            [5.0, 5.0, 0.0, 2.0],
+            [5.0, 5.0, 2.0, 0.0]
+        ];
+        let d = Dendrogram::new(&m, Linkage::Average);
+        assert_eq!(d.cut(4), vec![0, 1, 2, 3]);
+        assert_eq!(d.cut(3), vec![0, 0, 1, 2]);
+        assert_eq!(d.cut(2), vec![0, 0, 1, 1]);
+        assert_eq!(d.cut(1), vec![0, 0, 0, 0]);
+        assert_eq!(d.cut_at(1.5), vec![0, 0, 1, 2]);
+        let mut c = Cuts::new(&d);
+        c.advance_to(2);
+        assert_eq!(c.heights(), (Some(2.0), Some(5.0)));
+    }
+
+    #[test]
+    fn profiles_match_the_definition() {
+        let m = array![
+            [0.0, 1.0, 4.0, 6.0],
+            [1.0, 0.0, 3.0, 7.0],
+            [4.0, 3.0, 0.0, 2.0],
+            [6.0, 7.0, 2.0, 0.0]
+        ];
+        let p = profile_distances(&m);
+        // Items 0 and 1 compared on items 2 and 3: (4 - 3)^2 + (6 - 7)^2 over 2.
+        assert!((p[[0, 1]] - 1.0).abs() < 1e-12);
+        // Items 0 and 2 on items 1 and 3: (1 - 3)^2 + (6 - 2)^2 over 2 = 10.
+        assert!((p[[0, 2]] - 10f64.sqrt()).abs() < 1e-12);
+        assert_eq!(p[[2, 0]], p[[0, 2]]);
+    }
+}
