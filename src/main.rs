@@ -3,6 +3,7 @@
 //! This binary parses arguments and wires the library crates together; the work is done in
 //! `crates/`.
 
+mod cluster_cmd;
 mod measure_cmd;
 mod output;
 mod topology_cmd;
@@ -23,6 +24,10 @@ struct Cli {
 enum Command {
     /// Measure every pair of MPI ranks (run it under mpirun or srun).
     Measure(measure_cmd::MeasureArgs),
+    /// Cluster a distance matrix (or a measured run) into a hierarchical topology.
+    Cluster(cluster_cmd::ClusterArgs),
+    /// Compare a topology with known placement (adjusted Rand index and accuracy per level).
+    Score(cluster_cmd::ScoreArgs),
     /// Read, check and convert topology files (LGate, JSON, Newick).
     #[command(subcommand)]
     Topology(topology_cmd::TopologyCommand),
@@ -32,6 +37,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Measure(args) => measure_cmd::run(args),
+        Command::Cluster(args) => cluster_cmd::run(args),
+        Command::Score(args) => cluster_cmd::score(args),
         Command::Topology(cmd) => topology_cmd::run(cmd),
     };
     match result {

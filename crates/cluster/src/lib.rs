@@ -14,11 +14,14 @@
 //! # Ok::<(), lgate_topology::TopologyError>(())
 //! ```
 
+pub mod algorithms;
 pub mod auto;
+pub mod input;
 pub mod linkage;
 pub mod score;
 
 pub use auto::{auto, AutoParams, Tree, View};
+pub use input::{load, read_truth, ClusterInput, InputError, Truth};
 pub use linkage::{profile_distances, Dendrogram, Linkage};
 pub use score::{accuracy, adjusted_rand_index};
 

@@ -194,25 +194,46 @@ impl<'a> Cuts<'a> {
     }
 }
 
-/// Profile distances: how differently two items see all the others,
-/// `sqrt(mean over k != i, j of (d(i,k) - d(j,k))^2)`.
+/// Profile distances: how differently two items see all the others, the root mean square of
+/// `d(i,k) - d(j,k)` over `k != i, j`, leaving out the largest 5 % of those differences.
 ///
 /// Two ranks in one group see the rest of the machine alike even when the group is slow inside
-/// (a socket whose memory sits in the other socket), which raw distances cannot show.
+/// (a socket whose memory sits in the other socket), which raw distances cannot show. Leaving
+/// out the largest differences keeps one slow pair or outlier entry, which corrupts a single
+/// coordinate, from setting its two ranks apart; real structure changes many coordinates.
 pub fn profile_distances(m: &Array2<f64>) -> Array2<f64> {
     let n = m.nrows();
     let mut out = Array2::zeros((n, n));
     if n < 3 {
         return out;
     }
-    // |r_i - r_j|^2 over all k, through one matrix product, less the two mutual coordinates
-    // (k = i: (0 - d_ij)^2, k = j: (d_ij - 0)^2).
-    let gram = m.dot(&m.t());
+    let coordinates = n - 2;
+    let trim = if coordinates >= 8 {
+        (coordinates as f64 * 0.05).ceil() as usize
+    } else {
+        0
+    };
+    let mut largest = vec![0.0f64; trim];
     for i in 0..n {
         for j in i + 1..n {
-            let all = gram[[i, i]] + gram[[j, j]] - 2.0 * gram[[i, j]];
-            let rest = (all - 2.0 * m[[i, j]] * m[[i, j]]).max(0.0);
-            let p = (rest / (n - 2) as f64).sqrt();
+            let mut sum = 0.0;
+            largest.iter_mut().for_each(|x| *x = 0.0);
+            for k in 0..n {
+                if k == i || k == j {
+                    continue;
+                }
+                let diff = m[[i, k]] - m[[j, k]];
+                let sq = diff * diff;
+                sum += sq;
+                // Keep the `trim` largest squares, smallest first.
+                if trim > 0 && sq > largest[0] {
+                    let pos = largest.partition_point(|&x| x < sq);
+                    largest.copy_within(1..pos, 0);
+                    largest[pos - 1] = sq;
+                }
+            }
+            let kept: f64 = sum - largest.iter().sum::<f64>();
+            let p = (kept.max(0.0) / (coordinates - trim) as f64).sqrt();
             out[[i, j]] = p;
             out[[j, i]] = p;
         }
@@ -253,10 +274,21 @@ mod tests {
             [6.0, 7.0, 2.0, 0.0]
         ];
         let p = profile_distances(&m);
+        // Too few coordinates to leave any out.
         // Items 0 and 1 compared on items 2 and 3: (4 - 3)^2 + (6 - 7)^2 over 2.
         assert!((p[[0, 1]] - 1.0).abs() < 1e-12);
         // Items 0 and 2 on items 1 and 3: (1 - 3)^2 + (6 - 2)^2 over 2 = 10.
         assert!((p[[0, 2]] - 10f64.sqrt()).abs() < 1e-12);
         assert_eq!(p[[2, 0]], p[[0, 2]]);
+    }
+
+    #[test]
+    fn one_bad_coordinate_does_not_count() {
+        // Twelve identical items, except that item 1's distance to item 0 is far too large.
+        let mut m = Array2::from_shape_fn((12, 12), |(i, j)| if i == j { 0.0 } else { 1.0 });
+        m[[0, 1]] = 9.0;
+        m[[1, 0]] = 9.0;
+        let p = profile_distances(&m);
+        assert!(p[[0, 5]] < 1e-12 && p[[1, 5]] < 1e-12, "{}", p[[0, 5]]);
     }
 }

@@ -164,6 +164,9 @@ pub fn read_csv(path: &Path, text: &str) -> Result<ReadMatrix, ReadError> {
     if data.is_empty() {
         return Err(shape(rows[0].0, "a header but no rows of numbers".into()));
     }
+    // Numeric labels (rank numbers) under a header: every row is one wider than the count of rows.
+    let label_column =
+        label_column || (has_header && data.iter().all(|(_, r)| r.len() == data.len() + 1));
     let skip = usize::from(label_column);
     let n = data.len();
     let mut values = Array2::<f64>::zeros((n, n));
@@ -324,6 +327,13 @@ mod tests {
         assert_eq!(c.matrix.labels(), ["x", "y"]);
         let d = csv("n1,0,2\nn2,2,0\n").unwrap();
         assert_eq!(d.matrix.labels(), ["n1", "n2"]);
+    }
+
+    #[test]
+    fn numeric_rank_labels_under_a_header() {
+        let m = csv("rank,0,1\n0,0,2.5\n1,2.5,0\n").unwrap();
+        assert_eq!(m.matrix.get(0, 1), 2.5);
+        assert_eq!(m.matrix.labels(), ["0", "1"]);
     }
 
     #[test]

@@ -57,19 +57,26 @@ pub fn outline(topology: &Topology, options: OutlineOptions) -> String {
     }
     if !topology.levels().is_empty() {
         out.push_str("levels, coarsest first:\n");
-        let width = topology
-            .levels()
-            .iter()
-            .map(|l| l.name.chars().count())
-            .max()
-            .unwrap_or(0);
-        for level in topology.levels() {
-            let _ = write!(out, "  {:width$}  {}", level.name, group_sizes(level));
-            if let Some(s) = level.separation {
-                let _ = write!(out, ", separation {}", short(s));
-            }
-            out.push('\n');
+        out.push_str(&level_summary(topology));
+    }
+    out
+}
+
+/// One line per level: its name, group sizes and separation.
+pub fn level_summary(topology: &Topology) -> String {
+    let mut out = String::new();
+    let width = topology
+        .levels()
+        .iter()
+        .map(|l| l.name.chars().count())
+        .max()
+        .unwrap_or(0);
+    for level in topology.levels() {
+        let _ = write!(out, "  {:width$}  {}", level.name, group_sizes(level));
+        if let Some(s) = level.separation {
+            let _ = write!(out, ", separation {}", short(s));
         }
+        out.push('\n');
     }
     out
 }

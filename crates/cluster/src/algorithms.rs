@@ -1,0 +1,389 @@
+//! The other clustering algorithms, each on the precomputed distance matrix, each returning a
+//! [`Tree`]: flat ones a single level, SSSTree a hierarchy.
+
+use ndarray::Array2;
+
+use crate::auto::Tree;
+use crate::linkage::{Dendrogram, Linkage};
+
+/// A partition (one label per item) as a one-level tree; noise label `None` is a singleton.
+pub fn tree_of_labels(labels: &[Option<usize>]) -> Tree {
+    let k = labels.iter().flatten().max().map_or(0, |&x| x + 1);
+    let mut groups: Vec<Vec<usize>> = vec![Vec::new(); k];
+    let mut singles = Vec::new();
+    for (i, l) in labels.iter().enumerate() {
+        match l {
+            Some(g) => groups[*g].push(i),
+            None => singles.push(vec![i]),
+        }
+    }
+    groups.retain(|g| !g.is_empty());
+    groups.extend(singles);
+    groups.sort_by_key(|g| g[0]);
+    if groups.len() <= 1 {
+        return Tree::Leaf((0..labels.len()).collect());
+    }
+    Tree::Node {
+        children: groups.into_iter().map(Tree::Leaf).collect(),
+        separation: None,
+    }
+}
+
+fn some(labels: Vec<usize>) -> Vec<Option<usize>> {
+    labels.into_iter().map(Some).collect()
+}
+
+/// Agglomerative clustering cut into `k` clusters or at `height`.
+pub fn agglomerative(
+    d: &Array2<f64>,
+    linkage: Linkage,
+    k: Option<usize>,
+    height: Option<f64>,
+) -> Tree {
+    let dendrogram = Dendrogram::new(d, linkage);
+    let labels = match (k, height) {
+        (Some(k), _) => dendrogram.cut(k),
+        (None, Some(h)) => dendrogram.cut_at(h),
+        (None, None) => vec![0; d.nrows()],
+    };
+    tree_of_labels(&some(labels))
+}
+
+/// Connected components of the graph joining items closer than `threshold`.
+pub fn components(d: &Array2<f64>, threshold: f64) -> Tree {
+    let n = d.nrows();
+    let mut label = vec![usize::MAX; n];
+    let mut next = 0;
+    for start in 0..n {
+        if label[start] != usize::MAX {
+            continue;
+        }
+        let mut stack = vec![start];
+        label[start] = next;
+        while let Some(i) = stack.pop() {
+            for j in 0..n {
+                if label[j] == usize::MAX && d[[i, j]] < threshold {
+                    label[j] = next;
+                    stack.push(j);
+                }
+            }
+        }
+        next += 1;
+    }
+    tree_of_labels(&some(label))
+}
+
+/// DBSCAN: items with at least `min_points` items (themselves included) within `eps` are core
+/// items; core items within `eps` of each other share a cluster, and other items within `eps` of
+/// a core item join it; the rest is noise, each a group of its own.
+pub fn dbscan(d: &Array2<f64>, eps: f64, min_points: usize) -> Tree {
+    let n = d.nrows();
+    let neighbours: Vec<Vec<usize>> = (0..n)
+        .map(|i| (0..n).filter(|&j| d[[i, j]] <= eps).collect())
+        .collect();
+    let core: Vec<bool> = neighbours.iter().map(|nb| nb.len() >= min_points).collect();
+    let mut label: Vec<Option<usize>> = vec![None; n];
+    let mut next = 0;
+    for start in 0..n {
+        if !core[start] || label[start].is_some() {
+            continue;
+        }
+        label[start] = Some(next);
+        let mut stack = vec![start];
+        while let Some(i) = stack.pop() {
+            for &j in &neighbours[i] {
+                if label[j].is_none() {
+                    label[j] = Some(next);
+                    if core[j] {
+                        stack.push(j);
+                    }
+                }
+            }
+        }
+        next += 1;
+    }
+    tree_of_labels(&label)
+}
+
+/// The result of k-medoids.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Medoids {
+    /// The medoid items.
+    pub medoids: Vec<usize>,
+    /// Each item's medoid index.
+    pub labels: Vec<usize>,
+    /// The sum of distances to the nearest medoid.
+    pub loss: f64,
+}
+
+/// Nearest and second nearest medoid of every item.
+fn assign(d: &Array2<f64>, medoids: &[usize]) -> (Vec<usize>, Vec<f64>, Vec<f64>) {
+    let n = d.nrows();
+    let mut nearest = vec![0; n];
+    let (mut d1, mut d2) = (vec![f64::INFINITY; n], vec![f64::INFINITY; n]);
+    for o in 0..n {
+        for (i, &m) in medoids.iter().enumerate() {
+            let x = d[[o, m]];
+            if x < d1[o] {
+                d2[o] = d1[o];
+                d1[o] = x;
+                nearest[o] = i;
+            } else if x < d2[o] {
+                d2[o] = x;
+            }
+        }
+    }
+    (nearest, d1, d2)
+}
+
+/// FasterPAM (Schubert and Rousseeuw, 2021): k medoids from a greedy BUILD start, improved by
+/// eager swaps whose change in total deviation is computed for all medoids at once.
+pub fn faster_pam(d: &Array2<f64>, k: usize) -> Medoids {
+    let n = d.nrows();
+    let k = k.clamp(1, n.max(1));
+    // BUILD: the item with the least total distance, then the one that lowers the loss most.
+    let mut medoids = vec![(0..n)
+        .min_by(|&a, &b| d.row(a).sum().total_cmp(&d.row(b).sum()))
+        .unwrap_or(0)];
+    let mut best_d: Vec<f64> = (0..n).map(|o| d[[o, medoids[0]]]).collect();
+    while medoids.len() < k {
+        let gain = |c: usize| -> f64 { (0..n).map(|o| (best_d[o] - d[[o, c]]).max(0.0)).sum() };
+        let c = (0..n)
+            .filter(|c| !medoids.contains(c))
+            .max_by(|&a, &b| gain(a).total_cmp(&gain(b)))
+            .expect("k <= n");
+        medoids.push(c);
+        for o in 0..n {
+            best_d[o] = best_d[o].min(d[[o, c]]);
+        }
+    }
+    let (mut nearest, mut d1, mut d2) = assign(d, &medoids);
+    let removal = |nearest: &[usize], d1: &[f64], d2: &[f64]| -> Vec<f64> {
+        let mut r = vec![0.0; k];
+        for o in 0..n {
+            r[nearest[o]] += d2[o] - d1[o];
+        }
+        r
+    };
+    let mut loss_removal = removal(&nearest, &d1, &d2);
+    let mut last_swap = n; // no swap yet
+    let mut c = 0;
+    if k > 1 {
+        loop {
+            if c == last_swap {
+                break;
+            }
+            if !medoids.contains(&c) {
+                let mut delta = loss_removal.clone();
+                let mut add = 0.0;
+                for o in 0..n {
+                    let doc = d[[o, c]];
+                    if doc < d1[o] {
+                        add += doc - d1[o];
+                        delta[nearest[o]] += d1[o] - d2[o];
+                    } else if doc < d2[o] {
+                        delta[nearest[o]] += doc - d2[o];
+                    }
+                }
+                let (i, best) = delta
+                    .iter()
+                    .enumerate()
+                    .min_by(|a, b| a.1.total_cmp(b.1))
+                    .map(|(i, &v)| (i, v))
+                    .expect("k >= 1");
+                if best + add < -1e-12 {
+                    medoids[i] = c;
+                    (nearest, d1, d2) = assign(d, &medoids);
+                    loss_removal = removal(&nearest, &d1, &d2);
+                    last_swap = c;
+                }
+            }
+            c = (c + 1) % n;
+            if last_swap == n && c == 0 {
+                break;
+            }
+        }
+    }
+    let loss = d1.iter().sum();
+    Medoids {
+        medoids,
+        labels: nearest,
+        loss,
+    }
+}
+
+/// The medoid silhouette (Lenssen and Schubert): the mean of 1 - d1 / d2 over items.
+pub fn medoid_silhouette(d: &Array2<f64>, medoids: &[usize]) -> f64 {
+    let (_, d1, d2) = assign(d, medoids);
+    let n = d.nrows();
+    (0..n)
+        .map(|o| {
+            if d2[o] > 0.0 && d2[o].is_finite() {
+                1.0 - d1[o] / d2[o]
+            } else {
+                0.0
+            }
+        })
+        .sum::<f64>()
+        / n as f64
+}
+
+/// k-medoids with the given k, or the k in 2..=`max_k` with the best medoid silhouette.
+pub fn kmedoids(d: &Array2<f64>, k: Option<usize>, max_k: usize) -> Tree {
+    let n = d.nrows();
+    let result = match k {
+        Some(k) => faster_pam(d, k),
+        None => (2..=max_k.min(n.saturating_sub(1)))
+            .map(|k| faster_pam(d, k))
+            .max_by(|a, b| {
+                medoid_silhouette(d, &a.medoids).total_cmp(&medoid_silhouette(d, &b.medoids))
+            })
+            .unwrap_or_else(|| faster_pam(d, 1)),
+    };
+    tree_of_labels(&some(result.labels))
+}
+
+/// SSSTree (Figure 2.5 of the reference thesis): a cluster's first item is its center; every
+/// other item joins the nearest center unless it is at least `alpha` times twice the cluster's
+/// radius away, when it becomes a new center; each new cluster is split the same way while it
+/// has at least `min_children` items.
+pub fn ssstree(d: &Array2<f64>, alpha: f64, min_children: usize) -> Tree {
+    fn build(d: &Array2<f64>, items: Vec<usize>, alpha: f64, min_children: usize) -> Tree {
+        if items.len() < min_children.max(2) {
+            return Tree::Leaf(items);
+        }
+        let center = items[0];
+        let radius = items.iter().map(|&i| d[[center, i]]).fold(0.0, f64::max);
+        let m = 2.0 * radius;
+        let mut clusters: Vec<Vec<usize>> = vec![vec![center]];
+        for &child in &items[1..] {
+            let (c, dist) = clusters
+                .iter()
+                .enumerate()
+                .map(|(k, cl)| (k, d[[child, cl[0]]]))
+                .min_by(|a, b| a.1.total_cmp(&b.1))
+                .expect("one cluster at least");
+            if dist >= m * alpha {
+                clusters.push(vec![child]);
+            } else {
+                clusters[c].push(child);
+            }
+        }
+        if clusters.len() == 1 {
+            // Nothing split off: splitting again would only repeat this.
+            return Tree::Leaf(items);
+        }
+        Tree::Node {
+            children: clusters
+                .into_iter()
+                .map(|c| build(d, c, alpha, min_children))
+                .collect(),
+            separation: None,
+        }
+    }
+    build(d, (0..d.nrows()).collect(), alpha, min_children)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blocks(sizes: &[usize], inside: f64, across: f64) -> Array2<f64> {
+        let group: Vec<usize> = sizes
+            .iter()
+            .enumerate()
+            .flat_map(|(g, &s)| std::iter::repeat_n(g, s))
+            .collect();
+        let n = group.len();
+        Array2::from_shape_fn((n, n), |(i, j)| {
+            if i == j {
+                0.0
+            } else if group[i] == group[j] {
+                inside + 0.01 * ((i * 7 + j * 7) % 5) as f64
+            } else {
+                across + 0.01 * ((i + j) % 3) as f64
+            }
+        })
+    }
+
+    fn groups(t: &Tree) -> Vec<Vec<usize>> {
+        match t {
+            Tree::Leaf(r) => vec![r.clone()],
+            Tree::Node { children, .. } => children.iter().map(Tree::ranks).collect(),
+        }
+    }
+
+    #[test]
+    fn flat_algorithms_find_blocks() {
+        let d = blocks(&[3, 4, 2], 1.0, 5.0);
+        let expected = vec![vec![0, 1, 2], vec![3, 4, 5, 6], vec![7, 8]];
+        assert_eq!(
+            groups(&agglomerative(&d, Linkage::Average, Some(3), None)),
+            expected
+        );
+        assert_eq!(
+            groups(&agglomerative(&d, Linkage::Single, None, Some(2.0))),
+            expected
+        );
+        assert_eq!(groups(&components(&d, 2.0)), expected);
+        assert_eq!(groups(&dbscan(&d, 2.0, 2)), expected);
+        assert_eq!(groups(&kmedoids(&d, Some(3), 8)), expected);
+        assert_eq!(groups(&kmedoids(&d, None, 6)), expected, "k by silhouette");
+    }
+
+    #[test]
+    fn dbscan_noise_is_singletons() {
+        let mut d = blocks(&[3, 3], 1.0, 5.0);
+        for j in 0..6 {
+            if j != 5 {
+                d[[5, j]] = 4.0;
+                d[[j, 5]] = 4.0;
+            }
+        }
+        assert_eq!(
+            groups(&dbscan(&d, 2.0, 2)),
+            vec![vec![0, 1, 2], vec![3, 4], vec![5]]
+        );
+    }
+
+    #[test]
+    fn faster_pam_reaches_the_optimum_of_small_problems() {
+        // Exhaustive search over all pairs of medoids on a small irregular matrix.
+        let n = 9;
+        let d = Array2::from_shape_fn((n, n), |(i, j)| {
+            if i == j {
+                0.0
+            } else {
+                ((i * 31 + j * 17) % 11 + (i + j) % 4) as f64 + 1.0
+            }
+        });
+        let d = (&d + &d.t()) / 2.0;
+        let best = (0..n)
+            .flat_map(|a| (a + 1..n).map(move |b| (a, b)))
+            .map(|(a, b)| (0..n).map(|o| d[[o, a]].min(d[[o, b]])).sum::<f64>())
+            .fold(f64::INFINITY, f64::min);
+        assert!((faster_pam(&d, 2).loss - best).abs() < 1e-9);
+    }
+
+    #[test]
+    fn ssstree_nests_levels() {
+        // Two groups of two pairs.
+        let d = Array2::from_shape_fn((8, 8), |(i, j)| {
+            if i == j {
+                0.0
+            } else if i / 4 != j / 4 {
+                10.0
+            } else if i / 2 != j / 2 {
+                4.0
+            } else {
+                1.0
+            }
+        });
+        let t = ssstree(&d, 0.3, 2);
+        assert_eq!(groups(&t), vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7]]);
+        let Tree::Node { children, .. } = &t else {
+            panic!()
+        };
+        assert_eq!(groups(&children[0]), vec![vec![0, 1], vec![2, 3]]);
+    }
+}
