@@ -208,6 +208,54 @@ fn plogp_run_of_four_ranks_writes_every_pair_size_and_matrix() {
         "{cvars}"
     );
     assert!(stderr.contains("measurements.parquet"), "{stderr}");
+
+    // The run clusters, as JSON and as a Slurm topology.conf, and scores against its placement.
+    let bin = env!("CARGO_BIN_EXE_lgate-plogp");
+    let topo = run.join("topology.json");
+    let out = std::process::Command::new(bin)
+        .args([
+            "cluster",
+            run.to_str().unwrap(),
+            "--matrix",
+            "t:1KiB",
+            "-o",
+            topo.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&topo).unwrap()).unwrap();
+    assert_eq!(json["ranks"], 4);
+    assert_eq!(
+        json["labels"].as_array().unwrap().len(),
+        4,
+        "host names from meta.json"
+    );
+    let slurm = std::process::Command::new(bin)
+        .args(["cluster", run.to_str().unwrap(), "-q", "--format", "slurm"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&slurm.stdout).contains("SwitchName=s0 Nodes="));
+    let score = std::process::Command::new(bin)
+        .args([
+            "score",
+            "--truth",
+            run.to_str().unwrap(),
+            "--topology",
+            topo.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        score.status.success(),
+        "{}",
+        String::from_utf8_lossy(&score.stderr)
+    );
+    assert!(String::from_utf8_lossy(&score.stdout).contains("node"));
 }
 
 #[test]

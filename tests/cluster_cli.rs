@@ -1,0 +1,248 @@
+//! End-to-end tests of `lgate-plogp cluster` and `lgate-plogp score` on real files.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn lgate_plogp(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lgate-plogp"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn datasets() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/datasets")
+}
+
+fn stdout_json(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON on stdout")
+}
+
+/// A failure prints one line naming the file, exits 1 and never panics.
+fn assert_clean_failure(out: &Output, file: &str, fragment: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert!(stderr.contains(file), "names {file}: {stderr}");
+    assert!(stderr.contains(fragment), "says {fragment:?}: {stderr}");
+    assert!(out.stdout.is_empty(), "nothing on stdout");
+}
+
+#[test]
+fn datasets_through_the_binary() {
+    for (file, levels) in [
+        ("core-to-core/amd-threadripper-1950x.csv", vec![2, 4, 16]),
+        ("core-to-core/aws-graviton2.csv", vec![]),
+        ("mmpi/stampede/2x16/ammpi_32_64_100.rtt_us.csv", vec![2]),
+        ("mmpi/mira/4x16/ammpi_64_64_100.rtt_us.csv", vec![]),
+    ] {
+        let path = datasets().join(file);
+        let out = lgate_plogp(&["cluster", path.to_str().unwrap()]);
+        let json = stdout_json(&out);
+        assert_eq!(json["format"], "lgate-plogp-topology");
+        let found: Vec<usize> = json["levels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["groups"].as_array().unwrap().len())
+            .collect();
+        assert_eq!(found, levels, "{file}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if levels.is_empty() {
+            assert!(stderr.contains("one group"), "{stderr}");
+        }
+    }
+}
+
+#[test]
+fn formats_and_algorithms() {
+    let path = datasets().join("mmpi/stampede/2x16/ammpi_32_64_100.rtt_us.csv");
+    let p = path.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for (format, ext) in [("lgate", "lgate"), ("newick", "nwk"), ("json", "json")] {
+        let out_file = dir.path().join(format!("t.{ext}"));
+        let out = lgate_plogp(&[
+            "cluster",
+            p,
+            "--format",
+            format,
+            "-o",
+            out_file.to_str().unwrap(),
+            "-q",
+        ]);
+        assert!(out.status.success() && out.stderr.is_empty());
+        let check = lgate_plogp(&[
+            "topology",
+            "check",
+            out_file.to_str().unwrap(),
+            "--ranks",
+            "32",
+        ]);
+        assert!(
+            check.status.success(),
+            "{}",
+            String::from_utf8_lossy(&check.stderr)
+        );
+    }
+    for args in [
+        vec!["--algo", "agglomerative", "--k", "2"],
+        vec![
+            "--algo",
+            "agglomerative",
+            "--linkage",
+            "complete",
+            "--height",
+            "7",
+        ],
+        vec!["--algo", "components", "--threshold", "6"],
+        vec!["--algo", "dbscan", "--eps", "6", "--min-points", "3"],
+        vec!["--algo", "kmedoids", "--k", "2"],
+        vec!["--algo", "kmedoids"],
+    ] {
+        let mut all = vec!["cluster", p, "-q"];
+        all.extend(&args);
+        let json = stdout_json(&lgate_plogp(&all));
+        let groups = json["levels"][0]["groups"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{args:?}: {json}"));
+        assert_eq!(groups.len(), 2, "{args:?}");
+    }
+    let json = stdout_json(&lgate_plogp(&[
+        "cluster", p, "-q", "--algo", "ssstree", "--alpha", "0.3",
+    ]));
+    assert!(json["levels"].as_array().is_some_and(|l| !l.is_empty()));
+    let out = lgate_plogp(&["cluster", p, "--algo", "agglomerative"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs --k or --height"));
+}
+
+#[test]
+fn score_against_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = datasets().join("mmpi/stampede/2x16/ammpi_32_64_100.rtt_us.csv");
+    let topo = dir.path().join("t.json");
+    assert!(lgate_plogp(&[
+        "cluster",
+        path.to_str().unwrap(),
+        "-q",
+        "-o",
+        topo.to_str().unwrap()
+    ])
+    .status
+    .success());
+    let truth = dir.path().join("truth.json");
+    let nodes: Vec<usize> = (0..32).map(|r| r / 16).collect();
+    let wrong: Vec<usize> = (0..32).map(|r| r % 2).collect();
+    std::fs::write(
+        &truth,
+        serde_json::json!({"levels": {"node": nodes, "parity": wrong}}).to_string(),
+    )
+    .unwrap();
+    let out = lgate_plogp(&[
+        "score",
+        "--truth",
+        truth.to_str().unwrap(),
+        "--topology",
+        topo.to_str().unwrap(),
+        "--json",
+    ]);
+    let rows = stdout_json(&out);
+    assert_eq!(rows[0]["level"], "node");
+    assert_eq!(rows[0]["ari"], 1.0);
+    assert_eq!(rows[0]["accuracy"], 1.0);
+    assert!(rows[1]["ari"].as_f64().unwrap() < 0.1);
+    let table = lgate_plogp(&[
+        "score",
+        "--truth",
+        truth.to_str().unwrap(),
+        "--topology",
+        topo.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&table.stdout).into_owned();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("node"))
+        .expect("a row for node");
+    let cells: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(cells, ["node", "2", "level1", "1.000", "100.0%"], "{text}");
+}
+
+#[test]
+fn bad_matrices_get_one_clear_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "text.csv",
+            "0,1\n1,zero\n",
+            ":2, column 2: `zero` is not a number",
+        ),
+        (
+            "nan.csv",
+            "0,NaN\nNaN,0\n",
+            ":1, column 2: NaN is not a finite number",
+        ),
+        ("neg.csv", "0,-2\n-2,0\n", ":1, column 2: -2 is negative"),
+        (
+            "rect.csv",
+            "0,1,2\n1,0,2\n",
+            ":1: 3 values in a row of a 2x2 matrix: it is not square",
+        ),
+        (
+            "hole.csv",
+            "0,1,2\n1,0,\n2,3,0\n",
+            ":2, column 3: empty cell",
+        ),
+        ("empty.csv", "\n", "no rows"),
+    ];
+    for (name, text, fragment) in cases {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        let out = lgate_plogp(&["cluster", path.to_str().unwrap()]);
+        assert_clean_failure(&out, name, fragment);
+    }
+    let npy = dir.path().join("bin.npy");
+    std::fs::write(&npy, b"\x93NUMPY\x01\x00garbage").unwrap();
+    assert_clean_failure(
+        &lgate_plogp(&["cluster", npy.to_str().unwrap()]),
+        "bin.npy",
+        "not a 2-D",
+    );
+    let out = lgate_plogp(&["cluster", "/nonexistent/m.csv"]);
+    assert_clean_failure(&out, "/nonexistent/m.csv", "No such file");
+    let file = dir.path().join("ok.csv");
+    std::fs::write(&file, "0,1\n1,0\n").unwrap();
+    let out = lgate_plogp(&["cluster", file.to_str().unwrap(), "--matrix", "t:0"]);
+    assert_clean_failure(&out, "ok.csv", "--matrix picks a matrix of a run directory");
+    let out = lgate_plogp(&["cluster", file.to_str().unwrap(), "--format", "slurm"]);
+    assert_clean_failure(&out, "ok.csv", "needs host names");
+    // A folder that is not a run.
+    let out = lgate_plogp(&["cluster", dir.path().to_str().unwrap()]);
+    assert_clean_failure(&out, "meta.json", "not a run directory");
+}
+
+#[test]
+fn one_rank_and_asymmetric_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = dir.path().join("one.csv");
+    std::fs::write(&one, "0\n").unwrap();
+    let json = stdout_json(&lgate_plogp(&["cluster", one.to_str().unwrap(), "-q"]));
+    assert_eq!(json["ranks"], 1);
+    assert_eq!(json["levels"], serde_json::json!([]));
+    let asym = dir.path().join("asym.csv");
+    std::fs::write(&asym, "0,1,5,5\n1.2,0,5,5\n5,5,0,1\n5,5,1,0\n").unwrap();
+    let out = lgate_plogp(&["cluster", asym.to_str().unwrap()]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("not symmetric (largest relative difference 16.7 %)"),
+        "{stderr}"
+    );
+}
