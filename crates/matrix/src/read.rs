@@ -101,13 +101,20 @@ fn split_csv_line(line: &str) -> Vec<String> {
 
 /// Reads a matrix file: `.npy` by its magic bytes, CSV otherwise.
 pub fn read_matrix(path: &Path) -> Result<ReadMatrix, ReadError> {
-    let bytes = std::fs::read(path).map_err(|error| ReadError::Io {
+    let io = |error| ReadError::Io {
         path: path.to_path_buf(),
         error,
-    })?;
-    if bytes.starts_with(b"\x93NUMPY") {
-        return read_npy(path, &bytes);
+    };
+    let mut magic = [0u8; 6];
+    {
+        use std::io::Read;
+        let mut f = std::fs::File::open(path).map_err(io)?;
+        let got = f.read(&mut magic).map_err(io)?;
+        if got == 6 && &magic == b"\x93NUMPY" {
+            return read_npy(path);
+        }
     }
+    let bytes = std::fs::read(path).map_err(io)?;
     let text = String::from_utf8(bytes).map_err(|_| ReadError::Shape {
         path: path.to_path_buf(),
         line: 1,
@@ -116,14 +123,25 @@ pub fn read_matrix(path: &Path) -> Result<ReadMatrix, ReadError> {
     read_csv(path, &text)
 }
 
-fn read_npy(path: &Path, bytes: &[u8]) -> Result<ReadMatrix, ReadError> {
+fn read_npy(path: &Path) -> Result<ReadMatrix, ReadError> {
     use ndarray_npy::ReadNpyExt;
-    let values = Array2::<f64>::read_npy(bytes)
-        .or_else(|_| Array2::<f32>::read_npy(bytes).map(|a| a.mapv(f64::from)))
-        .map_err(|e| ReadError::Npy {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })?;
+    let open = || {
+        std::fs::File::open(path)
+            .map(std::io::BufReader::new)
+            .map_err(|error| ReadError::Io {
+                path: path.to_path_buf(),
+                error,
+            })
+    };
+    let values = match Array2::<f64>::read_npy(open()?) {
+        Ok(v) => v,
+        Err(_) => Array2::<f32>::read_npy(open()?)
+            .map(|a| a.mapv(f64::from))
+            .map_err(|e| ReadError::Npy {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            })?,
+    };
     finish(
         path,
         values,
@@ -133,88 +151,149 @@ fn read_npy(path: &Path, bytes: &[u8]) -> Result<ReadMatrix, ReadError> {
     )
 }
 
-/// Reads CSV text (see [`read_matrix`]).
+/// One data row: its line, its first cell as text (a label or a number), and the rest parsed,
+/// NaN standing for an empty cell (a NaN in the file is an error as soon as it is read).
+struct Row {
+    line: usize,
+    first: String,
+    rest: Vec<f64>,
+}
+
+/// Reads CSV text (see [`read_matrix`]), parsing each line into numbers as it goes.
 pub fn read_csv(path: &Path, text: &str) -> Result<ReadMatrix, ReadError> {
-    // (line number, cells) of non-blank lines.
-    let rows: Vec<(usize, Vec<String>)> = text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(k, l)| (k + 1, split_csv_line(l.trim_end_matches('\r'))))
-        .collect();
     let shape = |line: usize, message: String| ReadError::Shape {
         path: path.to_path_buf(),
         line,
         message,
     };
-    if rows.is_empty() {
-        return Err(shape(1, "the file has no rows".into()));
-    }
     let is_number = |s: &str| s.trim().parse::<f64>().is_ok();
     let label_cell = |s: &str| !s.trim().is_empty() && !is_number(s);
-    // A label column: the rows after the first all start with a cell that is not a number.
-    let label_column = rows.len() > 1 && rows[1..].iter().all(|(_, r)| label_cell(&r[0]));
-    // A header: a first row with text where numbers would be.
-    let has_header = if label_column {
-        rows[0].1[0].trim().is_empty() || rows[0].1[1..].iter().any(|c| label_cell(c))
-    } else {
-        rows[0].1.iter().any(|c| label_cell(c))
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(k, l)| (k + 1, l.trim_end_matches('\r')));
+    let Some((first_line, first_text)) = lines.next() else {
+        return Err(shape(1, "the file has no rows".into()));
     };
-    let data = if has_header { &rows[1..] } else { &rows[..] };
-    if data.is_empty() {
-        return Err(shape(rows[0].0, "a header but no rows of numbers".into()));
-    }
-    // Numeric labels (rank numbers) under a header: every row is one wider than the count of rows.
-    let label_column =
-        label_column || (has_header && data.iter().all(|(_, r)| r.len() == data.len() + 1));
-    let skip = usize::from(label_column);
-    let n = data.len();
-    let mut values = Array2::<f64>::zeros((n, n));
-    let mut present = Array2::<bool>::default((n, n));
-    for (i, (line, cells)) in data.iter().enumerate() {
-        let cells = &cells[skip.min(cells.len())..];
-        if cells.len() > n && cells[n..].iter().any(|c| !c.trim().is_empty()) {
-            return Err(shape(
-                *line,
-                format!(
-                    "{} values in a row of a {n}x{n} matrix: it is not square",
-                    cells.len()
-                ),
-            ));
-        }
-        for (j, cell) in cells.iter().take(n).enumerate() {
+    let first_cells = split_csv_line(first_text);
+    let mut rows: Vec<Row> = Vec::new();
+    let parse_row = |line: usize, text: &str| -> Result<Row, ReadError> {
+        // A quoted label may hold commas; plain numbers never do.
+        let (first, tail) = if text.starts_with('"') {
+            let all = split_csv_line(text);
+            let end = text.len() - all[1..].iter().map(|c| c.len() + 1).sum::<usize>();
+            // Past the label and the comma after it.
+            (all[0].clone(), text.get(end + 1..).unwrap_or(""))
+        } else {
+            match text.split_once(',') {
+                Some((f, t)) => (f.trim().to_string(), t),
+                None => (text.trim().to_string(), ""),
+            }
+        };
+        // A row of one cell has no cells after it.
+        let cells = tail
+            .split(',')
+            .take(if text.contains(',') { usize::MAX } else { 0 });
+        let mut rest = Vec::new();
+        for (c, cell) in cells.enumerate() {
             let t = cell.trim();
             if t.is_empty() {
+                rest.push(f64::NAN);
                 continue;
             }
             let x: f64 = t.parse().map_err(|_| ReadError::NotANumber {
                 path: path.to_path_buf(),
-                line: *line,
-                column: j + 1 + skip,
+                line,
+                column: c + 2,
                 text: t.to_string(),
             })?;
-            values[[i, j]] = x;
-            present[[i, j]] = true;
+            if !x.is_finite() {
+                return Err(ReadError::Value {
+                    path: path.to_path_buf(),
+                    line,
+                    column: c + 2,
+                    problem: format!("{x} is not a finite number"),
+                });
+            }
+            rest.push(x);
         }
+        Ok(Row { line, first, rest })
+    };
+    for (line, text) in lines {
+        rows.push(parse_row(line, text)?);
     }
-    let mut warnings = Vec::new();
-    let widths: Vec<usize> = data
-        .iter()
-        .map(|(_, r)| r.len().saturating_sub(skip))
-        .collect();
+    // A label column: the rows after the first all start with a cell that is not a number.
+    let label_column = !rows.is_empty() && rows.iter().all(|r| label_cell(&r.first));
+    // A header: a first row with text where numbers would be.
+    let has_header = if label_column {
+        first_cells[0].trim().is_empty() || first_cells[1..].iter().any(|c| label_cell(c))
+    } else {
+        first_cells.iter().any(|c| label_cell(c))
+    };
+    if !has_header {
+        rows.insert(0, parse_row(first_line, first_text)?);
+    }
+    if rows.is_empty() {
+        return Err(shape(first_line, "a header but no rows of numbers".into()));
+    }
+    let n = rows.len();
+    // Numeric labels (rank numbers) under a header: every row is one wider than the count of rows.
+    let label_column = label_column || (has_header && rows.iter().all(|r| r.rest.len() == n));
+    let skip = usize::from(label_column);
+    let cell = |r: &Row, j: usize| -> Result<f64, ReadError> {
+        // Column j of the matrix, from the row's cells after any label.
+        if skip == 1 {
+            return Ok(r.rest.get(j).copied().unwrap_or(f64::NAN));
+        }
+        if j == 0 {
+            let t = r.first.trim();
+            if t.is_empty() {
+                return Ok(f64::NAN);
+            }
+            return t.parse::<f64>().map_err(|_| ReadError::NotANumber {
+                path: path.to_path_buf(),
+                line: r.line,
+                column: 1,
+                text: t.to_string(),
+            });
+        }
+        Ok(r.rest.get(j - 1).copied().unwrap_or(f64::NAN))
+    };
+    let widths: Vec<usize> = rows.iter().map(|r| r.rest.len() + 1 - skip).collect();
     if widths.iter().all(|&w| w == widths[0]) && widths[0] < n {
         return Err(shape(
-            data[0].0,
+            rows[0].line,
             format!(
                 "{n} rows of {} values: a distance matrix is square",
                 widths[0]
             ),
         ));
     }
-    let upper_empty = (0..n).all(|i| (i..n).all(|j| !present[[i, j]]));
-    let lower_full = (0..n).all(|i| (0..i).all(|j| present[[i, j]]));
+    if let Some((r, &w)) = rows.iter().zip(&widths).find(|(r, &w)| {
+        w > n
+            && r.rest[(n - 1 + skip).min(r.rest.len())..]
+                .iter()
+                .any(|x| !x.is_nan())
+    }) {
+        return Err(shape(
+            r.line,
+            format!("{w} values in a row of a {n}x{n} matrix: it is not square"),
+        ));
+    }
+    let mut values = Array2::<f64>::zeros((n, n));
+    for (i, r) in rows.iter().enumerate() {
+        for j in 0..n {
+            values[[i, j]] = cell(r, j)?;
+        }
+    }
+    let mut warnings = Vec::new();
+    let present = |i: usize, j: usize| !values[[i, j]].is_nan();
+    let upper_empty = (0..n).all(|i| (i..n).all(|j| !present(i, j)));
+    let lower_full = (0..n).all(|i| (0..i).all(|j| present(i, j)));
     if n > 1 && upper_empty && lower_full {
         for i in 0..n {
+            values[[i, i]] = 0.0;
             for j in 0..i {
                 values[[j, i]] = values[[i, j]];
             }
@@ -222,28 +301,35 @@ pub fn read_csv(path: &Path, text: &str) -> Result<ReadMatrix, ReadError> {
         warnings.push(format!("{}: lower triangle only; mirrored", path.display()));
     } else if let Some((i, j)) = (0..n)
         .flat_map(|i| (0..n).map(move |j| (i, j)))
-        .find(|&(i, j)| i != j && !present[[i, j]])
+        .find(|&(i, j)| i != j && !present(i, j))
     {
         return Err(ReadError::Value {
             path: path.to_path_buf(),
-            line: data[i].0,
+            line: rows[i].line,
             column: j + 1 + skip,
             problem: "empty cell: give the full square matrix, or only its lower triangle".into(),
         });
+    } else {
+        for i in 0..n {
+            if values[[i, i]].is_nan() {
+                values[[i, i]] = 0.0;
+            }
+        }
     }
-    let labels = if has_header && rows[0].1.len() >= n + skip {
+    let labels = if has_header && first_cells.len() >= n + skip {
         Some(
-            rows[0].1[skip..skip + n]
+            first_cells[skip..skip + n]
                 .iter()
                 .map(|s| s.trim().to_string())
                 .collect(),
         )
     } else if label_column {
-        Some(data.iter().map(|(_, r)| r[0].trim().to_string()).collect())
+        Some(rows.iter().map(|r| r.first.clone()).collect())
     } else {
         None
     };
-    let lines: Vec<usize> = data.iter().map(|(l, _)| *l).collect();
+    let lines: Vec<usize> = rows.iter().map(|r| r.line).collect();
+    drop(rows);
     finish(
         path,
         values,
@@ -334,6 +420,13 @@ mod tests {
         let m = csv("rank,0,1\n0,0,2.5\n1,2.5,0\n").unwrap();
         assert_eq!(m.matrix.get(0, 1), 2.5);
         assert_eq!(m.matrix.labels(), ["0", "1"]);
+    }
+
+    #[test]
+    fn quoted_labels_may_hold_commas() {
+        let m = csv("rank,\"a,1\",b\n\"a,1\",0,4\nb,4,0\n").unwrap();
+        assert_eq!(m.matrix.labels(), ["a,1", "b"]);
+        assert_eq!(m.matrix.get(0, 1), 4.0);
     }
 
     #[test]
