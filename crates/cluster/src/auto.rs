@@ -257,7 +257,7 @@ fn separation(
         for j in i + 1..n {
             let d = row[j];
             if labels[j] == li {
-                if seen % stride == 0 {
+                if seen.is_multiple_of(stride) {
                     within.push(d);
                 }
                 seen += 1;
