@@ -54,6 +54,12 @@ pub struct ClusterArgs {
     /// kmedoids: the largest k tried when k is chosen by silhouette.
     #[arg(long, default_value_t = 16, value_name = "K")]
     max_k: usize,
+    /// hdbscan: the least ranks of a cluster.
+    #[arg(long, default_value_t = 4, value_name = "M")]
+    min_cluster_size: usize,
+    /// hdbscan: the neighbourhood of the core distance, the rank itself counted.
+    #[arg(long, default_value_t = 4, value_name = "M")]
+    min_samples: usize,
     /// ssstree: a new center opens at this share of twice the cluster's radius.
     #[arg(long, default_value_t = 0.5, value_name = "A")]
     alpha: f64,
@@ -75,6 +81,8 @@ pub struct ClusterArgs {
 enum Algo {
     /// Every level the data supports, found per subtree; nothing to give.
     Auto,
+    /// HDBSCAN on the matrix; the condensed tree is the hierarchy.
+    Hdbscan,
     /// Average, single, complete or Ward linkage, cut by --k or --height.
     Agglomerative,
     /// Connected components below --threshold.
@@ -114,6 +122,16 @@ impl ClusterArgs {
                     ..AutoParams::default()
                 },
             ),
+            Algo::Hdbscan => {
+                lgate_cluster::hdbscan(
+                    d,
+                    lgate_cluster::HdbscanParams {
+                        min_cluster_size: self.min_cluster_size,
+                        min_samples: self.min_samples,
+                    },
+                )
+                .tree
+            }
             Algo::Agglomerative => {
                 if self.k.is_none() && self.height.is_none() {
                     bail!("--algo agglomerative needs --k or --height");

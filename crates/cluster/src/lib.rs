@@ -16,11 +16,13 @@
 
 pub mod algorithms;
 pub mod auto;
+pub mod hdbscan;
 pub mod input;
 pub mod linkage;
 pub mod score;
 
 pub use auto::{auto, AutoParams, Tree, View};
+pub use hdbscan::{hdbscan, Hdbscan, HdbscanParams};
 pub use input::{load, read_truth, ClusterInput, InputError, Truth};
 pub use linkage::{profile_distances, Dendrogram, Linkage};
 pub use score::{accuracy, adjusted_rand_index};

@@ -1,0 +1,319 @@
+//! HDBSCAN (Campello, Moulavi and Sander) on a precomputed distance matrix, keeping the
+//! condensed tree so that the hierarchy is not thrown away.
+//!
+//! Core distance of an item: its distance to its `min_samples`-th nearest item, itself counted.
+//! Mutual reachability of two items: the largest of their distance and their core distances.
+//! Single linkage on mutual reachability, read from the top with lambda = 1 / distance, gives the
+//! condensed tree: a split where both sides hold `min_cluster_size` items makes two clusters;
+//! a smaller side's items fall out of the cluster. A cluster's stability is the sum over its
+//! items of (lambda when the item left - lambda when the cluster was born); excess of mass
+//! selects the clusters whose stability beats that of their selected descendants.
+
+use ndarray::Array2;
+
+use crate::auto::Tree;
+use crate::linkage::{Dendrogram, Linkage};
+
+/// HDBSCAN's parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HdbscanParams {
+    /// The least items of a cluster.
+    pub min_cluster_size: usize,
+    /// The neighbourhood of the core distance, the item itself counted.
+    pub min_samples: usize,
+}
+
+/// A cluster of the condensed tree.
+#[derive(Debug, Clone)]
+struct Condensed {
+    children: Vec<usize>,
+    birth: f64,
+    /// Items that left this cluster (not through a child cluster), with the lambda they left at.
+    fell: Vec<(usize, f64)>,
+    stability: f64,
+    size: usize,
+}
+
+/// The result of HDBSCAN.
+#[derive(Debug, Clone)]
+pub struct Hdbscan {
+    /// Flat labels of the selected clusters; `None` is noise.
+    pub labels: Vec<Option<usize>>,
+    /// The condensed tree as a hierarchy: every condensed cluster a node, the items that fell
+    /// out of a cluster directly a group of it.
+    pub tree: Tree,
+}
+
+fn lambda(d: f64) -> f64 {
+    if d > 0.0 {
+        1.0 / d
+    } else {
+        f64::INFINITY
+    }
+}
+
+/// Runs HDBSCAN.
+pub fn hdbscan(d: &Array2<f64>, p: HdbscanParams) -> Hdbscan {
+    let n = d.nrows();
+    let mcs = p.min_cluster_size.max(2);
+    if n < 2 * mcs {
+        return Hdbscan {
+            labels: vec![None; n],
+            tree: Tree::Leaf((0..n).collect()),
+        };
+    }
+    // Core distances.
+    let k = p.min_samples.clamp(1, n);
+    let core: Vec<f64> = (0..n)
+        .map(|i| {
+            let mut row: Vec<f64> = d.row(i).to_vec();
+            let (_, kth, _) = row.select_nth_unstable_by(k - 1, f64::total_cmp);
+            *kth
+        })
+        .collect();
+    let mr = Array2::from_shape_fn((n, n), |(i, j)| {
+        if i == j {
+            0.0
+        } else {
+            d[[i, j]].max(core[i]).max(core[j])
+        }
+    });
+    let dendrogram = Dendrogram::new(&mr, Linkage::Single);
+    drop(mr);
+    let merges = dendrogram.merges();
+    // Sizes and children of every dendrogram node (ids >= n are merges).
+    let total = n + merges.len();
+    let mut size = vec![1usize; total];
+    for (t, m) in merges.iter().enumerate() {
+        size[n + t] = size[m.a] + size[m.b];
+    }
+    let items_of = |node: usize| -> Vec<usize> {
+        let mut out = Vec::new();
+        let mut stack = vec![node];
+        while let Some(x) = stack.pop() {
+            if x < n {
+                out.push(x);
+            } else {
+                let m = merges[x - n];
+                stack.push(m.a);
+                stack.push(m.b);
+            }
+        }
+        out
+    };
+    // Condense, from the root down.
+    let root = total - 1;
+    let mut clusters = vec![Condensed {
+        children: Vec::new(),
+        birth: 0.0,
+        fell: Vec::new(),
+        stability: 0.0,
+        size: n,
+    }];
+    // (dendrogram node, condensed cluster it belongs to)
+    let mut stack = vec![(root, 0usize)];
+    while let Some((node, c)) = stack.pop() {
+        if node < n {
+            // A single item reached by descending: it leaves at its last merge's lambda, which the
+            // caller recorded; nothing to do here.
+            continue;
+        }
+        let m = merges[node - n];
+        let l = lambda(m.height);
+        let (a, b) = (m.a, m.b);
+        let (big_a, big_b) = (size[a] >= mcs, size[b] >= mcs);
+        match (big_a, big_b) {
+            (true, true) => {
+                for side in [a, b] {
+                    let id = clusters.len();
+                    clusters.push(Condensed {
+                        children: Vec::new(),
+                        birth: l,
+                        fell: Vec::new(),
+                        stability: 0.0,
+                        size: size[side],
+                    });
+                    clusters[c].children.push(id);
+                    stack.push((side, id));
+                }
+            }
+            (true, false) | (false, true) => {
+                let (keep, drop_side) = if big_a { (a, b) } else { (b, a) };
+                for item in items_of(drop_side) {
+                    clusters[c].fell.push((item, l));
+                }
+                stack.push((keep, c));
+            }
+            (false, false) => {
+                for item in items_of(node) {
+                    clusters[c].fell.push((item, l));
+                }
+            }
+        }
+    }
+    // Stability: items falling out, and child clusters leaving at their birth.
+    for c in 0..clusters.len() {
+        let birth = clusters[c].birth;
+        let mut s: f64 = clusters[c]
+            .fell
+            .iter()
+            .map(|&(_, l)| (l.min(1e300) - birth).max(0.0))
+            .sum();
+        for &ch in &clusters[c].children.clone() {
+            s += (clusters[ch].birth - birth).max(0.0) * clusters[ch].size as f64;
+        }
+        clusters[c].stability = s;
+    }
+    // Excess of mass, bottom up; the root is never selected (it is everything).
+    let mut selected = vec![false; clusters.len()];
+    let mut subtree = vec![0.0f64; clusters.len()];
+    for c in (1..clusters.len()).rev() {
+        let kids: f64 = clusters[c].children.iter().map(|&ch| subtree[ch]).sum();
+        if clusters[c].children.is_empty() || clusters[c].stability >= kids {
+            selected[c] = true;
+            subtree[c] = clusters[c].stability;
+            // Deselect descendants.
+            let mut st = clusters[c].children.clone();
+            while let Some(x) = st.pop() {
+                selected[x] = false;
+                st.extend(clusters[x].children.iter().copied());
+            }
+        } else {
+            subtree[c] = kids;
+        }
+    }
+    // Flat labels: every item of a selected cluster.
+    let mut labels = vec![None; n];
+    let mut next = 0;
+    for c in 0..clusters.len() {
+        if !selected[c] {
+            continue;
+        }
+        let mut st = vec![c];
+        while let Some(x) = st.pop() {
+            for &(item, _) in &clusters[x].fell {
+                labels[item] = Some(next);
+            }
+            st.extend(clusters[x].children.iter().copied());
+        }
+        next += 1;
+    }
+    let tree = tree_of(&clusters, 0);
+    Hdbscan { labels, tree }
+}
+
+fn tree_of(clusters: &[Condensed], c: usize) -> Tree {
+    let own: Vec<usize> = clusters[c].fell.iter().map(|&(i, _)| i).collect();
+    if clusters[c].children.is_empty() {
+        return Tree::Leaf(own);
+    }
+    let mut children: Vec<Tree> = clusters[c]
+        .children
+        .iter()
+        .map(|&ch| tree_of(clusters, ch))
+        .collect();
+    if !own.is_empty() {
+        // Items that left before the split: a group of their own at this level.
+        children.push(Tree::Leaf(own));
+    }
+    Tree::Node {
+        children,
+        separation: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blocks(sizes: &[usize], inside: f64, across: f64) -> Array2<f64> {
+        let group: Vec<usize> = sizes
+            .iter()
+            .enumerate()
+            .flat_map(|(g, &s)| std::iter::repeat_n(g, s))
+            .collect();
+        let n = group.len();
+        Array2::from_shape_fn((n, n), |(i, j)| {
+            if i == j {
+                0.0
+            } else if group[i] == group[j] {
+                inside + 0.01 * ((i * 7 + j * 7) % 5) as f64
+            } else {
+                across + 0.01 * ((i + j) % 3) as f64
+            }
+        })
+    }
+
+    #[test]
+    fn finds_three_blocks() {
+        let d = blocks(&[6, 8, 5], 1.0, 5.0);
+        let r = hdbscan(
+            &d,
+            HdbscanParams {
+                min_cluster_size: 3,
+                min_samples: 3,
+            },
+        );
+        let l: Vec<usize> = r.labels.iter().map(|x| x.expect("no noise")).collect();
+        assert!(l[..6].iter().all(|&x| x == l[0]));
+        assert!(l[6..14].iter().all(|&x| x == l[6]));
+        assert!(l[14..].iter().all(|&x| x == l[14]));
+        assert!(l[0] != l[6] && l[6] != l[14] && l[0] != l[14]);
+    }
+
+    #[test]
+    fn keeps_the_hierarchy() {
+        // Two groups of two blocks each.
+        let n = 24;
+        let d = Array2::from_shape_fn((n, n), |(i, j)| {
+            if i == j {
+                0.0
+            } else if i / 12 != j / 12 {
+                10.0
+            } else if i / 6 != j / 6 {
+                4.0
+            } else {
+                1.0 + 0.01 * ((i + j) % 3) as f64
+            }
+        });
+        let r = hdbscan(
+            &d,
+            HdbscanParams {
+                min_cluster_size: 4,
+                min_samples: 3,
+            },
+        );
+        let Tree::Node { children, .. } = &r.tree else {
+            panic!("{:?}", r.tree)
+        };
+        assert_eq!(children.len(), 2);
+        let mut halves: Vec<Vec<usize>> = children
+            .iter()
+            .map(|c| {
+                let mut v = c.ranks();
+                v.sort();
+                v
+            })
+            .collect();
+        halves.sort();
+        assert_eq!(halves[0], (0..12).collect::<Vec<_>>());
+        assert!(
+            matches!(&children[0], Tree::Node { .. }),
+            "the blocks below: {:?}",
+            children[0]
+        );
+    }
+
+    #[test]
+    fn too_few_items_are_noise() {
+        let d = blocks(&[3], 1.0, 5.0);
+        let r = hdbscan(
+            &d,
+            HdbscanParams {
+                min_cluster_size: 5,
+                min_samples: 2,
+            },
+        );
+        assert!(r.labels.iter().all(Option::is_none));
+    }
+}
