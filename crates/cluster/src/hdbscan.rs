@@ -185,10 +185,7 @@ pub fn hdbscan(d: &Array2<f64>, p: HdbscanParams) -> Hdbscan {
     // Flat labels: every item of a selected cluster.
     let mut labels = vec![None; n];
     let mut next = 0;
-    for c in 0..clusters.len() {
-        if !selected[c] {
-            continue;
-        }
+    for (c, _) in selected.iter().enumerate().filter(|(_, &s)| s) {
         let mut st = vec![c];
         while let Some(x) = st.pop() {
             for &(item, _) in &clusters[x].fell {
