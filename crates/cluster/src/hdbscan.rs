@@ -184,16 +184,19 @@ pub fn hdbscan(d: &Array2<f64>, p: HdbscanParams) -> Hdbscan {
     }
     // Flat labels: every item of a selected cluster.
     let mut labels = vec![None; n];
-    let mut next = 0;
-    for (c, _) in selected.iter().enumerate().filter(|(_, &s)| s) {
+    let chosen = selected
+        .iter()
+        .enumerate()
+        .filter(|(_, &s)| s)
+        .map(|(c, _)| c);
+    for (label, c) in chosen.enumerate() {
         let mut st = vec![c];
         while let Some(x) = st.pop() {
             for &(item, _) in &clusters[x].fell {
-                labels[item] = Some(next);
+                labels[item] = Some(label);
             }
             st.extend(clusters[x].children.iter().copied());
         }
-        next += 1;
     }
     let tree = tree_of(&clusters, 0);
     Hdbscan { labels, tree }
