@@ -12,7 +12,7 @@ use lgate_topology::{format, Topology, TopologyFormat};
 use crate::output::write_output;
 
 /// Options of `cluster`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct ClusterArgs {
     /// A run directory of `measure`, or a distance matrix: CSV (square, with or without a header
     /// row and a label column, or the lower triangle only) or .npy.
@@ -66,6 +66,13 @@ pub struct ClusterArgs {
     /// ssstree: clusters with fewer items are not split.
     #[arg(long, default_value_t = 2, value_name = "M")]
     min_children: usize,
+    /// Try N values of the algorithm's main parameter across its range (the thesis's linear
+    /// search: components --threshold and dbscan --eps between the least and largest distance,
+    /// ssstree --alpha in (0, 5), kmedoids and agglomerative --k in 2..=--max-k, hdbscan
+    /// --min-cluster-size in 2..=P/2) and keep the value whose top-level partition has the best
+    /// separation, as `auto` measures it.
+    #[arg(long, value_name = "N")]
+    search: Option<usize>,
     /// The output format (slurm: a topology.conf of the levels at and above hosts).
     #[arg(long, value_enum, default_value_t = OutFormat::Json)]
     format: OutFormat,
@@ -78,7 +85,7 @@ pub struct ClusterArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Algo {
+pub(crate) enum Algo {
     /// Every level the data supports, found per subtree; nothing to give.
     Auto,
     /// HDBSCAN on the matrix; the condensed tree is the hierarchy.
@@ -160,6 +167,118 @@ impl ClusterArgs {
     }
 }
 
+/// The top-level partition of a tree, one label per item.
+fn top_labels(tree: &Tree, n: usize) -> Vec<usize> {
+    let mut labels = vec![0; n];
+    if let Tree::Node { children, .. } = tree {
+        for (g, c) in children.iter().enumerate() {
+            for r in c.ranks() {
+                labels[r] = g;
+            }
+        }
+    }
+    labels
+}
+
+impl ClusterArgs {
+    /// The values `--search` tries, as the arguments that set them.
+    fn search_space(&self, d: &ndarray::Array2<f64>, steps: usize) -> Result<Vec<ClusterArgs>> {
+        let n = d.nrows();
+        let (lo, hi) = d
+            .iter()
+            .copied()
+            .filter(|&x| x > 0.0)
+            .fold((f64::INFINITY, 0.0f64), |(a, b), x| (a.min(x), b.max(x)));
+        let steps = steps.max(1);
+        let linear = |a: f64, b: f64| -> Vec<f64> {
+            (1..=steps)
+                .map(|k| a + (b - a) * k as f64 / (steps + 1) as f64)
+                .collect()
+        };
+        let integers = |a: usize, b: usize| -> Vec<usize> {
+            let mut v: Vec<usize> = (0..steps)
+                .map(|k| a + (b.saturating_sub(a)) * k / steps.max(2).saturating_sub(1).max(1))
+                .collect();
+            v.dedup();
+            v
+        };
+        let base = || ClusterArgs {
+            search: None,
+            ..self.clone()
+        };
+        Ok(match self.algo {
+            Algo::Auto => {
+                bail!("--search needs an algorithm with a parameter; auto has none to search")
+            }
+            Algo::Components => linear(lo, hi)
+                .into_iter()
+                .map(|t| ClusterArgs {
+                    threshold: Some(t),
+                    ..base()
+                })
+                .collect(),
+            Algo::Dbscan => linear(lo, hi)
+                .into_iter()
+                .map(|e| ClusterArgs {
+                    eps: Some(e),
+                    ..base()
+                })
+                .collect(),
+            Algo::Ssstree => linear(0.0, 5.0)
+                .into_iter()
+                .map(|a| ClusterArgs { alpha: a, ..base() })
+                .collect(),
+            Algo::Kmedoids | Algo::Agglomerative => {
+                integers(2, self.max_k.min(n.saturating_sub(1)).max(2))
+                    .into_iter()
+                    .map(|k| ClusterArgs {
+                        k: Some(k),
+                        height: None,
+                        ..base()
+                    })
+                    .collect()
+            }
+            Algo::Hdbscan => integers(2, (n / 2).max(2))
+                .into_iter()
+                .map(|m| ClusterArgs {
+                    min_cluster_size: m,
+                    ..base()
+                })
+                .collect(),
+        })
+    }
+
+    /// The tree of the searched value with the best separation, and a line saying which.
+    fn searched_tree(&self, d: &ndarray::Array2<f64>, steps: usize) -> Result<(Tree, String)> {
+        let n = d.nrows();
+        let params = AutoParams::default();
+        let mut best: Option<(f64, Tree, String)> = None;
+        for candidate in self.search_space(d, steps)? {
+            let tree = candidate.tree(d)?;
+            let s = lgate_cluster::separation_of(d, &top_labels(&tree, n), &params);
+            let what = match self.algo {
+                Algo::Components => {
+                    format!("--threshold {:.4}", candidate.threshold.unwrap_or(0.0))
+                }
+                Algo::Dbscan => format!("--eps {:.4}", candidate.eps.unwrap_or(0.0)),
+                Algo::Ssstree => format!("--alpha {:.3}", candidate.alpha),
+                Algo::Hdbscan => format!("--min-cluster-size {}", candidate.min_cluster_size),
+                _ => format!("--k {}", candidate.k.unwrap_or(0)),
+            };
+            if best.as_ref().is_none_or(|b| s > b.0) {
+                best = Some((s, tree, what));
+            }
+        }
+        let (s, tree, what) = best.context("--search found nothing to try")?;
+        Ok((
+            tree,
+            format!(
+                "search: {what} gave the best separation ({s:.3}; 0 means no value made a level)"
+            ),
+        ))
+    }
+}
+
 /// Re-numbers a tree's items as the ranks they stand for.
 fn to_ranks(tree: &Tree, ranks: &[usize]) -> Tree {
     match tree {
@@ -178,7 +297,14 @@ fn to_ranks(tree: &Tree, ranks: &[usize]) -> Tree {
 pub fn run(args: ClusterArgs) -> Result<()> {
     let input = lgate_cluster::load(&args.input, args.matrix.as_deref())?;
     let items = input.matrix.len();
-    let tree = to_ranks(&args.tree(input.matrix.values())?, &input.ranks);
+    let (tree, searched) = match args.search {
+        Some(steps) => {
+            let (t, line) = args.searched_tree(input.matrix.values(), steps)?;
+            (t, Some(line))
+        }
+        None => (args.tree(input.matrix.values())?, None),
+    };
+    let tree = to_ranks(&tree, &input.ranks);
     let labels = input
         .hosts
         .clone()
@@ -207,6 +333,9 @@ pub fn run(args: ClusterArgs) -> Result<()> {
     if !args.quiet {
         for w in &input.warnings {
             eprintln!("warning: {w}");
+        }
+        if let Some(line) = &searched {
+            eprintln!("{line}");
         }
         let algo = args
             .algo

@@ -285,6 +285,21 @@ const WITHIN_SAMPLES: usize = 200_000;
 /// How much slower inside than towards other groups a group may be.
 const MAX_INVERSION: f64 = 1.1;
 
+/// The separation of a partition of a matrix (one label per item), as `auto` judges levels: 0
+/// when it cannot be a level (see the module documentation).
+pub fn separation_of(m: &Array2<f64>, labels: &[usize], p: &AutoParams) -> f64 {
+    if labels.len() < 2 {
+        return 0.0;
+    }
+    let mut within = Vec::new();
+    let s = separation(m, labels, upper_median(m), p, &mut within);
+    if s > 0.0 && inverted(m, labels) {
+        0.0
+    } else {
+        s
+    }
+}
+
 /// The cuts worth scoring, most clusters first (cuts are reached by merging, which only goes
 /// one way): all of them for small sets, else those before the largest jumps in merge height.
 fn cut_sizes(d: &Dendrogram, p: &AutoParams) -> Vec<usize> {

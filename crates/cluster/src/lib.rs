@@ -21,7 +21,7 @@ pub mod input;
 pub mod linkage;
 pub mod score;
 
-pub use auto::{auto, AutoParams, Tree, View};
+pub use auto::{auto, separation_of, AutoParams, Tree, View};
 pub use hdbscan::{hdbscan, Hdbscan, HdbscanParams};
 pub use input::{load, read_truth, ClusterInput, InputError, Truth};
 pub use linkage::{profile_distances, Dendrogram, Linkage};

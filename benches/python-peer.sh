@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# lgate-plogp cluster against the Python stack the thesis used (hdbscan, kmedoids,
+# scikit-learn AgglomerativeClustering, the CSV loaded with numpy), whole process, on the same
+# CSV matrices of P = 512, 2048 and 4096 ranks. Installs the peers into a virtual environment
+# (they are only benchmarked, never linked), prints both times and the ratio, and checks that
+# FasterPAM here and the `kmedoids` package reach the same loss.
+#
+#   benches/python-peer.sh [WORKDIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+work="${1:-$(mktemp -d)}"
+mkdir -p "$work"
+if [ -f "$HOME/.cargo/env" ]; then . "$HOME/.cargo/env"; fi
+cargo build --release --quiet
+bin="$(pwd)/${CARGO_TARGET_DIR:-target}/release/lgate-plogp"
+venv="$work/venv"
+if [ ! -x "$venv/bin/python" ]; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet numpy scipy scikit-learn hdbscan kmedoids
+fi
+py="$venv/bin/python"
+"$py" - "$work" <<'PY'
+import sys, numpy as np
+work = sys.argv[1]
+rng = np.random.default_rng(1)
+for n in (512, 2048, 4096):
+    r = np.arange(n)
+    d = np.full((n, n), 3.0)
+    d[(r[:, None] // 1024) == (r[None, :] // 1024)] = 1.8
+    d[(r[:, None] // 64) == (r[None, :] // 64)] = 0.8
+    d[(r[:, None] // 32) == (r[None, :] // 32)] = 0.4
+    d *= np.exp(rng.uniform(-0.03, 0.03, (n, n)))
+    d = (d + d.T) / 2
+    np.fill_diagonal(d, 0)
+    np.savetxt(f"{work}/m{n}.csv", d, delimiter=",", fmt="%.6f")
+PY
+peer() { # algo n
+  "$py" - "$1" "$work/m$2.csv" "$2" <<'PY'
+import sys, numpy as np
+algo, path, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+d = np.loadtxt(path, delimiter=",")
+if algo == "hdbscan":
+    import hdbscan
+    hdbscan.HDBSCAN(metric="precomputed", min_cluster_size=16, min_samples=4).fit(d)
+elif algo == "kmedoids":
+    import kmedoids
+    print(kmedoids.fasterpam(d, n // 64, random_state=0).loss)
+elif algo == "agglomerative":
+    from sklearn.cluster import AgglomerativeClustering
+    AgglomerativeClustering(n_clusters=n // 64, metric="precomputed", linkage="average").fit(d)
+PY
+}
+ours() { # algo n
+  case "$1" in
+    hdbscan) "$bin" cluster "$work/m$2.csv" -q --algo hdbscan --min-cluster-size 16 --min-samples 4 ;;
+    kmedoids) "$bin" cluster "$work/m$2.csv" -q --algo kmedoids --k $(($2 / 64)) ;;
+    agglomerative) "$bin" cluster "$work/m$2.csv" -q --algo agglomerative --linkage average --k $(($2 / 64)) ;;
+    auto) "$bin" cluster "$work/m$2.csv" -q ;;
+  esac
+}
+# Wall time of a command in milliseconds.
+millis() { local s e; s=$(date +%s%N); "$@" > "$work/last.out"; e=$(date +%s%N); echo $(( (e - s) / 1000000 )); }
+secs() { printf '%d.%02d' $(($1 / 1000)) $((($1 % 1000) / 10)); }
+printf '%-14s %6s %10s %10s %7s\n' algorithm P python_s ours_s ratio
+for n in 512 2048 4096; do
+  for algo in hdbscan kmedoids agglomerative; do
+    p=$(millis peer "$algo" "$n"); [ "$algo" = kmedoids ] && cp "$work/last.out" "$work/py-loss"
+    o=$(millis ours "$algo" "$n"); [ "$algo" = kmedoids ] && cp "$work/last.out" "$work/our-topology.json"
+    printf '%-14s %6d %10s %10s %6sx\n' "$algo" "$n" "$(secs "$p")" "$(secs "$o")" "$("$py" -c "print(f'{$p / max($o, 1):.1f}')")"
+    if [ "$algo" = kmedoids ]; then
+      "$py" - "$work/m$n.csv" "$work/our-topology.json" "$(cat "$work/py-loss")" <<'PY'
+import sys, json, numpy as np
+d = np.loadtxt(sys.argv[1], delimiter=",")
+groups = json.load(open(sys.argv[2]))["levels"][0]["groups"]
+# The loss of our partition with each group's best medoid.
+loss = sum(min(d[np.ix_(g, g)].sum(axis=0)) for g in groups)
+peer = float(sys.argv[3])
+print(f"               FasterPAM loss here {loss:.4f}, kmedoids package {peer:.4f} (ratio {loss / peer:.4f})")
+PY
+    fi
+  done
+  o=$(millis ours auto "$n"); printf '%-14s %6d %10s %10s\n' auto "$n" "-" "$(secs "$o")"
+done
