@@ -166,8 +166,10 @@ pub fn faster_pam(d: &Array2<f64>, k: usize) -> Medoids {
             if !medoids.contains(&c) {
                 let mut delta = loss_removal.clone();
                 let mut add = 0.0;
+                // d is symmetric: row c holds d(o, c) for every o, in memory order.
+                let row_c = d.row(c);
                 for o in 0..n {
-                    let doc = d[[o, c]];
+                    let doc = row_c[o];
                     if doc < d1[o] {
                         add += doc - d1[o];
                         delta[nearest[o]] += d1[o] - d2[o];

@@ -338,13 +338,15 @@ fn best_split(m: &Array2<f64>, p: &AutoParams) -> Option<Split> {
         return None;
     }
     let scale = upper_median(m);
-    let mut views = vec![(View::Raw, m.clone())];
+    let profile;
+    let mut views: Vec<(View, &Array2<f64>)> = vec![(View::Raw, m)];
     if (p.profile_min_items..=p.profile_max_items).contains(&n) {
-        views.push((View::Profile, profile_distances(m)));
+        profile = profile_distances(m);
+        views.push((View::Profile, &profile));
     }
     let mut passing: Vec<Split> = Vec::new();
     let mut within = Vec::new();
-    for (_, view) in &views {
+    for &(_, view) in &views {
         let dendrogram = Dendrogram::new(view, Linkage::Average);
         let mut cuts = Cuts::new(&dendrogram);
         for k in cut_sizes(&dendrogram, p) {

@@ -177,7 +177,7 @@ pub fn read_csv(path: &Path, text: &str) -> Result<ReadMatrix, ReadError> {
         return Err(shape(1, "the file has no rows".into()));
     };
     let first_cells = split_csv_line(first_text);
-    let mut rows: Vec<Row> = Vec::new();
+    let mut rows: Vec<Row>;
     let parse_row = |line: usize, text: &str| -> Result<Row, ReadError> {
         // A quoted label may hold commas; plain numbers never do.
         let (first, tail) = if text.starts_with('"') {
@@ -202,7 +202,7 @@ pub fn read_csv(path: &Path, text: &str) -> Result<ReadMatrix, ReadError> {
                 rest.push(f64::NAN);
                 continue;
             }
-            let x: f64 = t.parse().map_err(|_| ReadError::NotANumber {
+            let x: f64 = fast_float2::parse(t).map_err(|_| ReadError::NotANumber {
                 path: path.to_path_buf(),
                 line,
                 column: c + 2,
@@ -220,8 +220,17 @@ pub fn read_csv(path: &Path, text: &str) -> Result<ReadMatrix, ReadError> {
         }
         Ok(Row { line, first, rest })
     };
-    for (line, text) in lines {
-        rows.push(parse_row(line, text)?);
+    // Lines are parsed on every core; the first error in file order is reported.
+    let rest: Vec<(usize, &str)> = lines.collect();
+    {
+        use rayon::prelude::*;
+        let parsed: Vec<Result<Row, ReadError>> = rest
+            .par_iter()
+            .map(|&(line, text)| parse_row(line, text))
+            .collect();
+        rows = parsed
+            .into_iter()
+            .collect::<Result<Vec<Row>, ReadError>>()?;
     }
     // A label column: the rows after the first all start with a cell that is not a number.
     let label_column = !rows.is_empty() && rows.iter().all(|r| label_cell(&r.first));
