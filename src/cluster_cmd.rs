@@ -25,6 +25,12 @@ pub struct ClusterArgs {
     /// The algorithm.
     #[arg(long, value_enum, default_value_t = Algo::Auto)]
     algo: Algo,
+    /// What is clustered: the distance matrix, or (for a PLogP run, with --algo hdbscan or
+    /// dbscan) each rank's vector of L, o_s, o_r and g towards every rank (equation 3.5) in
+    /// vector space with petal-clustering; --matrix then picks the message size, e.g. `t:1KiB`
+    /// or `1KiB` [default: the smallest].
+    #[arg(long, value_enum, default_value_t = Space::Matrix)]
+    space: Space,
     /// auto: the least separation of a level (least distance between groups over the 95th
     /// percentile inside them).
     #[arg(long, default_value_t = AutoParams::default().min_ratio, value_name = "R")]
@@ -100,6 +106,14 @@ pub(crate) enum Algo {
     Kmedoids,
     /// Sparse Spatial Selection tree, --alpha and --min-children.
     Ssstree,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Space {
+    /// The distance matrix.
+    Matrix,
+    /// The PLogP feature vectors of a run.
+    Features,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -295,6 +309,9 @@ fn to_ranks(tree: &Tree, ranks: &[usize]) -> Tree {
 
 /// Runs `cluster`.
 pub fn run(args: ClusterArgs) -> Result<()> {
+    if args.space == Space::Features {
+        return run_features(&args);
+    }
     let input = lgate_cluster::load(&args.input, args.matrix.as_deref())?;
     let items = input.matrix.len();
     let (tree, searched) = match args.search {
@@ -304,7 +321,61 @@ pub fn run(args: ClusterArgs) -> Result<()> {
         }
         None => (args.tree(input.matrix.values())?, None),
     };
-    let tree = to_ranks(&tree, &input.ranks);
+    emit(&args, &input, &tree, searched.as_deref(), items)
+}
+
+/// Clusters a run's feature vectors (`--space features`).
+fn run_features(args: &ClusterArgs) -> Result<()> {
+    if !args.input.is_dir() {
+        bail!(
+            "{}: --space features clusters a PLogP run directory, not a matrix file",
+            args.input.display()
+        );
+    }
+    if args.search.is_some() {
+        bail!("--search works on the distance matrix, not with --space features");
+    }
+    let size = args
+        .matrix
+        .as_deref()
+        .map(|m| m.rsplit(':').next().unwrap_or(m));
+    let fv = lgate_cluster::features::feature_vectors(&args.input, size)?;
+    let tree = match args.algo {
+        Algo::Hdbscan => lgate_cluster::features::hdbscan_features(
+            &fv.vectors,
+            args.min_cluster_size,
+            args.min_samples,
+        ),
+        Algo::Dbscan => {
+            let eps = args
+                .eps
+                .context("--algo dbscan needs --eps (a distance between feature vectors, in us)")?;
+            lgate_cluster::features::dbscan_features(&fv.vectors, eps, args.min_points)
+        }
+        _ => bail!(
+            "--space features runs --algo hdbscan or dbscan (petal-clustering); the other \
+             algorithms work on the matrix"
+        ),
+    };
+    let items = fv.input.matrix.len();
+    emit(
+        args,
+        &fv.input,
+        &tree,
+        Some("space: features (L, o_s, o_r, g towards every rank)"),
+        items,
+    )
+}
+
+/// Writes the topology of a clustering, and the summary on stderr.
+fn emit(
+    args: &ClusterArgs,
+    input: &lgate_cluster::ClusterInput,
+    tree: &Tree,
+    searched: Option<&str>,
+    items: usize,
+) -> Result<()> {
+    let tree = to_ranks(tree, &input.ranks);
     let labels = input
         .hosts
         .clone()
@@ -334,7 +405,7 @@ pub fn run(args: ClusterArgs) -> Result<()> {
         for w in &input.warnings {
             eprintln!("warning: {w}");
         }
-        if let Some(line) = &searched {
+        if let Some(line) = searched {
             eprintln!("{line}");
         }
         let algo = args

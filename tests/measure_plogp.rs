@@ -11,11 +11,13 @@ use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::Field;
 use serde_json::Value;
 
+/// Points allowed beyond the tolerance below, in all curves of the run together.
+const GLITCHES: usize = 2;
 /// A later size may be at most this much below an earlier one (microseconds)...
 const DROP_US: f64 = 5.0;
 /// ...or this share of the earlier value, whichever is larger. On an oversubscribed 2-core
-/// machine the scheduler moves ranks between cores during a run, which shifts small-message
-/// values by a few microseconds; errors of units or formulas are far larger.
+/// machine, a rank sharing a core with its peer is descheduled now and then, which shifts a
+/// median of few repetitions by a few microseconds; errors of units or formulas are far larger.
 const DROP_SHARE: f64 = 0.25;
 
 fn parquet_rows(path: &Path) -> Vec<Value> {
@@ -170,7 +172,11 @@ fn plogp_run_of_four_ranks_writes_every_pair_size_and_matrix() {
             for b in 0..4 {
                 assert_eq!(d[a][b], d[b][a], "{} is not symmetric", m["name"]);
                 assert!(d[a][b].is_finite() && d[a][b] >= 0.0);
-                if a != b {
+                // Sums of parameters are never zero between two ranks; a single parameter such
+                // as a tiny g(0) may be estimated as zero.
+                let composite = ["latency", "rtt", "t", "features"]
+                    .contains(&m["name"].as_str().unwrap().split(':').next().unwrap());
+                if a != b && composite {
                     assert!(d[a][b] > 0.0, "{} has a zero off the diagonal", m["name"]);
                 }
             }
@@ -256,6 +262,34 @@ fn plogp_run_of_four_ranks_writes_every_pair_size_and_matrix() {
         String::from_utf8_lossy(&score.stderr)
     );
     assert!(String::from_utf8_lossy(&score.stdout).contains("node"));
+
+    // Feature space: each rank's vector of L, o_s, o_r, g towards every rank, with petal's HDBSCAN.
+    for name in ["os:1KiB", "or:1KiB", "g:1KiB"] {
+        assert!(names.contains(name), "{name} missing from {names:?}");
+    }
+    let features = std::process::Command::new(bin)
+        .args([
+            "cluster",
+            run.to_str().unwrap(),
+            "-q",
+            "--space",
+            "features",
+            "--algo",
+            "hdbscan",
+            "--min-cluster-size",
+            "2",
+            "--min-samples",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        features.status.success(),
+        "{}",
+        String::from_utf8_lossy(&features.stderr)
+    );
+    let json: Value = serde_json::from_slice(&features.stdout).unwrap();
+    assert_eq!(json["ranks"], 4);
 }
 
 #[test]

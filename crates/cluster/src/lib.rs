@@ -16,6 +16,7 @@
 
 pub mod algorithms;
 pub mod auto;
+pub mod features;
 pub mod hdbscan;
 pub mod input;
 pub mod linkage;

@@ -427,6 +427,21 @@ pub fn write_outputs(
     }
     for &size in &options.matrix_sizes {
         let m = size.0;
+        for (p, what) in [
+            (Parameter::Os, "send overhead o_s(m)"),
+            (Parameter::Or, "receive overhead o_r(m)"),
+            (Parameter::G, "gap g(m)"),
+        ] {
+            matrices.push((
+                entry(
+                    &format!("{}:{size}", p.name()),
+                    &format!("{}_{m}.csv", p.name()),
+                    &format!("{what} at m = {size}"),
+                    Some(m),
+                ),
+                analysis.matrix(|pp| pp.value(p, m, e).expect("size checked") * US),
+            ));
+        }
         matrices.push((
             entry(
                 &format!("features:{size}"),

@@ -373,6 +373,8 @@ impl PLogP {
             let s = Instant::now();
             t.send(j, DATA, buf)?;
             spin_until(s + wait);
+            // No probe first: between the eager and rendezvous limits a message arrives in
+            // fragments, and a probe that sees the first would start the clock too early.
             let r = Instant::now();
             t.recv(j, DATA, buf)?;
             or.push((r.elapsed().as_secs_f64() - c).max(0.0));
@@ -453,7 +455,10 @@ impl PLogP {
         while n < cap && took <= MAX_BATCH {
             n = (n * 2).min(cap);
             let (per, t_n) = step(t, n, &mut self.buf[..m])?;
-            let settled = (per - previous).abs() <= self.options.epsilon * previous;
+            // Two estimates clamped to zero have not settled: the batch was too short to show
+            // g above the noise of RTT(0), so n keeps growing.
+            let settled =
+                previous > 0.0 && (per - previous).abs() <= self.options.epsilon * previous;
             previous = per;
             took = t_n;
             if settled {
