@@ -11,8 +11,8 @@ use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::Field;
 use serde_json::Value;
 
-/// Points allowed beyond the tolerance below, in all curves of the run together.
-const GLITCHES: usize = 2;
+/// Smoothed points allowed beyond the tolerance below, in all curves of the run together.
+const GLITCHES: usize = 1;
 /// A later size may be at most this much below an earlier one (microseconds)...
 const DROP_US: f64 = 5.0;
 /// ...or this share of the earlier value, whichever is larger. On an oversubscribed 2-core
@@ -118,21 +118,34 @@ fn plogp_run_of_four_ranks_writes_every_pair_size_and_matrix() {
             assert!(l > 0.0, "L of {i}-{j} is {l}");
         }
     }
-    // o_s, o_r and g do not decrease with the message size, within the stated tolerance.
+    // o_s, o_r and g do not decrease with the message size, within the stated tolerance, once
+    // each curve is smoothed by a median of three neighbouring sizes: a formula or unit error
+    // moves whole stretches of a curve, while a rank that shares its core and is descheduled
+    // moves a single median, which the smoothing removes.
+    let mut drops = Vec::new();
     for ((i, j, p), sizes) in &seen {
         if !["os", "or", "g"].contains(&p.as_str()) {
             continue;
         }
+        let points: Vec<(u64, f64)> = sizes.iter().map(|(&m, &v)| (m, v)).collect();
+        let k = points.len();
         let mut highest = 0.0f64;
-        for (m, &v) in sizes {
+        for c in 0..k {
+            let lo = c.saturating_sub(1).min(k.saturating_sub(3));
+            let mut window: Vec<f64> = points[lo..(lo + 3).min(k)].iter().map(|p| p.1).collect();
+            window.sort_by(f64::total_cmp);
+            let v = window[window.len() / 2];
             let allowed = DROP_US.max(DROP_SHARE * highest);
-            assert!(
-                v >= highest - allowed,
-                "{p}({m}) of {i}-{j} is {v} us, below {highest} us measured at a smaller size"
-            );
+            if v < highest - allowed {
+                drops.push(format!("{p}({}) of {i}-{j}: {v:.2} us (smoothed), below {highest:.2} us at a smaller size", points[c].0));
+            }
             highest = highest.max(v);
         }
     }
+    assert!(
+        drops.len() <= GLITCHES,
+        "o_s, o_r or g decrease with the message size: {drops:#?}"
+    );
 
     // Matrices: listed in the index, square over the 4 ranks, symmetric, zero diagonal.
     let index: Value =

@@ -6,13 +6,6 @@ use std::time::{Duration, Instant};
 
 /// Runs `mpirun --oversubscribe -np N lgate-plogp ARGS`, failing the test after `limit`.
 pub fn mpirun(np: usize, args: &[&str], cwd: &Path) -> Output {
-    mpirun_bound(np, "none", args, cwd)
-}
-
-/// As [`mpirun`], with Open MPI's `--bind-to` policy: `core:overload-allowed` keeps every rank
-/// on one core for the whole run (more ranks than cores share cores), so placement does not
-/// change under a measurement.
-pub fn mpirun_bound(np: usize, bind: &str, args: &[&str], cwd: &Path) -> Output {
     let limit = Duration::from_secs(120);
     let mut child = Command::new("mpirun")
         .args([

@@ -27,8 +27,9 @@ const PROC_OR: u64 = 3;
 const PROC_SATURATE: u64 = 4;
 const PROC_WARMUP: u64 = 5;
 
-/// Untimed echoes before a pair's first timed message, at 0 bytes and at the largest size:
-/// connections, buffers and caches warm up here rather than in RTT(0).
+/// Untimed echoes and synchronous sends before a pair's first timed message, at 0 bytes and at
+/// the largest size: connections, buffers and caches warm up here rather than in RTT(0) and
+/// o_s(0).
 const PAIR_WARMUP: usize = 16;
 
 /// A saturation batch longer than this stops the doubling of n: the estimate is then averaged
@@ -252,6 +253,12 @@ impl PLogP {
             for _ in 0..PAIR_WARMUP {
                 t.send(j, DATA, &self.buf[..m])?;
                 t.recv(j, DATA, &mut self.buf[..m])?;
+            }
+            // The synchronous path (o_s) has its own protocol to warm up.
+            Self::control(t, j, PROC_OS, m, PAIR_WARMUP)?;
+            for _ in 0..PAIR_WARMUP {
+                t.recv(j, DATA, &mut [])?;
+                t.ssend(j, DATA, &self.buf[..m])?;
             }
         }
         let mut measured: BTreeMap<usize, SizeResult> = BTreeMap::new();
