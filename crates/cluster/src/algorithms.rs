@@ -279,24 +279,7 @@ pub fn ssstree(d: &Array2<f64>, alpha: f64, min_children: usize) -> Tree {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn blocks(sizes: &[usize], inside: f64, across: f64) -> Array2<f64> {
-        let group: Vec<usize> = sizes
-            .iter()
-            .enumerate()
-            .flat_map(|(g, &s)| std::iter::repeat_n(g, s))
-            .collect();
-        let n = group.len();
-        Array2::from_shape_fn((n, n), |(i, j)| {
-            if i == j {
-                0.0
-            } else if group[i] == group[j] {
-                inside + 0.01 * ((i * 7 + j * 7) % 5) as f64
-            } else {
-                across + 0.01 * ((i + j) % 3) as f64
-            }
-        })
-    }
+    use crate::test_matrices::blocks;
 
     fn groups(t: &Tree) -> Vec<Vec<usize>> {
         match t {

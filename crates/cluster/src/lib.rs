@@ -22,6 +22,9 @@ pub mod input;
 pub mod linkage;
 pub mod score;
 
+#[cfg(test)]
+mod test_matrices;
+
 pub use auto::{auto, separation_of, AutoParams, Tree, View};
 pub use hdbscan::{hdbscan, Hdbscan, HdbscanParams};
 pub use input::{load, read_truth, ClusterInput, InputError, Truth};
