@@ -121,9 +121,11 @@ fn assign(d: &Array2<f64>, medoids: &[usize]) -> (Vec<usize>, Vec<f64>, Vec<f64>
     let n = d.nrows();
     let mut nearest = vec![0; n];
     let (mut d1, mut d2) = (vec![f64::INFINITY; n], vec![f64::INFINITY; n]);
-    for o in 0..n {
-        for (i, &m) in medoids.iter().enumerate() {
-            let x = d[[o, m]];
+    // Medoid by medoid over its row (d is symmetric): memory order, not a stride per item.
+    for (i, &m) in medoids.iter().enumerate() {
+        let row = d.row(m);
+        for o in 0..n {
+            let x = row[o];
             if x < d1[o] {
                 d2[o] = d1[o];
                 d1[o] = x;
