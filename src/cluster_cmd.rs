@@ -544,6 +544,9 @@ pub fn score(args: ScoreArgs) -> Result<()> {
         .map(|l| (l.name.clone(), l.labels(n)))
         .collect();
     found.push(("(one group)".into(), vec![0; n]));
+    // A level of one rank per group (cores, when each rank has its own) is matched by the
+    // leaves themselves.
+    found.push(("(one rank each)".into(), (0..n).collect()));
     let mut rows = Vec::new();
     for (name, labels) in &truth.levels {
         let (best, ari) = found
@@ -570,7 +573,7 @@ pub fn score(args: ScoreArgs) -> Result<()> {
                 t,
                 "{:<24} {:>7}  {:<14} {:>6.3} {:>8.1}%",
                 r["level"].as_str().unwrap_or(""),
-                r["groups"],
+                r["groups"].as_u64().unwrap_or(0),
                 r["best_match"].as_str().unwrap_or(""),
                 r["ari"].as_f64().unwrap_or(0.0),
                 100.0 * r["accuracy"].as_f64().unwrap_or(0.0)

@@ -6,6 +6,7 @@
 mod cluster_cmd;
 mod measure_cmd;
 mod output;
+mod simulate_cmd;
 mod topology_cmd;
 
 use std::process::ExitCode;
@@ -26,6 +27,8 @@ enum Command {
     Measure(measure_cmd::MeasureArgs),
     /// Cluster a distance matrix (or a measured run) into a hierarchical topology.
     Cluster(cluster_cmd::ClusterArgs),
+    /// Write the run directory of a simulated machine with known topology (no MPI needed).
+    Simulate(simulate_cmd::SimulateArgs),
     /// Compare a topology with known placement (adjusted Rand index and accuracy per level).
     Score(cluster_cmd::ScoreArgs),
     /// Read, check and convert topology files (LGate, JSON, Newick).
@@ -39,6 +42,7 @@ fn main() -> ExitCode {
         Command::Measure(args) => measure_cmd::run(args),
         Command::Cluster(args) => cluster_cmd::run(args),
         Command::Score(args) => cluster_cmd::score(args),
+        Command::Simulate(args) => simulate_cmd::run(args),
         Command::Topology(cmd) => topology_cmd::run(cmd),
     };
     match result {

@@ -114,6 +114,7 @@ impl MeasureArgs {
                         .parse::<Estimator>()
                         .map_err(anyhow::Error::msg)?,
                     csv: self.csv,
+                    ..OutputOptions::default()
                 };
                 Box::new(PLogP::new(options)?.with_outputs(outputs)?)
             }

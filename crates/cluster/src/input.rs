@@ -208,6 +208,17 @@ pub fn read_truth(path: &Path) -> Result<Truth, InputError> {
                 ),
             ));
         }
+        if meta.ranks.iter().all(|r| r.numa.is_some()) {
+            let numa = labels_of(
+                meta.ranks
+                    .iter()
+                    .map(|r| format!("{}/{:?}", r.host, r.numa)),
+            );
+            // Only where NUMA nodes are not simply the sockets.
+            if levels.last().is_none_or(|(_, socket)| *socket != numa) {
+                levels.push(("numa".into(), numa));
+            }
+        }
         if meta.ranks.iter().all(|r| r.cpu.is_some()) {
             levels.push((
                 "core".into(),

@@ -36,7 +36,9 @@ pub mod transport;
 pub use barrier::SubsetBarrier;
 pub use in_process::{InProcessTransport, InProcessWorld, LinkModel};
 pub use pair_test::{PairTest, PingPong, Role};
-pub use run::{run, topology_by_host, ProgressStyle, RunOptions, RunReport, TopologySource};
+pub use run::{
+    resolve_topology, run, topology_by_host, ProgressStyle, RunOptions, RunReport, TopologySource,
+};
 pub use schedule::{Pair, Schedule, ScheduleError, Step, SweepPair};
 pub use stats::Summary;
 pub use transport::{PoliteWait, Tag, Transport, TransportError};

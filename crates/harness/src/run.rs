@@ -308,6 +308,27 @@ fn broadcast(t: &dyn Transport, plan: Option<&Plan>) -> Result<Plan, HarnessErro
     })
 }
 
+/// The topology that schedules a job whose ranks run on `hosts`, labelled with the hosts
+/// unless the file has labels of its own.
+pub fn resolve_topology(
+    source: &TopologySource,
+    hosts: &[String],
+) -> Result<Topology, HarnessError> {
+    let size = hosts.len();
+    let topology = match source {
+        TopologySource::None => {
+            Topology::from_tree(TopologyNode::group((0..size).collect()), Some(size))?
+        }
+        TopologySource::Auto => topology_by_host(hosts)?,
+        TopologySource::File(path) => format::read_file(path, Some(size))?.0,
+    };
+    Ok(if topology.labels().is_none() {
+        topology.with_labels(hosts.to_vec())?
+    } else {
+        topology
+    })
+}
+
 /// What rank 0 settles before measuring.
 struct Prepared {
     run: RunDir,
@@ -348,18 +369,7 @@ fn prepare(
         return Err(HarnessError::Setup("--sweeps must be at least 1".into()));
     }
     let hosts: Vec<String> = infos.iter().map(|i| i.host.clone()).collect();
-    let topology = match &options.topology {
-        TopologySource::None => {
-            Topology::from_tree(TopologyNode::group((0..size).collect()), Some(size))?
-        }
-        TopologySource::Auto => topology_by_host(&hosts)?,
-        TopologySource::File(path) => format::read_file(path, Some(size))?.0,
-    };
-    let topology = if topology.labels().is_none() {
-        topology.with_labels(hosts)?
-    } else {
-        topology
-    };
+    let topology = resolve_topology(&options.topology, &hosts)?;
     let previous = if options.resume {
         let run = RunDir::open(&options.out)?;
         Some((run.read_meta()?, run))
@@ -406,6 +416,7 @@ fn prepare(
         start: now_rfc3339(),
         end: None,
         summary: None,
+        simulation: None,
     };
     let (run, meta, done) = match previous {
         Some((old, run)) => {

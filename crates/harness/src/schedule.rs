@@ -341,6 +341,34 @@ impl Schedule {
         leaves.len()
     }
 
+    /// The wall time of one sweep when every pair takes `pair_time` and a barrier among `n`
+    /// ranks takes `barrier_time(n)`: nodes in different subtrees run at the same time, and a
+    /// node starts once all of its children have finished (its first barrier waits for them).
+    pub fn critical_path(
+        &self,
+        pair_time: impl Fn(Pair) -> f64,
+        barrier_time: impl Fn(usize) -> f64,
+    ) -> f64 {
+        let mut finish = vec![0.0f64; self.nodes.len()];
+        // Parents are created before their children, so descending order visits children first.
+        for (k, node) in self.nodes.iter().enumerate().rev() {
+            let own: f64 = (0..node.pair_count)
+                .map(|q| pair_time(node.pair_at(&self.nodes, q)))
+                .sum::<f64>()
+                + node.pair_count as f64 * barrier_time(node.members.len());
+            finish[k] += own;
+            if let Some(parent) = node.parent {
+                finish[parent] = finish[parent].max(finish[k]);
+            }
+        }
+        self.nodes
+            .iter()
+            .zip(&finish)
+            .filter(|(n, _)| n.parent.is_none())
+            .map(|(_, &f)| f)
+            .fold(0.0, f64::max)
+    }
+
     /// The nodes from `rank`'s leaf up to the root; empty for a rank that is not tested.
     fn path(&self, rank: Rank) -> Vec<usize> {
         let mut out = Vec::new();
@@ -406,6 +434,20 @@ mod tests {
 
     fn tree(text: &str) -> TopologyNode {
         lgate::parse(text, None).unwrap().tree().clone()
+    }
+
+    #[test]
+    fn critical_path_overlaps_subtrees() {
+        // Two leaves of 3 ranks run side by side (3 pairs each), then 9 pairs across them.
+        let s =
+            Schedule::new(&tree("cluster { group { 0-2 } group { 3-5 } }"), 6, 1, None).unwrap();
+        let t = s.critical_path(|_| 1.0, |_| 0.0);
+        assert_eq!(t, 3.0 + 9.0);
+        let flat = Schedule::new(&tree("group { 0-5 }"), 6, 1, None).unwrap();
+        assert_eq!(flat.critical_path(|_| 1.0, |n| 0.5 * n as f64), 15.0 * 4.0);
+        // A slow pair in one leaf delays the root by its excess only.
+        let slow = s.critical_path(|p| if p == Pair::new(0, 1) { 5.0 } else { 1.0 }, |_| 0.0);
+        assert_eq!(slow, 7.0 + 9.0);
     }
 
     fn all_tests(s: &Schedule, sweeps: u32) -> Vec<SweepPair> {

@@ -46,7 +46,11 @@ pub fn warmup_length(samples: &[f64]) -> usize {
         return 0;
     }
     let cap = n / 3;
-    let median = quantile_of_sorted(&sorted(samples), 0.5);
+    if cap <= MIN_WARMUP {
+        // Short series: the cap decides, whatever the samples.
+        return cap;
+    }
+    let median = quantile(&mut samples.to_vec(), 0.5);
     let final_min = samples.iter().copied().fold(f64::INFINITY, f64::min);
     let mut running_min = f64::INFINITY;
     let mut settled = n;
@@ -80,6 +84,24 @@ pub fn quantile_of_sorted(sorted: &[f64], q: f64) -> f64 {
     }
 }
 
+/// The q-quantile of unsorted values as [`quantile_of_sorted`] gives it, in linear time; the
+/// values are reordered.
+pub fn quantile(values: &mut [f64], q: f64) -> f64 {
+    let n = values.len();
+    if n < 2 {
+        return values.first().copied().unwrap_or(f64::NAN);
+    }
+    let pos = q.clamp(0.0, 1.0) * (n - 1) as f64;
+    let lo = pos.floor() as usize;
+    let (_, &mut a, above) = values.select_nth_unstable_by(lo, f64::total_cmp);
+    let frac = pos - lo as f64;
+    if frac == 0.0 || above.is_empty() {
+        return a;
+    }
+    let b = above.iter().copied().fold(f64::INFINITY, f64::min);
+    a + (b - a) * frac
+}
+
 impl Summary {
     /// Summarises a series in the order it was measured; `None` when it is empty.
     pub fn of(samples: &[f64]) -> Option<Summary> {
@@ -98,13 +120,15 @@ impl Summary {
         }
         let after = sorted(&samples[warmup..]);
         let median_all = quantile_of_sorted(&after, 0.5);
-        let kept: Vec<f64> = after
-            .iter()
-            .copied()
-            .filter(|&x| x < OUTLIER_FACTOR * median_all || median_all <= 0.0)
-            .collect();
-        let outliers = after.len() - kept.len();
-        let q = |p| quantile_of_sorted(&kept, p);
+        // The samples are sorted, so those kept are a prefix.
+        let count = if median_all <= 0.0 {
+            after.len()
+        } else {
+            after.partition_point(|&x| x < OUTLIER_FACTOR * median_all)
+        };
+        let kept = &after[..count];
+        let outliers = after.len() - count;
+        let q = |p| quantile_of_sorted(kept, p);
         Some(Summary {
             min: kept[0],
             p10: q(0.1),
@@ -130,6 +154,20 @@ mod tests {
         assert_eq!(quantile_of_sorted(&v, 0.0), 1.0);
         assert_eq!(quantile_of_sorted(&v, 1.0), 4.0);
         assert!((quantile_of_sorted(&v, 0.1) - 1.3).abs() < 1e-12);
+    }
+
+    #[test]
+    fn quantile_of_unsorted_values_matches_sorting() {
+        let v: Vec<f64> = (0..101).map(|k| ((k * 37) % 101) as f64 * 0.5).collect();
+        for q in [0.0, 0.1, 0.25, 0.5, 0.9, 1.0] {
+            for len in [1, 2, 7, 100, 101] {
+                let mut s = v[..len].to_vec();
+                s.sort_by(f64::total_cmp);
+                let mut u = v[..len].to_vec();
+                assert_eq!(quantile(&mut u, q), quantile_of_sorted(&s, q), "{q} {len}");
+            }
+        }
+        assert!(quantile(&mut [], 0.5).is_nan());
     }
 
     #[test]

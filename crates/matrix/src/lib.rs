@@ -165,39 +165,126 @@ impl DistanceMatrix {
         self.csv(Some(decimals))
     }
 
-    fn csv(&self, decimals: Option<usize>) -> String {
+    /// Writes the CSV of [`DistanceMatrix::to_csv_rounded`] to `out`, formatting blocks of rows
+    /// in parallel.
+    pub fn write_csv_rounded(
+        &self,
+        out: &mut impl std::io::Write,
+        decimals: usize,
+    ) -> std::io::Result<()> {
+        out.write_all(self.csv_header().as_bytes())?;
         let n = self.len();
-        let mut out = String::with_capacity(n * n * 10);
-        out.push_str("rank");
+        let block = 64;
+        let starts: Vec<usize> = (0..n).step_by(block).collect();
+        // Format a window of blocks at a time: bounded memory, all cores busy.
+        for window in starts.chunks(rayon::current_num_threads().max(1) * 4) {
+            use rayon::prelude::*;
+            let texts: Vec<String> = window
+                .par_iter()
+                .map(|&start| {
+                    let mut text = String::new();
+                    for i in start..(start + block).min(n) {
+                        self.csv_row(i, Some(decimals), &mut text);
+                    }
+                    text
+                })
+                .collect();
+            for t in texts {
+                out.write_all(t.as_bytes())?;
+            }
+        }
+        Ok(())
+    }
+
+    fn csv_header(&self) -> String {
+        let mut out = String::from("rank");
         for label in &self.labels {
             out.push(',');
             out.push_str(&csv_field(label));
         }
         out.push('\n');
-        for i in 0..n {
-            out.push_str(&csv_field(&self.labels[i]));
-            for j in 0..n {
-                let x = self.values[[i, j]];
-                match decimals {
-                    None => {
-                        let _ = write!(out, ",{x}");
-                    }
-                    Some(d) => {
-                        let text = format!("{x:.d$}");
-                        let text = if text.contains('.') {
-                            text.trim_end_matches('0').trim_end_matches('.')
-                        } else {
-                            &text
-                        };
-                        out.push(',');
-                        out.push_str(text);
-                    }
+        out
+    }
+
+    fn csv_row(&self, i: usize, decimals: Option<usize>, out: &mut String) {
+        out.push_str(&csv_field(&self.labels[i]));
+        for &x in self.values.row(i) {
+            out.push(',');
+            match decimals {
+                None => {
+                    let _ = write!(out, "{x}");
                 }
+                Some(d) => push_rounded(out, x, d),
             }
-            out.push('\n');
+        }
+        out.push('\n');
+    }
+
+    fn csv(&self, decimals: Option<usize>) -> String {
+        let n = self.len();
+        let mut out = String::with_capacity(n * n * 10);
+        out.push_str(&self.csv_header());
+        for i in 0..n {
+            self.csv_row(i, decimals, &mut out);
         }
         out
     }
+}
+
+/// Appends `x` rounded to `decimals` places, trailing zeros (and a bare point) dropped.
+fn push_rounded(out: &mut String, x: f64, decimals: usize) {
+    const POW10: [u64; 10] = [
+        1,
+        10,
+        100,
+        1_000,
+        10_000,
+        100_000,
+        1_000_000,
+        10_000_000,
+        100_000_000,
+        1_000_000_000,
+    ];
+    let scaled = x.abs() * POW10.get(decimals).copied().unwrap_or(0) as f64;
+    if decimals >= POW10.len() || scaled.is_nan() || scaled >= 1e15 {
+        // Rare: more places than integers hold, or huge values.
+        let text = format!("{x:.decimals$}");
+        let text = if text.contains('.') {
+            text.trim_end_matches('0').trim_end_matches('.')
+        } else {
+            &text
+        };
+        out.push_str(text);
+        return;
+    }
+    let r = scaled.round() as u64;
+    if x < 0.0 && r != 0 {
+        out.push('-');
+    }
+    let scale = POW10[decimals];
+    let (whole, mut frac) = (r / scale, r % scale);
+    push_digits(out, whole, 1);
+    if frac != 0 {
+        let mut places = decimals;
+        while frac % 10 == 0 {
+            frac /= 10;
+            places -= 1;
+        }
+        out.push('.');
+        push_digits(out, frac, places);
+    }
+}
+
+/// Appends `x` in decimal, padded with leading zeros to `width` digits.
+fn push_digits(out: &mut String, mut x: u64, width: usize) {
+    let mut buf = [b'0'; 20];
+    let mut k = buf.len();
+    while x > 0 || buf.len() - k < width {
+        k -= 1;
+        buf[k] = b'0' + (x % 10) as u8;
+        x /= 10;
+    }
+    out.push_str(std::str::from_utf8(&buf[k..]).expect("ASCII digits"));
 }
 
 /// A CSV field, quoted when it holds a comma, a quote or a line break.
@@ -260,6 +347,29 @@ mod tests {
     fn rounded_csv_drops_trailing_zeros() {
         let m = DistanceMatrix::new(array![[0.0, 1.66766849], [1.66766849, 0.0]], None).unwrap();
         assert_eq!(m.to_csv_rounded(4), "rank,0,1\n0,0,1.6677\n1,1.6677,0\n");
+        let mut text = String::new();
+        for (x, want) in [
+            (2.0, "2"),
+            (1.5, "1.5"),
+            (0.00001, "0"),
+            (0.00006, "0.0001"),
+            (123456.78901, "123456.789"),
+            (10.0501, "10.0501"),
+            (3e300, &format!("{:.4}", 3e300)),
+        ] {
+            text.clear();
+            push_rounded(&mut text, x, 4);
+            assert_eq!(text, want.trim_end_matches(".0000"), "{x}");
+        }
+        let n = 200;
+        let big = DistanceMatrix::new(
+            Array2::from_shape_fn((n, n), |(i, j)| (i as f64 - j as f64).abs() / 7.0),
+            None,
+        )
+        .unwrap();
+        let mut streamed = Vec::new();
+        big.write_csv_rounded(&mut streamed, 4).unwrap();
+        assert_eq!(String::from_utf8(streamed).unwrap(), big.to_csv_rounded(4));
     }
 
     #[test]

@@ -9,30 +9,73 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
-use std::io::{self, Write};
+use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
 /// Writes `bytes` to `path` through a temporary file in the same folder, then renames it.
 ///
 /// Errors carry the operation that failed; the caller adds the path.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".lgate-plogp-")
-        .tempfile_in(dir)
-        .map_err(|e| {
+    let mut file = AtomicFile::create(path)?;
+    file.write_all(bytes)?;
+    file.commit()
+}
+
+/// A file written piece by piece that appears at its path, whole, only on [`AtomicFile::commit`];
+/// dropped without it, nothing appears and the temporary file is removed.
+pub struct AtomicFile {
+    tmp: BufWriter<tempfile::NamedTempFile>,
+    path: std::path::PathBuf,
+}
+
+impl AtomicFile {
+    /// Starts writing the file that will be `path`.
+    pub fn create(path: &Path) -> io::Result<Self> {
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(".lgate-plogp-");
+        // Readable as any file the user creates (the umask applies), not private.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            builder.permissions(std::fs::Permissions::from_mode(0o666));
+        }
+        let tmp = builder.tempfile_in(dir).map_err(|e| {
             io::Error::new(
                 e.kind(),
                 format!("cannot create a file in {}: {e}", dir.display()),
             )
         })?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+        Ok(AtomicFile {
+            tmp: BufWriter::with_capacity(1 << 20, tmp),
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Flushes, syncs and renames the file into place.
+    pub fn commit(self) -> io::Result<()> {
+        let tmp = self.tmp.into_inner().map_err(|e| e.into_error())?;
+        tmp.as_file().sync_all()?;
+        tmp.persist(&self.path).map_err(|e| e.error)?;
+        Ok(())
+    }
+}
+
+impl Write for AtomicFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.tmp.write(buf)
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.tmp.write_all(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.tmp.flush()
+    }
 }
 
 #[cfg(test)]
@@ -47,6 +90,27 @@ mod tests {
         write_atomic(&path, b"two").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"two");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn files_are_as_readable_as_the_umask_allows() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("meta.json");
+        write_atomic(&path, b"{}").unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_ne!(mode & 0o044, 0, "group or others may read: {mode:o}");
+    }
+
+    #[test]
+    fn an_uncommitted_file_never_appears() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.parquet");
+        let mut file = AtomicFile::create(&path).unwrap();
+        file.write_all(b"half").unwrap();
+        drop(file);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
     #[test]

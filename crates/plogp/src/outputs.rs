@@ -1,19 +1,19 @@
 //! From the journal to the run's outputs: the measurements table, the distance matrices and
 //! the report of slow ranks and pairs.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeSet;
 
 use lgate_harness::stats::quantile_of_sorted;
 use lgate_harness::{Pair, Summary};
 use lgate_matrix::DistanceMatrix;
-use lgate_rundir::{JournalEntry, RankInfo, RunDir, RunDirError};
+use lgate_rundir::{JournalEntry, RunDir, RunDirError};
 use ndarray::Array2;
 use serde::Serialize;
 
 use crate::params::{Estimator, Method, PairParams, Parameter};
 use crate::procedures::PairMeasurement;
 use crate::size::MessageSize;
-use crate::table::{Column, Table};
+use crate::table::{Column, Table, TableWriteError, TableWriter};
 
 /// Seconds to microseconds, the unit of every output.
 const US: f64 = 1e6;
@@ -27,6 +27,10 @@ pub struct OutputOptions {
     pub estimator: Estimator,
     /// Also write `measurements.csv`.
     pub csv: bool,
+    /// Write `measurements.parquet` (one row per pair, size and parameter).
+    pub table: bool,
+    /// Write the feature matrices (equations 3.5-3.6), whose cost grows as P^3.
+    pub features: bool,
 }
 
 impl OutputOptions {
@@ -46,6 +50,8 @@ impl Default for OutputOptions {
             matrix_sizes: Self::default_matrix_sizes(usize::MAX),
             estimator: Estimator::Median,
             csv: false,
+            table: true,
+            features: true,
         }
     }
 }
@@ -90,216 +96,517 @@ pub enum OutputError {
         /// That pair's largest size.
         max: MessageSize,
     },
-    /// Parquet could not be written.
-    #[error("cannot write Parquet: {0}")]
-    Parquet(#[from] parquet::errors::ParquetError),
+    /// A pair handed to the outputs does not belong to the run.
+    #[error("pair {i}-{j} of sweep {sweep}: {message}")]
+    BadPair {
+        /// Sweep.
+        sweep: u32,
+        /// Sender.
+        i: usize,
+        /// Receiver.
+        j: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// A table could not be written.
+    #[error(transparent)]
+    Table(#[from] TableWriteError),
 }
 
-/// Every pair's parameters, for every sweep.
-#[derive(Debug, Clone)]
-pub struct Analysis {
-    /// The tested ranks, ascending: the rows and columns of the matrices.
-    pub ranks: Vec<usize>,
-    /// Parameters per pair and sweep.
-    pub pairs: Vec<PairParams>,
-    /// Raw repetitions, when kept: (sweep, pair, size, parameter, samples).
-    pub raw: Vec<(u32, Pair, usize, Parameter, Vec<f64>)>,
+/// A matrix a run writes: which value of a pair it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MatrixKind {
+    /// L.
+    Latency,
+    /// RTT(0).
+    Rtt0,
+    /// t(m), equation 3.3.
+    Time(usize),
+    /// o_s(m), o_r(m) or g(m).
+    Param(Parameter, usize),
 }
 
-impl Analysis {
-    /// Reads the journal entries of a PLogP run; every pair among the tested ranks must be
-    /// there in every sweep present.
-    pub fn of_entries(entries: &[JournalEntry], journal: &str) -> Result<Self, OutputError> {
-        let mut pairs = Vec::with_capacity(entries.len());
-        let mut raw = Vec::new();
-        let mut ranks = std::collections::BTreeSet::new();
-        for e in entries {
-            let bad = |message: String| OutputError::BadEntry {
-                path: journal.to_string(),
-                sweep: e.sweep,
-                i: e.i,
-                j: e.j,
-                message,
+impl MatrixKind {
+    /// The pair's value in microseconds (the size was checked when the pair was added).
+    fn value(self, p: &PairParams, e: Estimator) -> f64 {
+        US * match self {
+            MatrixKind::Latency => e.of(&p.latency),
+            MatrixKind::Rtt0 => e.of(&p.rtt[0]),
+            MatrixKind::Time(m) => p.time(m, e).unwrap_or(0.0),
+            MatrixKind::Param(q, m) => p.value(q, m, e).unwrap_or(0.0),
+        }
+    }
+
+    fn entry(self) -> MatrixEntry {
+        match self {
+            MatrixKind::Latency => entry(
+                "latency",
+                "L.csv",
+                "latency L = (RTT(0) - 2 g(0)) / 2",
+                None,
+            ),
+            MatrixKind::Rtt0 => entry(
+                "rtt:0",
+                "rtt_0.csv",
+                "round-trip time of an empty message, RTT(0)",
+                Some(0),
+            ),
+            MatrixKind::Time(m) => {
+                let size = MessageSize(m);
+                entry(
+                    &format!("t:{size}"),
+                    &format!("t_{m}.csv"),
+                    &format!(
+                        "t(m) = L + (o_s(m) + o_r(m)) / 2 + g(m) at m = {size} (equation 3.3)"
+                    ),
+                    Some(m),
+                )
+            }
+            MatrixKind::Param(q, m) => {
+                let size = MessageSize(m);
+                let what = match q {
+                    Parameter::Os => "send overhead o_s(m)",
+                    Parameter::Or => "receive overhead o_r(m)",
+                    _ => "gap g(m)",
+                };
+                entry(
+                    &format!("{}:{size}", q.name()),
+                    &format!("{}_{m}.csv", q.name()),
+                    &format!("{what} at m = {size}"),
+                    Some(m),
+                )
+            }
+        }
+    }
+}
+
+/// What one pair contributes to the matrices and the report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PairValues {
+    matrices: Vec<f64>,
+    /// Per matrix size: the repeat spread and t(m), microseconds.
+    per_size: Vec<(f64, f64)>,
+}
+
+/// Rows of the measurements table gathered before they are written as one row group.
+const TABLE_CHUNK_ROWS: usize = 1 << 20;
+
+/// Marks a rank that is not among the tested ones.
+const UNTESTED: usize = usize::MAX;
+
+/// The outputs of a run, built from pair parameters handed in one at a time, so that no more
+/// than the matrices themselves is held however many pairs there are.
+pub struct OutputBuilder {
+    run: RunDir,
+    options: OutputOptions,
+    ranks: Vec<usize>,
+    position: Vec<usize>,
+    sweeps: Vec<u32>,
+    kinds: Vec<MatrixKind>,
+    /// Per kind, per sweep: the pair values.
+    values: Vec<Vec<Array2<f64>>>,
+    /// Per sweep: which pairs were added (upper triangle).
+    filled: Vec<Vec<bool>>,
+    table: Option<TableWriter>,
+    rows: TableColumns,
+    raw: Option<(TableWriter, RawColumns)>,
+    /// Per matrix size: each pair's repeat spread, and its t(m).
+    repeat: Vec<Vec<f64>>,
+    times: Vec<Vec<f64>>,
+    not_positive: Vec<serde_json::Value>,
+    unconverged: usize,
+    pairs: usize,
+    written: Vec<String>,
+}
+
+impl OutputBuilder {
+    /// Starts the outputs of a run over `ranks` (ascending: the rows of the matrices) measured
+    /// in `sweeps`.
+    pub fn new(
+        run: &RunDir,
+        ranks: Vec<usize>,
+        sweeps: Vec<u32>,
+        options: &OutputOptions,
+    ) -> Result<Self, OutputError> {
+        let n = ranks.len();
+        let mut position = vec![UNTESTED; ranks.iter().max().map_or(0, |&r| r + 1)];
+        for (k, &r) in ranks.iter().enumerate() {
+            position[r] = k;
+        }
+        let mut kinds = vec![MatrixKind::Latency, MatrixKind::Rtt0];
+        kinds.extend(options.matrix_sizes.iter().map(|s| MatrixKind::Time(s.0)));
+        for s in &options.matrix_sizes {
+            for q in [Parameter::Os, Parameter::Or, Parameter::G] {
+                kinds.push(MatrixKind::Param(q, s.0));
+            }
+        }
+        let values = kinds
+            .iter()
+            .map(|_| sweeps.iter().map(|_| Array2::zeros((n, n))).collect())
+            .collect();
+        let mut written = Vec::new();
+        let table = if options.table {
+            let csv = if options.csv {
+                written.push("measurements.csv".to_string());
+                Some(run.create_file("measurements.csv")?)
+            } else {
+                None
             };
-            let m: PairMeasurement = serde_json::from_value(e.result.clone())
-                .map_err(|err| bad(format!("not a PLogP measurement: {err}")))?;
-            let pair = Pair::new(e.i, e.j);
-            let params = PairParams::from_measurement(e.sweep, pair, &m).map_err(bad)?;
-            for s in &m.sizes {
-                if let Some(r) = &s.raw {
-                    for (p, v) in [
-                        (Parameter::Rtt, &r.rtt),
-                        (Parameter::Os, &r.os),
-                        (Parameter::Or, &r.or),
-                        (Parameter::G, &r.g),
-                    ] {
-                        if !v.is_empty() {
-                            raw.push((e.sweep, pair, s.size, p, v.clone()));
-                        }
+            written.insert(0, "measurements.parquet".to_string());
+            Some(TableWriter::new(
+                &TableColumns::default().into_table(),
+                run.create_file("measurements.parquet")?,
+                csv,
+            )?)
+        } else {
+            None
+        };
+        let sizes = options.matrix_sizes.len();
+        Ok(OutputBuilder {
+            run: run.clone(),
+            options: options.clone(),
+            ranks,
+            position,
+            filled: sweeps.iter().map(|_| vec![false; n * n]).collect(),
+            sweeps,
+            kinds,
+            values,
+            table,
+            rows: TableColumns::default(),
+            raw: None,
+            repeat: vec![Vec::new(); sizes],
+            times: vec![Vec::new(); sizes],
+            not_positive: Vec::new(),
+            unconverged: 0,
+            pairs: 0,
+            written,
+        })
+    }
+
+    /// Adds one pair's parameters in one sweep.
+    pub fn add(&mut self, p: &PairParams) -> Result<(), OutputError> {
+        let values = self.values_of(p)?;
+        self.add_values(p, values)
+    }
+
+    /// What one pair contributes to the matrices and the report; it needs only `&self`, so
+    /// that many pairs can be prepared in parallel before [`OutputBuilder::add_values`].
+    pub fn values_of(&self, p: &PairParams) -> Result<PairValues, OutputError> {
+        for &size in &self.options.matrix_sizes {
+            if p.max_size() < size.0 {
+                return Err(OutputError::SizeOutOfRange {
+                    size,
+                    pair: format!("{}-{}", p.pair.i, p.pair.j),
+                    max: MessageSize(p.max_size()),
+                });
+            }
+        }
+        let e = self.options.estimator;
+        let range = |s: &Summary| s.p90 - s.p10;
+        let mut per_size = Vec::with_capacity(self.options.matrix_sizes.len());
+        for size in &self.options.matrix_sizes {
+            let k = p
+                .sizes
+                .partition_point(|&m| m < size.0)
+                .min(p.sizes.len() - 1);
+            let r =
+                range(&p.latency) + (range(&p.os[k]) + range(&p.or[k])) / 2.0 + range(&p.g[k].0);
+            per_size.push((r * US, p.time(size.0, e).unwrap_or(0.0) * US));
+        }
+        Ok(PairValues {
+            matrices: self.kinds.iter().map(|k| k.value(p, e)).collect(),
+            per_size,
+        })
+    }
+
+    /// Adds one pair's parameters with the values [`OutputBuilder::values_of`] gave for it.
+    pub fn add_values(&mut self, p: &PairParams, values: PairValues) -> Result<(), OutputError> {
+        let bad = |message: String| OutputError::BadPair {
+            sweep: p.sweep,
+            i: p.pair.i,
+            j: p.pair.j,
+            message,
+        };
+        let at = |r: usize| self.position.get(r).copied().filter(|&k| k != UNTESTED);
+        let (Some(a), Some(b)) = (at(p.pair.i), at(p.pair.j)) else {
+            return Err(bad("a rank outside the tested ones".into()));
+        };
+        let Some(s) = self.sweeps.iter().position(|&s| s == p.sweep) else {
+            return Err(bad("a sweep outside the run's".into()));
+        };
+        // The upper triangle only: rows stay in cache; `finish` mirrors it.
+        let (a, b) = (a.min(b), a.max(b));
+        for (k, x) in values.matrices.into_iter().enumerate() {
+            self.values[k][s][[a, b]] = x;
+        }
+        let n = self.ranks.len();
+        self.filled[s][a * n + b] = true;
+        for (q, (repeat, time)) in values.per_size.into_iter().enumerate() {
+            self.repeat[q].push(repeat);
+            self.times[q].push(time);
+        }
+        if p.latency.median <= 0.0 {
+            self.not_positive
+                .push(serde_json::json!({"sweep": p.sweep, "i": p.pair.i, "j": p.pair.j}));
+        }
+        self.unconverged += usize::from(!p.saturation_converged);
+        self.pairs += 1;
+        if let Some(table) = &mut self.table {
+            self.rows.push_pair(p);
+            if self.rows.len() >= TABLE_CHUNK_ROWS {
+                table.write(&std::mem::take(&mut self.rows).into_table())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds the raw repetitions of one parameter of a pair at one size.
+    pub fn add_raw(
+        &mut self,
+        sweep: u32,
+        pair: Pair,
+        size: usize,
+        parameter: Parameter,
+        samples: &[f64],
+    ) -> Result<(), OutputError> {
+        if self.raw.is_none() {
+            let csv = if self.options.csv {
+                Some(self.run.create_file("raw.csv")?)
+            } else {
+                None
+            };
+            let writer = TableWriter::new(
+                &RawColumns::default().into_table(),
+                self.run.create_file("raw.parquet")?,
+                csv,
+            )?;
+            self.written.push("raw.parquet".to_string());
+            if self.options.csv {
+                self.written.push("raw.csv".to_string());
+            }
+            self.raw = Some((writer, RawColumns::default()));
+        }
+        let (writer, rows) = self.raw.as_mut().expect("created above");
+        rows.push(sweep, pair, size, parameter, samples);
+        if rows.value.len() >= TABLE_CHUNK_ROWS {
+            writer.write(&std::mem::take(rows).into_table())?;
+        }
+        Ok(())
+    }
+
+    /// Checks that every pair of every sweep was added, then writes the tables, `matrices/`
+    /// and `report.json`; returns the names written.
+    pub fn finish(mut self) -> Result<Vec<String>, OutputError> {
+        let n = self.ranks.len();
+        let expected = self.sweeps.len() * n * n.saturating_sub(1) / 2;
+        let mut missing = 0;
+        let mut first = None;
+        for (s, filled) in self.filled.iter().enumerate() {
+            for a in 0..n {
+                for b in a + 1..n {
+                    if !filled[a * n + b] {
+                        missing += 1;
+                        first.get_or_insert((self.sweeps[s], self.ranks[a], self.ranks[b]));
                     }
                 }
             }
-            ranks.insert(e.i);
-            ranks.insert(e.j);
-            pairs.push(params);
         }
-        pairs.sort_by_key(|p| (p.sweep, p.pair));
-        let ranks: Vec<usize> = ranks.into_iter().collect();
-        let sweeps: std::collections::BTreeSet<u32> = pairs.iter().map(|p| p.sweep).collect();
-        let have: std::collections::HashSet<(u32, Pair)> =
-            pairs.iter().map(|p| (p.sweep, p.pair)).collect();
-        let mut missing = Vec::new();
-        for &s in &sweeps {
-            for (a, &x) in ranks.iter().enumerate() {
-                for &y in &ranks[a + 1..] {
-                    if !have.contains(&(s, Pair::new(x, y))) {
-                        missing.push((s, x, y));
-                    }
-                }
-            }
-        }
-        if let Some(&(s, x, y)) = missing.first() {
-            let n = ranks.len();
+        if let Some((s, x, y)) = first {
             return Err(OutputError::Incomplete {
-                missing: missing.len(),
-                expected: sweeps.len() * n * (n - 1) / 2,
+                missing,
+                expected,
                 first: format!("{x}-{y} of sweep {s}"),
             });
         }
-        Ok(Analysis { ranks, pairs, raw })
-    }
+        if let Some(mut table) = self.table.take() {
+            table.write(&std::mem::take(&mut self.rows).into_table())?;
+            table.finish()?;
+        }
+        if let Some((mut writer, rows)) = self.raw.take() {
+            writer.write(&rows.into_table())?;
+            writer.finish()?;
+        }
 
-    /// A matrix over the tested ranks whose entry is `f` of a pair, as the median over sweeps.
-    pub fn matrix(&self, f: impl Fn(&PairParams) -> f64) -> DistanceMatrix {
-        let index: HashMap<usize, usize> = self
-            .ranks
-            .iter()
-            .enumerate()
-            .map(|(k, &r)| (r, k))
+        let labels: Vec<String> = self.ranks.iter().map(|r| r.to_string()).collect();
+        let matrices: Vec<(MatrixKind, DistanceMatrix)> = std::mem::take(&mut self.values)
+            .into_iter()
+            .zip(&self.kinds)
+            .map(|(per_sweep, &kind)| (kind, median_over_sweeps(per_sweep, &labels)))
             .collect();
-        let n = self.ranks.len();
-        let mut per_pair: BTreeMap<Pair, Vec<f64>> = BTreeMap::new();
-        for p in &self.pairs {
-            per_pair.entry(p.pair).or_default().push(f(p));
-        }
-        let mut values = Array2::zeros((n, n));
-        for (pair, mut v) in per_pair {
-            v.sort_by(f64::total_cmp);
-            let x = quantile_of_sorted(&v, 0.5);
-            let (a, b) = (index[&pair.i], index[&pair.j]);
-            values[[a, b]] = x;
-            values[[b, a]] = x;
-        }
-        let labels = self.ranks.iter().map(|r| r.to_string()).collect();
-        DistanceMatrix::new(values, Some(labels))
-            .expect("finite, non-negative, square by construction")
-    }
-
-    /// Checks that every pair was measured up to `size`.
-    pub fn check_size(&self, size: MessageSize) -> Result<(), OutputError> {
-        match self.pairs.iter().find(|p| p.max_size() < size.0) {
-            Some(p) => Err(OutputError::SizeOutOfRange {
-                size,
-                pair: format!("{}-{}", p.pair.i, p.pair.j),
-                max: MessageSize(p.max_size()),
-            }),
-            None => Ok(()),
-        }
-    }
-
-    /// Equations 3.5-3.6: the Euclidean distance between the ranks' vectors of
-    /// (L, o_s(m), o_r(m), g(m)) towards every rank, in microseconds.
-    ///
-    /// A rank's entry towards itself, which is not measured, is the least value of its row for
-    /// each parameter (no rank is nearer to it than its nearest peer), so every rank has one
-    /// fixed vector and the result is a metric.
-    pub fn features(&self, size: usize, e: Estimator) -> DistanceMatrix {
-        let n = self.ranks.len();
-        let params = [Parameter::L, Parameter::Os, Parameter::Or, Parameter::G];
-        // One P x P matrix per parameter.
-        let per: Vec<DistanceMatrix> = params
+        let find = |kind: MatrixKind| {
+            &matrices
+                .iter()
+                .find(|(k, _)| *k == kind)
+                .expect("every kind is built")
+                .1
+        };
+        let mut features = Vec::new();
+        for &size in self
+            .options
+            .matrix_sizes
             .iter()
-            .map(|&p| self.matrix(|pp| pp.value(p, size, e).unwrap_or(0.0) * US))
+            .filter(|_| self.options.features)
+        {
+            let m = size.0;
+            let parts = [
+                find(MatrixKind::Latency),
+                find(MatrixKind::Param(Parameter::Os, m)),
+                find(MatrixKind::Param(Parameter::Or, m)),
+                find(MatrixKind::Param(Parameter::G, m)),
+            ];
+            features.push((
+                entry(
+                    &format!("features:{size}"),
+                    &format!("features_{m}.csv"),
+                    &format!("Euclidean distance between the ranks' (L, o_s, o_r, g) vectors at m = {size} (equations 3.5-3.6)"),
+                    Some(m),
+                ),
+                feature_distances(parts, &labels),
+            ));
+        }
+        let matrices_dir = self.run.file("matrices");
+        std::fs::create_dir_all(&matrices_dir).map_err(|error| RunDirError::Io {
+            path: matrices_dir.clone(),
+            error,
+        })?;
+        let all: Vec<(MatrixEntry, &DistanceMatrix)> = matrices
+            .iter()
+            .map(|(k, m)| (k.entry(), m))
+            .chain(features.iter().map(|(e, m)| (e.clone(), m)))
             .collect();
-        let mut v = Array2::<f64>::zeros((n, 4 * n));
-        for (q, m) in per.iter().enumerate() {
-            for i in 0..n {
-                let mut row_min = f64::INFINITY;
-                for k in 0..n {
-                    if k != i {
-                        row_min = row_min.min(m.get(i, k));
-                        v[[i, 4 * k + q]] = m.get(i, k);
-                    }
-                }
-                v[[i, 4 * i + q]] = if row_min.is_finite() { row_min } else { 0.0 };
-            }
+        for (meta, m) in &all {
+            let name = format!("matrices/{}", meta.file);
+            let path = self.run.file(&name);
+            let io = |error| RunDirError::Io {
+                path: path.clone(),
+                error,
+            };
+            let mut file = self.run.create_file(&name)?;
+            // Microseconds to 0.1 ns: far below what timing can resolve.
+            m.write_csv_rounded(&mut file, 4).map_err(io)?;
+            file.commit().map_err(io)?;
         }
-        // |x - y|^2 = |x|^2 + |y|^2 - 2 x.y, through one matrix product.
-        let gram = v.dot(&v.t());
-        let mut d = Array2::<f64>::zeros((n, n));
-        for i in 0..n {
-            for j in i + 1..n {
-                let sq = (gram[[i, i]] + gram[[j, j]] - 2.0 * gram[[i, j]]).max(0.0);
-                d[[i, j]] = sq.sqrt();
-                d[[j, i]] = d[[i, j]];
-            }
-        }
-        let labels = self.ranks.iter().map(|r| r.to_string()).collect();
-        DistanceMatrix::new(d, Some(labels)).expect("finite, non-negative, square by construction")
-    }
+        let index = serde_json::json!({
+            "estimator": self.options.estimator.name(),
+            "combine_sweeps": "median",
+            "matrices": all.iter().map(|(m, _)| m).collect::<Vec<_>>(),
+        });
+        self.run
+            .write_file("matrices/index.json", format!("{index:#}\n").as_bytes())?;
+        self.written.push("matrices/".to_string());
 
-    /// The long table: one row per pair, sweep, size and parameter (L once per pair).
-    pub fn measurements(&self) -> Table {
-        let mut c = TableColumns::default();
-        for p in &self.pairs {
-            for (k, &size) in p.sizes.iter().enumerate() {
-                for param in [Parameter::Rtt, Parameter::Os, Parameter::Or, Parameter::G] {
-                    let method = match param {
-                        Parameter::G => p.g[k].1,
-                        _ => Method::Measured,
-                    };
-                    c.push(p, size, param, method, p.stats(param, k));
-                }
-            }
-            c.push(p, 0, Parameter::L, Method::Derived, &p.latency);
-        }
-        c.into_table()
-    }
-
-    /// The raw repetitions: one row per pair, sweep, size, parameter and repetition.
-    pub fn raw_table(&self) -> Table {
-        let (mut sweep, mut i, mut j, mut size, mut param, mut rep, mut value) =
-            (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
-        for (s, pair, m, p, samples) in &self.raw {
-            for (k, &x) in samples.iter().enumerate() {
-                sweep.push(*s as i32);
-                i.push(pair.i as i32);
-                j.push(pair.j as i32);
-                size.push(*m as i64);
-                param.push(p.name().to_string());
-                rep.push(k as i32);
-                value.push(x * US);
-            }
-        }
-        Table::new()
-            .with("sweep", Column::Int32(sweep))
-            .with("i", Column::Int32(i))
-            .with("j", Column::Int32(j))
-            .with("size_bytes", Column::Int64(size))
-            .with("parameter", Column::Text(param))
-            .with("repetition", Column::Int32(rep))
-            .with("value_us", Column::Float64(value))
+        let placement = self.run.read_meta().map(|m| m.ranks).unwrap_or_default();
+        let times: Vec<(MessageSize, &DistanceMatrix)> = self
+            .options
+            .matrix_sizes
+            .iter()
+            .map(|&s| (s, find(MatrixKind::Time(s.0))))
+            .collect();
+        let spreads = self
+            .options
+            .matrix_sizes
+            .iter()
+            .zip(self.repeat.iter_mut().zip(self.times.iter_mut()))
+            .map(|(&size, (repeat, times))| crate::report::Spread::of(size, repeat, times))
+            .collect();
+        let report = crate::report::report(&crate::report::ReportInputs {
+            ranks: &self.ranks,
+            placement: &placement,
+            estimator: self.options.estimator,
+            latency: find(MatrixKind::Latency),
+            times,
+            spreads,
+            pairs: self.pairs,
+            not_positive: std::mem::take(&mut self.not_positive),
+            unconverged: self.unconverged,
+        });
+        self.run
+            .write_file("report.json", format!("{report:#}\n").as_bytes())?;
+        self.written.push("report.json".to_string());
+        Ok(self.written)
     }
 }
 
+/// The element-wise median of the sweeps' matrices.
+fn median_over_sweeps(mut per_sweep: Vec<Array2<f64>>, labels: &[String]) -> DistanceMatrix {
+    let mut values = if per_sweep.len() == 1 {
+        per_sweep.pop().expect("one sweep")
+    } else {
+        let (n, _) = per_sweep[0].dim();
+        let mut v = vec![0.0; per_sweep.len()];
+        Array2::from_shape_fn((n, n), |ij| {
+            for (x, m) in v.iter_mut().zip(&per_sweep) {
+                *x = m[ij];
+            }
+            v.sort_by(f64::total_cmp);
+            quantile_of_sorted(&v, 0.5)
+        })
+    };
+    mirror_upper(&mut values);
+    DistanceMatrix::new(values, Some(labels.to_vec()))
+        .expect("finite, non-negative, square by construction")
+}
+
+/// Copies the upper triangle onto the lower one, in tiles that stay in cache.
+fn mirror_upper(m: &mut Array2<f64>) {
+    const TILE: usize = 64;
+    let n = m.nrows();
+    for ti in (0..n).step_by(TILE) {
+        for tj in (ti..n).step_by(TILE) {
+            for i in ti..(ti + TILE).min(n) {
+                for j in tj.max(i + 1)..(tj + TILE).min(n) {
+                    m[[j, i]] = m[[i, j]];
+                }
+            }
+        }
+    }
+}
+
+/// Equations 3.5-3.6: the Euclidean distance between the ranks' vectors of
+/// (L, o_s(m), o_r(m), g(m)) towards every rank, in microseconds.
+///
+/// A rank's entry towards itself, which is not measured, is the least value of its row for
+/// each parameter (no rank is nearer to it than its nearest peer), so every rank has one
+/// fixed vector and the result is a metric.
+fn feature_distances(parts: [&DistanceMatrix; 4], labels: &[String]) -> DistanceMatrix {
+    let n = labels.len();
+    // |x - y|^2 = |x|^2 + |y|^2 - 2 x.y, through one matrix product per parameter.
+    let mut gram = Array2::<f64>::zeros((n, n));
+    for m in parts {
+        let mut v = m.values().clone();
+        for i in 0..n {
+            let row_min = (0..n)
+                .filter(|&k| k != i)
+                .map(|k| v[[i, k]])
+                .fold(f64::INFINITY, f64::min);
+            v[[i, i]] = if row_min.is_finite() { row_min } else { 0.0 };
+        }
+        gram += &v.dot(&v.t());
+    }
+    let d = Array2::from_shape_fn((n, n), |(i, j)| {
+        let (a, b) = (i.min(j), i.max(j));
+        if a == b {
+            0.0
+        } else {
+            (gram[[a, a]] + gram[[b, b]] - 2.0 * gram[[a, b]])
+                .max(0.0)
+                .sqrt()
+        }
+    });
+    DistanceMatrix::new(d, Some(labels.to_vec()))
+        .expect("finite, non-negative, square by construction")
+}
+
+/// Columns of the measurements table: one row per pair, sweep, size and parameter (L once
+/// per pair).
 #[derive(Default)]
 struct TableColumns {
     sweep: Vec<i32>,
     i: Vec<i32>,
     j: Vec<i32>,
     size: Vec<i64>,
-    parameter: Vec<String>,
-    method: Vec<String>,
+    parameter: Vec<&'static str>,
+    method: Vec<&'static str>,
     stats: [Vec<f64>; 6],
     count: Vec<i32>,
     warmup: Vec<i32>,
@@ -307,13 +614,30 @@ struct TableColumns {
 }
 
 impl TableColumns {
+    fn len(&self) -> usize {
+        self.sweep.len()
+    }
+
+    fn push_pair(&mut self, p: &PairParams) {
+        for (k, &size) in p.sizes.iter().enumerate() {
+            for param in [Parameter::Rtt, Parameter::Os, Parameter::Or, Parameter::G] {
+                let method = match param {
+                    Parameter::G => p.g[k].1,
+                    _ => Method::Measured,
+                };
+                self.push(p, size, param, method, p.stats(param, k));
+            }
+        }
+        self.push(p, 0, Parameter::L, Method::Derived, &p.latency);
+    }
+
     fn push(&mut self, p: &PairParams, size: usize, param: Parameter, method: Method, s: &Summary) {
         self.sweep.push(p.sweep as i32);
         self.i.push(p.pair.i as i32);
         self.j.push(p.pair.j as i32);
         self.size.push(size as i64);
-        self.parameter.push(param.name().to_string());
-        self.method.push(method.name().to_string());
+        self.parameter.push(param.name());
+        self.method.push(method.name());
         for (k, x) in [s.min, s.p10, s.median, s.p90, s.mean, s.max]
             .into_iter()
             .enumerate()
@@ -332,8 +656,8 @@ impl TableColumns {
             .with("i", Column::Int32(self.i))
             .with("j", Column::Int32(self.j))
             .with("size_bytes", Column::Int64(self.size))
-            .with("parameter", Column::Text(self.parameter))
-            .with("method", Column::Text(self.method))
+            .with("parameter", Column::Symbol(self.parameter))
+            .with("method", Column::Symbol(self.method))
             .with("min_us", Column::Float64(min))
             .with("p10_us", Column::Float64(p10))
             .with("median_us", Column::Float64(median))
@@ -343,6 +667,43 @@ impl TableColumns {
             .with("samples", Column::Int32(self.count))
             .with("warmup", Column::Int32(self.warmup))
             .with("outliers", Column::Int32(self.outliers))
+    }
+}
+
+/// Columns of the raw table: one row per pair, sweep, size, parameter and repetition.
+#[derive(Default)]
+struct RawColumns {
+    sweep: Vec<i32>,
+    i: Vec<i32>,
+    j: Vec<i32>,
+    size: Vec<i64>,
+    parameter: Vec<&'static str>,
+    repetition: Vec<i32>,
+    value: Vec<f64>,
+}
+
+impl RawColumns {
+    fn push(&mut self, sweep: u32, pair: Pair, size: usize, p: Parameter, samples: &[f64]) {
+        for (k, &x) in samples.iter().enumerate() {
+            self.sweep.push(sweep as i32);
+            self.i.push(pair.i as i32);
+            self.j.push(pair.j as i32);
+            self.size.push(size as i64);
+            self.parameter.push(p.name());
+            self.repetition.push(k as i32);
+            self.value.push(x * US);
+        }
+    }
+
+    fn into_table(self) -> Table {
+        Table::new()
+            .with("sweep", Column::Int32(self.sweep))
+            .with("i", Column::Int32(self.i))
+            .with("j", Column::Int32(self.j))
+            .with("size_bytes", Column::Int64(self.size))
+            .with("parameter", Column::Symbol(self.parameter))
+            .with("repetition", Column::Int32(self.repetition))
+            .with("value_us", Column::Float64(self.value))
     }
 }
 
@@ -363,119 +724,66 @@ pub struct MatrixEntry {
 }
 
 /// Writes `measurements.parquet` (and `.csv`), `raw.parquet` with raw samples, `matrices/`
-/// and `report.json` into the run directory; returns the names written.
+/// and `report.json` into the run directory from the journal's entries; every pair among the
+/// tested ranks must be there in every sweep present. Returns the names written.
 pub fn write_outputs(
     run: &RunDir,
     entries: &[JournalEntry],
     options: &OutputOptions,
 ) -> Result<Vec<String>, OutputError> {
     let journal = run.file(lgate_rundir::JOURNAL_FILE).display().to_string();
-    let analysis = Analysis::of_entries(entries, &journal)?;
-    for &size in &options.matrix_sizes {
-        analysis.check_size(size)?;
-    }
-    let mut written = Vec::new();
-    let table = analysis.measurements();
-    run.write_file("measurements.parquet", &table.to_parquet()?)?;
-    written.push("measurements.parquet".to_string());
-    if options.csv {
-        run.write_file("measurements.csv", table.to_csv().as_bytes())?;
-        written.push("measurements.csv".to_string());
-    }
-    if !analysis.raw.is_empty() {
-        let raw = analysis.raw_table();
-        run.write_file("raw.parquet", &raw.to_parquet()?)?;
-        written.push("raw.parquet".to_string());
-        if options.csv {
-            run.write_file("raw.csv", raw.to_csv().as_bytes())?;
-            written.push("raw.csv".to_string());
+    let ranks: BTreeSet<usize> = entries.iter().flat_map(|e| [e.i, e.j]).collect();
+    let sweeps: BTreeSet<u32> = entries.iter().map(|e| e.sweep).collect();
+    let mut outputs = OutputBuilder::new(
+        run,
+        ranks.into_iter().collect(),
+        sweeps.into_iter().collect(),
+        options,
+    )?;
+    for e in entries {
+        let in_journal = |error: OutputError| match error {
+            OutputError::BadPair {
+                sweep,
+                i,
+                j,
+                message,
+            } => OutputError::BadEntry {
+                path: journal.clone(),
+                sweep,
+                i,
+                j,
+                message,
+            },
+            other => other,
+        };
+        let bad = |message: String| OutputError::BadEntry {
+            path: journal.clone(),
+            sweep: e.sweep,
+            i: e.i,
+            j: e.j,
+            message,
+        };
+        let m: PairMeasurement = serde_json::from_value(e.result.clone())
+            .map_err(|err| bad(format!("not a PLogP measurement: {err}")))?;
+        let pair = Pair::new(e.i, e.j);
+        let params = PairParams::from_measurement(e.sweep, pair, &m).map_err(bad)?;
+        outputs.add(&params).map_err(in_journal)?;
+        for s in &m.sizes {
+            if let Some(r) = &s.raw {
+                for (p, v) in [
+                    (Parameter::Rtt, &r.rtt),
+                    (Parameter::Os, &r.os),
+                    (Parameter::Or, &r.or),
+                    (Parameter::G, &r.g),
+                ] {
+                    if !v.is_empty() {
+                        outputs.add_raw(e.sweep, pair, s.size, p, v)?;
+                    }
+                }
+            }
         }
     }
-
-    let e = options.estimator;
-    let mut matrices: Vec<(MatrixEntry, DistanceMatrix)> = vec![
-        (
-            entry(
-                "latency",
-                "L.csv",
-                "latency L = (RTT(0) - 2 g(0)) / 2",
-                None,
-            ),
-            analysis.matrix(|p| e.of(&p.latency) * US),
-        ),
-        (
-            entry(
-                "rtt:0",
-                "rtt_0.csv",
-                "round-trip time of an empty message, RTT(0)",
-                Some(0),
-            ),
-            analysis.matrix(|p| e.of(&p.rtt[0]) * US),
-        ),
-    ];
-    for &size in &options.matrix_sizes {
-        let m = size.0;
-        matrices.push((
-            entry(
-                &format!("t:{size}"),
-                &format!("t_{m}.csv"),
-                &format!("t(m) = L + (o_s(m) + o_r(m)) / 2 + g(m) at m = {size} (equation 3.3)"),
-                Some(m),
-            ),
-            analysis.matrix(|p| p.time(m, e).expect("size checked") * US),
-        ));
-    }
-    for &size in &options.matrix_sizes {
-        let m = size.0;
-        for (p, what) in [
-            (Parameter::Os, "send overhead o_s(m)"),
-            (Parameter::Or, "receive overhead o_r(m)"),
-            (Parameter::G, "gap g(m)"),
-        ] {
-            matrices.push((
-                entry(
-                    &format!("{}:{size}", p.name()),
-                    &format!("{}_{m}.csv", p.name()),
-                    &format!("{what} at m = {size}"),
-                    Some(m),
-                ),
-                analysis.matrix(|pp| pp.value(p, m, e).expect("size checked") * US),
-            ));
-        }
-        matrices.push((
-            entry(
-                &format!("features:{size}"),
-                &format!("features_{m}.csv"),
-                &format!("Euclidean distance between the ranks' (L, o_s, o_r, g) vectors at m = {size} (equations 3.5-3.6)"),
-                Some(m),
-            ),
-            analysis.features(m, e),
-        ));
-    }
-    std::fs::create_dir_all(run.file("matrices")).map_err(|error| RunDirError::Io {
-        path: run.file("matrices"),
-        error,
-    })?;
-    for (meta, m) in &matrices {
-        // Microseconds to 0.1 ns: far below what timing can resolve.
-        run.write_file(
-            &format!("matrices/{}", meta.file),
-            m.to_csv_rounded(4).as_bytes(),
-        )?;
-    }
-    let index = serde_json::json!({
-        "estimator": e.name(),
-        "combine_sweeps": "median",
-        "matrices": matrices.iter().map(|(m, _)| m).collect::<Vec<_>>(),
-    });
-    run.write_file("matrices/index.json", format!("{index:#}\n").as_bytes())?;
-    written.push("matrices/".to_string());
-
-    let placement = run.read_meta().map(|m| m.ranks).unwrap_or_default();
-    let report = crate::report::report(&analysis, &placement, options);
-    run.write_file("report.json", format!("{:#}\n", report).as_bytes())?;
-    written.push("report.json".to_string());
-    Ok(written)
+    outputs.finish()
 }
 
 fn entry(name: &str, file: &str, description: &str, size: Option<usize>) -> MatrixEntry {
@@ -485,16 +793,5 @@ fn entry(name: &str, file: &str, description: &str, size: Option<usize>) -> Matr
         description: description.to_string(),
         unit: "us",
         size_bytes: size,
-    }
-}
-
-/// Where two ranks sit relative to each other, from their placement.
-pub fn pair_class(placement: &[RankInfo], pair: Pair) -> &'static str {
-    match (placement.get(pair.i), placement.get(pair.j)) {
-        (Some(a), Some(b)) if a.host != b.host => "different hosts",
-        (Some(a), Some(b)) if a.socket.is_some() && a.socket == b.socket => "same socket",
-        (Some(a), Some(b)) if a.socket.is_some() && b.socket.is_some() => "same host, other socket",
-        (Some(_), Some(_)) => "same host",
-        _ => "unknown placement",
     }
 }

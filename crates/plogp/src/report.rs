@@ -10,19 +10,19 @@
 
 use std::collections::BTreeMap;
 
-use lgate_harness::stats::quantile_of_sorted;
-use lgate_harness::Pair;
+use lgate_harness::stats::quantile;
+use lgate_matrix::DistanceMatrix;
 use lgate_rundir::RankInfo;
 use serde_json::{json, Value};
 
-use crate::outputs::{pair_class, Analysis, OutputOptions};
+use crate::params::Estimator;
+use crate::size::MessageSize;
 
 /// Flagged pairs listed in full at most; the count is always given.
 const LISTED: usize = 100;
 
 fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    quantile_of_sorted(v, 0.5)
+    quantile(v, 0.5)
 }
 
 /// 1.4826 times the median absolute deviation: a standard deviation that outliers do not sway.
@@ -43,176 +43,232 @@ fn stands_out(x: f64, center: f64, sigma: f64) -> Option<&'static str> {
     }
 }
 
+/// Where two ranks sit relative to each other, from their placement.
+const CLASSES: [&str; 5] = [
+    "different hosts",
+    "same socket",
+    "same host, other socket",
+    "same host",
+    "unknown placement",
+];
+
+/// Per rank, small integers for its host and socket, to classify pairs quickly.
+fn placement_ids(ranks: &[usize], placement: &[RankInfo]) -> Vec<Option<(usize, Option<usize>)>> {
+    let mut hosts: BTreeMap<&str, usize> = BTreeMap::new();
+    ranks
+        .iter()
+        .map(|&r| {
+            placement.get(r).map(|info| {
+                let next = hosts.len();
+                (
+                    *hosts.entry(info.host.as_str()).or_insert(next),
+                    info.socket,
+                )
+            })
+        })
+        .collect()
+}
+
+fn class_index(a: Option<(usize, Option<usize>)>, b: Option<(usize, Option<usize>)>) -> usize {
+    match (a, b) {
+        (Some((ha, _)), Some((hb, _))) if ha != hb => 0,
+        (Some((_, Some(sa))), Some((_, Some(sb)))) if sa == sb => 1,
+        (Some((_, Some(_))), Some((_, Some(_)))) => 2,
+        (Some(_), Some(_)) => 3,
+        _ => 4,
+    }
+}
+
 /// The report of one matrix: classes, slow pairs, slow ranks.
 fn matrix_report(
     name: &str,
-    analysis: &Analysis,
+    ranks: &[usize],
+    ids: &[Option<(usize, Option<usize>)>],
     placement: &[RankInfo],
-    value: &dyn Fn(Pair) -> f64,
+    m: &DistanceMatrix,
 ) -> Value {
-    let mut pairs: Vec<(Pair, &'static str, f64)> = Vec::new();
-    for (a, &x) in analysis.ranks.iter().enumerate() {
-        for &y in &analysis.ranks[a + 1..] {
-            let p = Pair::new(x, y);
-            pairs.push((p, pair_class(placement, p), value(p)));
+    let n = ranks.len();
+    let mut by_class: Vec<Vec<f64>> = vec![Vec::new(); CLASSES.len()];
+    for a in 0..n {
+        for b in a + 1..n {
+            by_class[class_index(ids[a], ids[b])].push(m.get(a, b));
         }
     }
-    let mut classes: BTreeMap<&str, (f64, f64, usize)> = BTreeMap::new();
-    let mut by_class: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
-    for &(_, c, v) in &pairs {
-        by_class.entry(c).or_default().push(v);
-    }
-    for (c, v) in &mut by_class {
-        let m = median(v);
-        classes.insert(c, (m, robust_sigma(v, m), v.len()));
-    }
+    // (median, robust sigma, pairs) per class.
+    let classes: Vec<(f64, f64, usize)> = by_class
+        .iter_mut()
+        .map(|v| {
+            let center = median(v);
+            (center, robust_sigma(v, center), v.len())
+        })
+        .collect();
+    drop(by_class);
     let mut slow_pairs = Vec::new();
-    let mut ratios: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
-    for &(p, c, v) in &pairs {
-        let (m, s, n) = classes[c];
-        if m > 0.0 {
-            ratios.entry(p.i).or_default().push(v / m);
-            ratios.entry(p.j).or_default().push(v / m);
-        }
-        if n >= 3 {
-            if let Some(why) = stands_out(v, m, s) {
-                slow_pairs.push(json!({"i": p.i, "j": p.j, "class": c, "value_us": v, "class_median_us": m, "ratio": v / m, "why": why}));
+    let mut total = 0;
+    let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); n];
+    for a in 0..n {
+        for b in a + 1..n {
+            let c = class_index(ids[a], ids[b]);
+            let (center, sigma, count) = classes[c];
+            let v = m.get(a, b);
+            if center > 0.0 {
+                ratios[a].push(v / center);
+                ratios[b].push(v / center);
+            }
+            if count >= 3 {
+                if let Some(why) = stands_out(v, center, sigma) {
+                    total += 1;
+                    slow_pairs.push((v / center, a, b, c, why));
+                    if slow_pairs.len() > 4 * LISTED {
+                        slow_pairs.sort_by(|x, y| y.0.total_cmp(&x.0));
+                        slow_pairs.truncate(LISTED);
+                    }
+                }
             }
         }
     }
-    let mut scores: Vec<(usize, f64)> = ratios
+    slow_pairs.sort_by(|x, y| y.0.total_cmp(&x.0));
+    slow_pairs.truncate(LISTED);
+    let scores: Vec<(usize, f64)> = ratios
         .into_iter()
-        .map(|(r, mut v)| (r, median(&mut v)))
+        .enumerate()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(a, mut v)| (a, median(&mut v)))
         .collect();
     let mut all: Vec<f64> = scores.iter().map(|s| s.1).collect();
     let center = median(&mut all);
     let sigma = robust_sigma(&all, center);
-    scores.sort_by_key(|s| s.0);
     let slow_ranks: Vec<Value> = scores
         .iter()
-        .filter_map(|&(r, score)| {
+        .filter_map(|&(a, score)| {
             let why = if score >= 2.0 {
                 Some("its pairs are at least twice their class median")
             } else {
                 stands_out(score, center, sigma).map(|_| "its pairs are more than two standard deviations slower than other ranks' pairs")
             }?;
+            let r = ranks[a];
             Some(json!({"rank": r, "host": placement.get(r).map(|p| p.host.as_str()), "median_ratio": score, "why": why}))
         })
         .collect();
-    let total = slow_pairs.len();
-    slow_pairs.sort_by(|a, b| {
-        b["ratio"]
-            .as_f64()
-            .unwrap_or(0.0)
-            .total_cmp(&a["ratio"].as_f64().unwrap_or(0.0))
-    });
-    slow_pairs.truncate(LISTED);
     json!({
         "matrix": name,
-        "classes": classes.iter().map(|(c, (m, s, n))| json!({"class": c, "pairs": n, "median_us": m, "robust_sigma_us": s})).collect::<Vec<_>>(),
+        "classes": classes.iter().enumerate().filter(|(_, c)| c.2 > 0).map(|(k, (m, s, n))| json!({"class": CLASSES[k], "pairs": n, "median_us": m, "robust_sigma_us": s})).collect::<Vec<_>>(),
         "slow_pairs_count": total,
-        "slow_pairs": slow_pairs,
+        "slow_pairs": slow_pairs.iter().map(|&(ratio, a, b, c, why)| json!({"i": ranks[a], "j": ranks[b], "class": CLASSES[c], "value_us": m.get(a, b), "class_median_us": classes[c].0, "ratio": ratio, "why": why})).collect::<Vec<_>>(),
         "slow_ranks": slow_ranks,
     })
 }
 
-/// How much repeats of one pair vary next to how much pairs differ, for t(m): the repeat
-/// spread of a pair is the p10-p90 range of L, plus half those of o_s and o_r, plus that of g,
-/// at the first measured size at or above `size` (the median over pairs is reported); the
-/// spread between pairs is the p10-p90 range of the pairs' t(m).
-fn spread(analysis: &Analysis, size: usize, e: crate::params::Estimator) -> Value {
-    let range = |s: &lgate_harness::Summary| s.p90 - s.p10;
-    let mut repeat = Vec::new();
-    let mut values = Vec::new();
-    for p in &analysis.pairs {
-        let k = p
-            .sizes
-            .partition_point(|&s| s < size)
-            .min(p.sizes.len() - 1);
-        let r = range(&p.latency) + (range(&p.os[k]) + range(&p.or[k])) / 2.0 + range(&p.g[k].0);
-        repeat.push(r * 1e6);
-        values.push(p.time(size, e).unwrap_or(0.0) * 1e6);
+/// How much repeats of one pair vary next to how much pairs differ, for t(m).
+#[derive(Debug, Clone, Copy)]
+pub struct Spread {
+    /// The matrix size.
+    pub size: MessageSize,
+    /// The median over pairs of a pair's repeat spread: the p10-p90 range of L, plus half
+    /// those of o_s and o_r, plus that of g, at the first measured size at or above the size.
+    pub repeat_us: f64,
+    /// The p10-p90 range of the pairs' t(m).
+    pub between_us: f64,
+}
+
+impl Spread {
+    /// The spread from each pair's repeat spread and t(m) (both reordered).
+    pub fn of(size: MessageSize, repeat: &mut [f64], times: &mut [f64]) -> Spread {
+        Spread {
+            size,
+            repeat_us: median(repeat),
+            between_us: quantile(times, 0.9) - quantile(times, 0.1),
+        }
     }
-    let within = median(&mut repeat);
-    values.sort_by(f64::total_cmp);
-    let between = quantile_of_sorted(&values, 0.9) - quantile_of_sorted(&values, 0.1);
-    json!({
-        "matrix": format!("t:{}", crate::size::MessageSize(size)),
-        "repeat_spread_us": within,
-        "between_pairs_spread_us": between,
-        "overlap": within >= between,
-    })
+
+    fn to_json(self) -> Value {
+        json!({
+            "matrix": format!("t:{}", self.size),
+            "repeat_spread_us": self.repeat_us,
+            "between_pairs_spread_us": self.between_us,
+            "overlap": self.repeat_us >= self.between_us,
+        })
+    }
+}
+
+/// What the report is made from.
+pub struct ReportInputs<'a> {
+    /// The tested ranks, the rows of the matrices.
+    pub ranks: &'a [usize],
+    /// Where every rank ran.
+    pub placement: &'a [RankInfo],
+    /// The statistic the matrices hold.
+    pub estimator: Estimator,
+    /// The latency matrix.
+    pub latency: &'a DistanceMatrix,
+    /// The t(m) matrices.
+    pub times: Vec<(MessageSize, &'a DistanceMatrix)>,
+    /// The spread of each t(m).
+    pub spreads: Vec<Spread>,
+    /// Pair measurements, all sweeps.
+    pub pairs: usize,
+    /// Pairs whose L came out as zero: {sweep, i, j}.
+    pub not_positive: Vec<Value>,
+    /// Pairs whose link saturation did not settle.
+    pub unconverged: usize,
 }
 
 /// The whole report.
-pub fn report(analysis: &Analysis, placement: &[RankInfo], options: &OutputOptions) -> Value {
-    let e = options.estimator;
-    let lookup: BTreeMap<Pair, Vec<&crate::params::PairParams>> =
-        analysis.pairs.iter().fold(BTreeMap::new(), |mut m, p| {
-            m.entry(p.pair).or_default().push(p);
-            m
-        });
-    let across_sweeps = |p: Pair, f: &dyn Fn(&crate::params::PairParams) -> f64| {
-        let mut v: Vec<f64> = lookup[&p].iter().map(|pp| f(pp)).collect();
-        median(&mut v)
-    };
-    let mut matrices = vec![matrix_report("latency", analysis, placement, &|p| {
-        across_sweeps(p, &|pp| e.of(&pp.latency) * 1e6)
-    })];
-    let mut spreads = Vec::new();
-    let mut warnings = Vec::new();
-    for size in &options.matrix_sizes {
-        let m = size.0;
+pub fn report(inputs: &ReportInputs) -> Value {
+    let ids = placement_ids(inputs.ranks, inputs.placement);
+    let mut matrices = vec![matrix_report(
+        "latency",
+        inputs.ranks,
+        &ids,
+        inputs.placement,
+        inputs.latency,
+    )];
+    for (size, m) in &inputs.times {
         matrices.push(matrix_report(
             &format!("t:{size}"),
-            analysis,
-            placement,
-            &|p| across_sweeps(p, &|pp| pp.time(m, e).unwrap_or(0.0) * 1e6),
+            inputs.ranks,
+            &ids,
+            inputs.placement,
+            m,
         ));
-        let s = spread(analysis, m, e);
-        if s["overlap"] == true {
+    }
+    let mut warnings = Vec::new();
+    for s in &inputs.spreads {
+        if s.repeat_us >= s.between_us {
             warnings.push(format!(
-                "at {size}, repeated measurements of one pair vary as much as pairs differ \
+                "at {}, repeated measurements of one pair vary as much as pairs differ \
                  ({:.3} us against {:.3} us): clustering this size is unreliable; measure with \
                  more --reps or --sweeps",
-                s["repeat_spread_us"].as_f64().unwrap_or(0.0),
-                s["between_pairs_spread_us"].as_f64().unwrap_or(0.0)
+                s.size, s.repeat_us, s.between_us
             ));
         }
-        spreads.push(s);
     }
-    let not_positive: Vec<Value> = analysis
-        .pairs
-        .iter()
-        .filter(|p| p.latency.median <= 0.0)
-        .map(|p| json!({"sweep": p.sweep, "i": p.pair.i, "j": p.pair.j}))
-        .collect();
-    if !not_positive.is_empty() {
+    if !inputs.not_positive.is_empty() {
         warnings.push(format!(
             "{} pair(s) have g(0) >= RTT(0) / 2, so L came out as 0: their saturation estimate \
              is suspect",
-            not_positive.len()
+            inputs.not_positive.len()
         ));
     }
-    let unconverged = analysis
-        .pairs
-        .iter()
-        .filter(|p| !p.saturation_converged)
-        .count();
-    if unconverged > 0 {
+    if inputs.unconverged > 0 {
         warnings.push(format!(
-            "{unconverged} pair(s) stopped link saturation (at 37500 messages or a 50 ms batch) \
-             before g(m) settled within epsilon; their g(m) is the last estimate"
+            "{} pair(s) stopped link saturation (at 37500 messages or a 50 ms batch) \
+             before g(m) settled within epsilon; their g(m) is the last estimate",
+            inputs.unconverged
         ));
     }
+    let mut not_positive = inputs.not_positive.clone();
+    let not_positive_count = not_positive.len();
+    not_positive.truncate(LISTED);
     json!({
-        "estimator": e.name(),
-        "ranks": analysis.ranks.len(),
-        "pairs": analysis.pairs.len(),
+        "estimator": inputs.estimator.name(),
+        "ranks": inputs.ranks.len(),
+        "pairs": inputs.pairs,
         "matrices": matrices,
-        "spread": spreads,
+        "spread": inputs.spreads.iter().map(|s| s.to_json()).collect::<Vec<_>>(),
+        "latency_not_positive_count": not_positive_count,
         "latency_not_positive": not_positive,
-        "saturation_not_converged": unconverged,
+        "saturation_not_converged": inputs.unconverged,
         "warnings": warnings,
     })
 }

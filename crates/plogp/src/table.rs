@@ -1,10 +1,13 @@
 //! Long-format tables written as CSV and as Parquet (readable by pandas and polars).
 
 use std::fmt::Write as _;
+use std::io::Write;
 use std::sync::Arc;
 
+use lgate_output::AtomicFile;
 use parquet::basic::{Compression, LogicalType, Repetition, Type as PhysicalType};
 use parquet::data_type::{ByteArray, ByteArrayType, DoubleType, Int32Type, Int64Type};
+use parquet::errors::ParquetError;
 use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::Type;
@@ -20,6 +23,8 @@ pub enum Column {
     Float64(Vec<f64>),
     /// UTF-8 text.
     Text(Vec<String>),
+    /// UTF-8 text from a small fixed vocabulary, such as parameter names.
+    Symbol(Vec<&'static str>),
 }
 
 impl Column {
@@ -29,6 +34,7 @@ impl Column {
             Column::Int64(v) => v.len(),
             Column::Float64(v) => v.len(),
             Column::Text(v) => v.len(),
+            Column::Symbol(v) => v.len(),
         }
     }
 
@@ -38,6 +44,7 @@ impl Column {
             Column::Int64(v) => write!(out, "{}", v[row]),
             Column::Float64(v) => write!(out, "{}", v[row]),
             Column::Text(v) => write!(out, "{}", lgate_matrix::csv_field(&v[row])),
+            Column::Symbol(v) => write!(out, "{}", lgate_matrix::csv_field(v[row])),
         };
     }
 }
@@ -74,24 +81,30 @@ impl Table {
 
     /// The table as CSV with a header line.
     pub fn to_csv(&self) -> String {
-        let mut out = String::new();
+        let mut out = self.csv_header();
+        self.csv_rows(&mut out);
+        out
+    }
+
+    fn csv_header(&self) -> String {
         let names: Vec<&str> = self.columns.iter().map(|(n, _)| n.as_str()).collect();
-        out.push_str(&names.join(","));
-        out.push('\n');
+        names.join(",") + "\n"
+    }
+
+    fn csv_rows(&self, out: &mut String) {
         for row in 0..self.rows() {
             for (k, (_, c)) in self.columns.iter().enumerate() {
                 if k > 0 {
                     out.push(',');
                 }
-                c.write_cell(row, &mut out);
+                c.write_cell(row, out);
             }
             out.push('\n');
         }
-        out
     }
 
-    /// The table as a Snappy-compressed Parquet file in one row group.
-    pub fn to_parquet(&self) -> Result<Vec<u8>, parquet::errors::ParquetError> {
+    /// The Parquet schema of the table's columns.
+    fn schema(&self) -> Result<Arc<Type>, ParquetError> {
         let fields = self
             .columns
             .iter()
@@ -100,7 +113,9 @@ impl Table {
                     Column::Int32(_) => (PhysicalType::INT32, None),
                     Column::Int64(_) => (PhysicalType::INT64, None),
                     Column::Float64(_) => (PhysicalType::DOUBLE, None),
-                    Column::Text(_) => (PhysicalType::BYTE_ARRAY, Some(LogicalType::String)),
+                    Column::Text(_) | Column::Symbol(_) => {
+                        (PhysicalType::BYTE_ARRAY, Some(LogicalType::String))
+                    }
                 };
                 Type::primitive_type_builder(name, physical)
                     .with_repetition(Repetition::REQUIRED)
@@ -109,18 +124,26 @@ impl Table {
                     .map(Arc::new)
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let schema = Arc::new(
+        Ok(Arc::new(
             Type::group_type_builder("schema")
                 .with_fields(fields)
                 .build()?,
-        );
-        let props = Arc::new(
+        ))
+    }
+
+    fn properties() -> Arc<WriterProperties> {
+        Arc::new(
             WriterProperties::builder()
                 .set_compression(Compression::SNAPPY)
                 .set_created_by(format!("lgate-plogp {}", env!("CARGO_PKG_VERSION")))
                 .build(),
-        );
-        let mut writer = SerializedFileWriter::new(Vec::new(), schema, props)?;
+        )
+    }
+
+    fn write_row_group<W: Write + Send>(
+        &self,
+        writer: &mut SerializedFileWriter<W>,
+    ) -> Result<(), ParquetError> {
         let mut group = writer.next_row_group()?;
         let mut k = 0;
         while let Some(mut col) = group.next_column()? {
@@ -140,12 +163,89 @@ impl Table {
                     col.typed::<ByteArrayType>()
                         .write_batch(&bytes, None, None)?;
                 }
+                Column::Symbol(v) => {
+                    let bytes: Vec<ByteArray> = v
+                        .iter()
+                        .map(|s| ByteArray::from(bytes::Bytes::from_static(s.as_bytes())))
+                        .collect();
+                    col.typed::<ByteArrayType>()
+                        .write_batch(&bytes, None, None)?;
+                }
             }
             col.close()?;
             k += 1;
         }
         group.close()?;
+        Ok(())
+    }
+
+    /// The table as a Snappy-compressed Parquet file in one row group.
+    pub fn to_parquet(&self) -> Result<Vec<u8>, ParquetError> {
+        let mut writer = SerializedFileWriter::new(Vec::new(), self.schema()?, Self::properties())?;
+        self.write_row_group(&mut writer)?;
         writer.into_inner()
+    }
+}
+
+/// A table written in pieces (one Parquet row group each), for tables too large to hold.
+pub struct TableWriter {
+    parquet: SerializedFileWriter<AtomicFile>,
+    csv: Option<AtomicFile>,
+    header: String,
+}
+
+/// An error of writing a table in pieces.
+#[derive(Debug, thiserror::Error)]
+pub enum TableWriteError {
+    /// Parquet encoding or its file failed.
+    #[error("cannot write Parquet: {0}")]
+    Parquet(#[from] ParquetError),
+    /// The CSV file failed.
+    #[error("cannot write CSV: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl TableWriter {
+    /// Starts a table whose columns are those of `shape` (which may be empty), written to
+    /// `parquet` and, if given, `csv`.
+    pub fn new(
+        shape: &Table,
+        parquet: AtomicFile,
+        mut csv: Option<AtomicFile>,
+    ) -> Result<Self, TableWriteError> {
+        let header = shape.csv_header();
+        if let Some(f) = &mut csv {
+            f.write_all(header.as_bytes())?;
+        }
+        Ok(TableWriter {
+            parquet: SerializedFileWriter::new(parquet, shape.schema()?, Table::properties())?,
+            csv,
+            header,
+        })
+    }
+
+    /// Appends the rows of `piece`, whose columns must be the shape's.
+    pub fn write(&mut self, piece: &Table) -> Result<(), TableWriteError> {
+        debug_assert_eq!(piece.csv_header(), self.header, "same columns");
+        if piece.rows() == 0 {
+            return Ok(());
+        }
+        piece.write_row_group(&mut self.parquet)?;
+        if let Some(f) = &mut self.csv {
+            let mut text = String::new();
+            piece.csv_rows(&mut text);
+            f.write_all(text.as_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// Finishes and commits the files.
+    pub fn finish(self) -> Result<(), TableWriteError> {
+        self.parquet.into_inner()?.commit()?;
+        if let Some(f) = self.csv {
+            f.commit()?;
+        }
+        Ok(())
     }
 }
 

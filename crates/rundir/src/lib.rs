@@ -156,6 +156,12 @@ impl RunDir {
         lgate_output::write_atomic(&path, bytes).map_err(io_error(&path))
     }
 
+    /// Starts writing a file of the run that appears only when committed.
+    pub fn create_file(&self, name: &str) -> Result<lgate_output::AtomicFile, RunDirError> {
+        let path = self.file(name);
+        lgate_output::AtomicFile::create(&path).map_err(io_error(&path))
+    }
+
     /// Opens the journal for appending.
     pub fn journal(&self) -> Result<Journal, RunDirError> {
         Journal::open(&self.file(JOURNAL_FILE))

@@ -51,6 +51,9 @@ pub struct RunMeta {
     /// Totals, once the run has ended.
     #[serde(default)]
     pub summary: Option<RunSummary>,
+    /// For a run written by `simulate`: the machine model and what was drawn from the seed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub simulation: Option<serde_json::Value>,
 }
 
 /// Whether a run finished.
@@ -285,6 +288,7 @@ mod tests {
             start: "2026-11-21T21:00:00Z".into(),
             end: None,
             summary: None,
+            simulation: None,
         }
     }
 

@@ -1,0 +1,639 @@
+//! The description of a simulated machine: its levels, how ranks are placed on them, the PLogP
+//! parameters of a link between two ranks by the level at which they part, and the noise and
+//! artifacts of measuring it. Written and read as JSON (`lgate-plogp-model`).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// The value of a model file's `format` field.
+pub const MODEL_FORMAT: &str = "lgate-plogp-model";
+/// The version of model files this build reads and writes.
+pub const MODEL_VERSION: u64 = 1;
+
+/// A simulated machine and how measuring it behaves.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MachineModel {
+    /// Always [`MODEL_FORMAT`].
+    pub format: String,
+    /// [`MODEL_VERSION`].
+    pub version: u64,
+    /// A short name, such as `betzy`.
+    pub name: String,
+    /// Where the figures come from.
+    #[serde(default)]
+    pub description: String,
+    /// The levels from the top down, each with its fan-out.
+    pub levels: Vec<Level>,
+    /// How ranks are dealt to cores.
+    pub placement: Placement,
+    /// Messages above this size (bytes) use the rendezvous protocol.
+    pub eager_limit_bytes: usize,
+    /// The link between two ranks, by the name of the level at which they part: `core` for
+    /// two cores of one socket, `socket` for two sockets of one node, `node` for two nodes of
+    /// one switch, and so on.
+    pub links: BTreeMap<String, Link>,
+    /// Noise of every sample.
+    pub noise: Noise,
+    /// Measurement artifacts; those left out (null) are off.
+    #[serde(default)]
+    pub artifacts: Artifacts,
+    /// Repetitions per measurement unless given.
+    pub reps: usize,
+}
+
+/// One level of the machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Level {
+    /// Its name: `switch`, `node`, `socket`, `core`, ...
+    pub name: String,
+    /// How many of it each item of the level above holds.
+    pub fanout: usize,
+}
+
+/// How ranks are dealt to cores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Placement {
+    /// Consecutive ranks on consecutive cores: a node's ranks fill its first socket first.
+    Block,
+    /// Nodes filled in turn, and within a node consecutive ranks dealt round-robin over the
+    /// level below the node (sockets): Open MPI's and Intel MPI's habit.
+    RoundRobin,
+    /// A seeded random permutation of the cores.
+    Random,
+}
+
+impl Placement {
+    /// The name users type.
+    pub fn name(self) -> &'static str {
+        match self {
+            Placement::Block => "block",
+            Placement::RoundRobin => "round-robin",
+            Placement::Random => "random",
+        }
+    }
+}
+
+impl FromStr for Placement {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        [Placement::Block, Placement::RoundRobin, Placement::Random]
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| {
+                format!("unknown placement `{s}`: expected block, round-robin or random")
+            })
+    }
+}
+
+/// The PLogP parameters of a link, in microseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Link {
+    /// L.
+    pub latency_us: f64,
+    /// g(m) in the eager protocol.
+    pub g_us: Piecewise,
+    /// o_s(m) in the eager protocol.
+    pub os_us: Piecewise,
+    /// o_r(m).
+    pub or_us: Piecewise,
+    /// What the rendezvous handshake adds to o_s(m) and g(m) above the eager limit.
+    pub rendezvous_us: f64,
+}
+
+impl Link {
+    /// A link whose g, o_s and o_r grow linearly: a fixed cost plus bytes over a bandwidth
+    /// (bytes per microsecond, that is MB/s).
+    pub fn linear(
+        latency_us: f64,
+        (g0, g_bw): (f64, f64),
+        (os0, os_bw): (f64, f64),
+        (or0, or_bw): (f64, f64),
+        rendezvous_us: f64,
+    ) -> Link {
+        let line = |a: f64, bw: f64| Piecewise(vec![(0.0, a), (1048576.0, a + 1048576.0 / bw)]);
+        Link {
+            latency_us,
+            g_us: line(g0, g_bw),
+            os_us: line(os0, os_bw),
+            or_us: line(or0, or_bw),
+            rendezvous_us,
+        }
+    }
+
+    /// The true (noise-free) parameters at `m` bytes, microseconds.
+    pub fn at(&self, m: usize, eager_limit: usize) -> TrueParams {
+        let x = m as f64;
+        let step = if m > eager_limit {
+            self.rendezvous_us
+        } else {
+            0.0
+        };
+        let g = self.g_us.at(x) + step;
+        let g0 = self.g_us.at(0.0);
+        TrueParams {
+            rtt: 2.0 * self.latency_us + g + g0,
+            os: self.os_us.at(x) + step,
+            or: self.or_us.at(x),
+            g,
+        }
+    }
+}
+
+/// Noise-free parameters of a link at one size, microseconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TrueParams {
+    /// RTT(m) = 2 L + g(m) + g(0) (m bytes out, an empty reply back).
+    pub rtt: f64,
+    /// o_s(m).
+    pub os: f64,
+    /// o_r(m).
+    pub or: f64,
+    /// g(m).
+    pub g: f64,
+}
+
+/// A piecewise-linear function of the message size: points (bytes, microseconds), ascending,
+/// extended beyond the last point along the last segment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Piecewise(pub Vec<(f64, f64)>);
+
+impl Piecewise {
+    /// The value at `x` bytes.
+    pub fn at(&self, x: f64) -> f64 {
+        let p = &self.0;
+        match p.len() {
+            0 => 0.0,
+            1 => p[0].1,
+            n => {
+                let k = p.partition_point(|&(px, _)| px <= x).clamp(1, n - 1);
+                let ((x0, y0), (x1, y1)) = (p[k - 1], p[k]);
+                y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+            }
+        }
+    }
+}
+
+/// Noise of every sample.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Noise {
+    /// The sigma of multiplicative log-normal noise (0: none).
+    pub sigma: f64,
+    /// The jitter of a batch of messages (operating-system noise), microseconds: it decides
+    /// how many messages link saturation needs before its estimate settles, and so the
+    /// estimated run time; the simulated values do not depend on it.
+    #[serde(default = "default_batch_jitter")]
+    pub batch_jitter_us: f64,
+}
+
+fn default_batch_jitter() -> f64 {
+    1.0
+}
+
+/// Measurement artifacts, each off when absent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Artifacts {
+    /// The first samples of a pair's first size are slow.
+    #[serde(default)]
+    pub warmup: Option<Warmup>,
+    /// Single samples much slower than the rest (operating-system noise).
+    #[serde(default)]
+    pub spikes: Option<Spikes>,
+    /// Ranks 0 and 1 measure slow (section 5.1.1).
+    #[serde(default)]
+    pub first_pair: Option<Factor>,
+    /// Diagonal bands: pairs (i, i + d) for a few offsets d measure slow (section 5.1.2).
+    #[serde(default)]
+    pub bands: Option<Counted>,
+    /// A few random pairs measure slow.
+    #[serde(default)]
+    pub slow_pairs: Option<Counted>,
+    /// Every pair with a rank on one node measures slow.
+    #[serde(default)]
+    pub slow_node: Option<SlowNode>,
+}
+
+/// The names of the artifacts, as `--artifacts` takes them.
+pub const ARTIFACTS: [&str; 6] = [
+    "warmup",
+    "spikes",
+    "first-pair",
+    "bands",
+    "slow-pairs",
+    "slow-node",
+];
+
+impl Artifacts {
+    /// Every artifact, with the parameters this build uses when a model does not give them.
+    pub fn all() -> Artifacts {
+        Artifacts {
+            warmup: Some(Warmup {
+                samples: 4,
+                factor: 3.0,
+            }),
+            spikes: Some(Spikes {
+                rate: 0.02,
+                factor: 4.0,
+            }),
+            first_pair: Some(Factor { factor: 1.6 }),
+            bands: Some(Counted {
+                count: 3,
+                factor: 1.08,
+            }),
+            slow_pairs: Some(Counted {
+                count: 4,
+                factor: 2.5,
+            }),
+            slow_node: Some(SlowNode {
+                node: None,
+                factor: 1.4,
+            }),
+        }
+    }
+
+    /// Keeps only the artifacts named in `names` (see [`ARTIFACTS`]), with this model's
+    /// parameters where it has them and [`Artifacts::all`]'s otherwise.
+    pub fn only(&self, names: &[String]) -> Result<Artifacts, String> {
+        for n in names {
+            if !ARTIFACTS.contains(&n.as_str()) {
+                return Err(format!(
+                    "unknown artifact `{n}`: expected none, all, or some of {}",
+                    ARTIFACTS.join(", ")
+                ));
+            }
+        }
+        let on = |name: &str| names.iter().any(|n| n == name);
+        let d = Artifacts::all();
+        Ok(Artifacts {
+            warmup: on("warmup").then(|| self.warmup.or(d.warmup)).flatten(),
+            spikes: on("spikes").then(|| self.spikes.or(d.spikes)).flatten(),
+            first_pair: on("first-pair")
+                .then(|| self.first_pair.or(d.first_pair))
+                .flatten(),
+            bands: on("bands").then(|| self.bands.or(d.bands)).flatten(),
+            slow_pairs: on("slow-pairs")
+                .then(|| self.slow_pairs.or(d.slow_pairs))
+                .flatten(),
+            slow_node: on("slow-node")
+                .then(|| self.slow_node.or(d.slow_node))
+                .flatten(),
+        })
+    }
+
+    /// The names of the artifacts that are on.
+    pub fn names(&self) -> Vec<&'static str> {
+        let on = [
+            self.warmup.is_some(),
+            self.spikes.is_some(),
+            self.first_pair.is_some(),
+            self.bands.is_some(),
+            self.slow_pairs.is_some(),
+            self.slow_node.is_some(),
+        ];
+        ARTIFACTS
+            .iter()
+            .zip(on)
+            .filter(|(_, on)| *on)
+            .map(|(n, _)| *n)
+            .collect()
+    }
+}
+
+/// Slow first samples.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Warmup {
+    /// How many samples are slow.
+    pub samples: usize,
+    /// How much slower the first is; the following ones approach 1 linearly.
+    pub factor: f64,
+}
+
+/// Rare slow samples.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spikes {
+    /// The probability of a sample being a spike.
+    pub rate: f64,
+    /// How much slower a spike is.
+    pub factor: f64,
+}
+
+/// A slowdown.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Factor {
+    /// How much slower.
+    pub factor: f64,
+}
+
+/// A number of slow things.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Counted {
+    /// How many.
+    pub count: usize,
+    /// How much slower.
+    pub factor: f64,
+}
+
+/// A slow node.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SlowNode {
+    /// Which node (0-based, in machine order); chosen from the seed when absent.
+    #[serde(default)]
+    pub node: Option<usize>,
+    /// How much slower its pairs are.
+    pub factor: f64,
+}
+
+/// What is wrong with a model.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct ModelError(pub String);
+
+impl MachineModel {
+    /// Reads and checks a model file.
+    pub fn read(path: &Path) -> Result<MachineModel, ModelError> {
+        let bad = |m: String| ModelError(format!("{}: {m}", path.display()));
+        let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+        let value: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
+        match value.get("format").and_then(|f| f.as_str()) {
+            Some(MODEL_FORMAT) => {}
+            other => {
+                return Err(bad(format!(
+                    "`format` is {}, expected \"{MODEL_FORMAT}\"",
+                    other.map_or("missing".to_string(), |f| format!("{f:?}"))
+                )))
+            }
+        }
+        let model: MachineModel = serde_json::from_value(value).map_err(|e| bad(e.to_string()))?;
+        model.check().map_err(|e| bad(e.0))?;
+        Ok(model)
+    }
+
+    /// The model as JSON text.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("models serialise") + "\n"
+    }
+
+    /// The number of ranks: the product of the fan-outs.
+    pub fn ranks(&self) -> usize {
+        self.levels.iter().map(|l| l.fanout).product()
+    }
+
+    /// Replaces the levels by a description such as `switch=2,node=4,socket=2,core=16`.
+    pub fn with_machine(mut self, description: &str) -> Result<Self, ModelError> {
+        self.levels = parse_levels(description)?;
+        self.check()?;
+        Ok(self)
+    }
+
+    /// Checks that the model describes a machine: levels with fan-outs, a link for each level
+    /// with finite, non-negative, ascending parameters, and sane noise.
+    pub fn check(&self) -> Result<(), ModelError> {
+        let bad = |m: String| Err(ModelError(m));
+        if self.version != MODEL_VERSION {
+            return bad(format!(
+                "model version {} is not supported (this build reads version {MODEL_VERSION})",
+                self.version
+            ));
+        }
+        if self.levels.is_empty() {
+            return bad("the machine has no levels".into());
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for l in &self.levels {
+            if l.fanout == 0 {
+                return bad(format!("level `{}` has fan-out 0", l.name));
+            }
+            if !seen.insert(l.name.as_str()) {
+                return bad(format!("level `{}` appears twice", l.name));
+            }
+            if l.name.is_empty()
+                || !l
+                    .name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            {
+                return bad(format!(
+                    "level name `{}`: use letters, digits, - and _",
+                    l.name
+                ));
+            }
+            let Some(link) = self.links.get(&l.name) else {
+                return bad(format!(
+                    "no link for level `{}`: `links.{}` gives the parameters between two ranks that part at that level",
+                    l.name, l.name
+                ));
+            };
+            link.check()
+                .map_err(|m| ModelError(format!("links.{}: {m}", l.name)))?;
+        }
+        let ranks = self
+            .levels
+            .iter()
+            .try_fold(1usize, |acc, l| acc.checked_mul(l.fanout));
+        match ranks {
+            Some(n) if (2..=1 << 20).contains(&n) => {}
+            _ => return bad("the machine must have between 2 and 1048576 ranks".into()),
+        }
+        if !(self.noise.batch_jitter_us >= 0.0 && self.noise.batch_jitter_us.is_finite()) {
+            return bad("noise.batch_jitter_us must be finite and not negative".into());
+        }
+        if !(self.noise.sigma >= 0.0 && self.noise.sigma <= 2.0) {
+            return bad(format!(
+                "noise.sigma {} is not between 0 and 2",
+                self.noise.sigma
+            ));
+        }
+        if self.reps == 0 {
+            return bad("reps must be at least 1".into());
+        }
+        let a = &self.artifacts;
+        let factors = [
+            a.warmup.map(|w| w.factor),
+            a.spikes.map(|s| s.factor),
+            a.first_pair.map(|f| f.factor),
+            a.bands.map(|b| b.factor),
+            a.slow_pairs.map(|s| s.factor),
+            a.slow_node.map(|s| s.factor),
+        ];
+        if let Some(f) = factors
+            .iter()
+            .flatten()
+            .find(|f| !(f.is_finite() && **f >= 1.0))
+        {
+            return bad(format!(
+                "artifact factor {f} must be at least 1 (artifacts slow down)"
+            ));
+        }
+        if let Some(s) = a.spikes {
+            if !(0.0..=1.0).contains(&s.rate) {
+                return bad(format!("spike rate {} is not a probability", s.rate));
+            }
+        }
+        if let (Some(SlowNode { node: Some(k), .. }), nodes) = (a.slow_node, self.node_count()) {
+            if k >= nodes {
+                return bad(format!(
+                    "the slow node is {k}, but the machine has {nodes} node(s)"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The index of the node level (`node` or `host`), if the machine has one.
+    pub fn node_level(&self) -> Option<usize> {
+        self.levels
+            .iter()
+            .position(|l| l.name == "node" || l.name == "host")
+    }
+
+    /// How many nodes the machine has (1 without a node level).
+    pub fn node_count(&self) -> usize {
+        match self.node_level() {
+            Some(k) => self.levels[..=k].iter().map(|l| l.fanout).product(),
+            None => 1,
+        }
+    }
+}
+
+impl Link {
+    fn check(&self) -> Result<(), String> {
+        let finite = |x: f64| x.is_finite() && x >= 0.0;
+        if !finite(self.latency_us) || !finite(self.rendezvous_us) {
+            return Err("latency_us and rendezvous_us must be finite and not negative".into());
+        }
+        for (name, f) in [
+            ("g_us", &self.g_us),
+            ("os_us", &self.os_us),
+            ("or_us", &self.or_us),
+        ] {
+            if f.0.is_empty() {
+                return Err(format!("{name} has no points"));
+            }
+            if f.0.iter().any(|&(x, y)| !finite(x) || !finite(y)) {
+                return Err(format!("{name}: points must be finite and not negative"));
+            }
+            if f.0.windows(2).any(|w| w[1].0 <= w[0].0) {
+                return Err(format!("{name}: sizes must ascend"));
+            }
+            // Extended past the last point, the function must stay non-negative up to 1 GiB.
+            if f.at((1u64 << 30) as f64) < 0.0 {
+                return Err(format!("{name} falls below zero at large sizes"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Parses `switch=2,node=4,socket=2,core=16`.
+pub fn parse_levels(description: &str) -> Result<Vec<Level>, ModelError> {
+    description
+        .split(',')
+        .map(|part| {
+            let (name, n) = part.split_once('=').ok_or_else(|| {
+                ModelError(format!(
+                    "`{part}` in --machine: expected LEVEL=FANOUT, as in node=4,socket=2,core=16"
+                ))
+            })?;
+            let fanout = n.trim().parse::<usize>().map_err(|_| {
+                ModelError(format!(
+                    "`{n}` in --machine is not a whole number of {name}s"
+                ))
+            })?;
+            Ok(Level {
+                name: name.trim().to_string(),
+                fanout,
+            })
+        })
+        .collect()
+}
+
+impl fmt::Display for MachineModel {
+    /// `switch=2,node=4,socket=2,core=16`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let parts: Vec<String> = self
+            .levels
+            .iter()
+            .map(|l| format!("{}={}", l.name, l.fanout))
+            .collect();
+        f.write_str(&parts.join(","))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn piecewise_interpolates_and_extends() {
+        let f = Piecewise(vec![(0.0, 1.0), (10.0, 2.0), (20.0, 4.0)]);
+        assert_eq!(f.at(0.0), 1.0);
+        assert_eq!(f.at(5.0), 1.5);
+        assert_eq!(f.at(15.0), 3.0);
+        assert_eq!(f.at(30.0), 6.0, "extended along the last segment");
+        assert_eq!(Piecewise(vec![(0.0, 7.0)]).at(99.0), 7.0);
+    }
+
+    #[test]
+    fn rendezvous_adds_a_step() {
+        let link = Link::linear(1.0, (0.1, 1000.0), (0.2, 1000.0), (0.3, 1000.0), 2.0);
+        let eager = link.at(1000, 1000);
+        let rndv = link.at(1001, 1000);
+        assert!((eager.g - 1.1).abs() < 1e-12);
+        assert!((rndv.g - eager.g - 2.0).abs() < 0.01);
+        assert!((rndv.os - eager.os - 2.0).abs() < 0.01);
+        assert!((rndv.or - eager.or).abs() < 0.01);
+        assert!(
+            (link.at(0, 1000).rtt - (2.0 + 0.2)).abs() < 1e-12,
+            "2 L + 2 g(0)"
+        );
+    }
+
+    #[test]
+    fn levels_parse_with_clear_errors() {
+        let l = parse_levels("switch=2,node=4,socket=2,core=16").unwrap();
+        assert_eq!(l.len(), 4);
+        assert_eq!(
+            l[3],
+            Level {
+                name: "core".into(),
+                fanout: 16
+            }
+        );
+        assert!(parse_levels("node4")
+            .unwrap_err()
+            .0
+            .contains("LEVEL=FANOUT"));
+        assert!(parse_levels("node=x")
+            .unwrap_err()
+            .0
+            .contains("not a whole number"));
+    }
+
+    #[test]
+    fn artifacts_are_chosen_by_name() {
+        let none = Artifacts::default();
+        let some = none.only(&["bands".into(), "slow-node".into()]).unwrap();
+        assert_eq!(some.names(), ["bands", "slow-node"]);
+        assert!(none
+            .only(&["gremlins".into()])
+            .unwrap_err()
+            .contains("unknown artifact"));
+        assert_eq!(Artifacts::all().names().len(), ARTIFACTS.len());
+    }
+}

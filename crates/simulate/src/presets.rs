@@ -1,0 +1,163 @@
+//! Machines named after the systems of the reference thesis (chapter 4), with the figures it
+//! reports for them (chapter 5).
+
+use std::collections::BTreeMap;
+
+use crate::model::{
+    parse_levels, Artifacts, Counted, Factor, Link, MachineModel, Noise, Placement, Spikes, Warmup,
+    MODEL_FORMAT, MODEL_VERSION,
+};
+
+/// The preset names.
+pub const PRESETS: [&str; 4] = ["fram", "betzy", "arm1", "hpclab"];
+
+/// The artifacts the presets measure with: what section 5.1 saw on every system, with a slow
+/// node left off (tests and users switch it on).
+fn usual_artifacts() -> Artifacts {
+    Artifacts {
+        warmup: Some(Warmup {
+            samples: 4,
+            factor: 3.0,
+        }),
+        spikes: Some(Spikes {
+            rate: 0.02,
+            factor: 4.0,
+        }),
+        first_pair: Some(Factor { factor: 1.6 }),
+        bands: Some(Counted {
+            count: 3,
+            factor: 1.08,
+        }),
+        slow_pairs: Some(Counted {
+            count: 4,
+            factor: 2.5,
+        }),
+        slow_node: None,
+    }
+}
+
+fn model(
+    name: &str,
+    description: &str,
+    machine: &str,
+    placement: Placement,
+    links: &[(&str, Link)],
+    sigma: f64,
+    reps: usize,
+) -> MachineModel {
+    MachineModel {
+        format: MODEL_FORMAT.into(),
+        version: MODEL_VERSION,
+        name: name.into(),
+        description: description.into(),
+        levels: parse_levels(machine).expect("preset machines parse"),
+        placement,
+        eager_limit_bytes: 16 << 10,
+        links: links
+            .iter()
+            .map(|(n, l)| (n.to_string(), l.clone()))
+            .collect::<BTreeMap<_, _>>(),
+        noise: Noise {
+            sigma,
+            batch_jitter_us: 1.0,
+        },
+        artifacts: usual_artifacts(),
+        reps,
+    }
+}
+
+/// A preset by name.
+pub fn preset(name: &str) -> Option<MachineModel> {
+    // Link::linear(L, (g(0), g bandwidth), (o_s(0), o_s bandwidth), (o_r(0), o_r bandwidth),
+    // rendezvous); times in microseconds, bandwidths in bytes per microsecond (MB/s).
+    Some(match name {
+        "betzy" => model(
+            "betzy",
+            "BETZY (section 5.6): 4 nodes of 2 AMD EPYC 7742 sockets x 64 cores, InfiniBand HDR100; \
+             RTT(0) about 1.8 us between nodes, 0.8 us between sockets, 0.6 us core to core; \
+             block placement; R = 8",
+            "node=4,socket=2,core=64",
+            Placement::Block,
+            &[
+                ("core", Link::linear(0.25, (0.05, 16000.0), (0.15, 20000.0), (0.10, 20000.0), 0.6)),
+                ("socket", Link::linear(0.33, (0.07, 10000.0), (0.20, 12000.0), (0.15, 12000.0), 0.8)),
+                ("node", Link::linear(0.75, (0.15, 9000.0), (0.30, 50000.0), (0.20, 50000.0), 1.8)),
+            ],
+            0.04,
+            8,
+        ),
+        "fram" => model(
+            "fram",
+            "FRAM (sections 5.1-5.4): nodes of 2 Intel E5-2683v4 sockets x 16 cores in islands, \
+             InfiniBand EDR; intra-socket latency about half the inter-socket one, inter-node \
+             two to three times intra-node, nodes in one island 0.45 us apart and 0.65 us across \
+             islands; Intel MPI's round-robin placement over sockets; R = 64",
+            "switch=2,node=2,socket=2,core=16",
+            Placement::RoundRobin,
+            &[
+                ("core", Link::linear(0.12, (0.05, 8000.0), (0.12, 10000.0), (0.08, 10000.0), 0.34)),
+                ("socket", Link::linear(0.22, (0.06, 5500.0), (0.18, 7000.0), (0.12, 7000.0), 0.56)),
+                ("node", Link::linear(0.45, (0.12, 4800.0), (0.15, 40000.0), (0.10, 40000.0), 1.14)),
+                ("switch", Link::linear(0.65, (0.12, 4200.0), (0.15, 40000.0), (0.10, 40000.0), 1.54)),
+            ],
+            0.05,
+            64,
+        ),
+        "arm1" => model(
+            "arm1",
+            "IDUN-ARM1 (section 5.5): one node of 96 ARM64 cores in 2 sockets of 2 groups of 24; \
+             Open MPI's placement deals consecutive ranks to different sockets, giving 2 groups \
+             of 48 and 4 of 24 ranks; R = 128",
+            "socket=2,numa=2,core=24",
+            Placement::RoundRobin,
+            &[
+                ("core", Link::linear(0.20, (0.04, 9000.0), (0.12, 12000.0), (0.08, 12000.0), 0.48)),
+                ("numa", Link::linear(0.30, (0.05, 7000.0), (0.15, 9000.0), (0.10, 9000.0), 0.70)),
+                ("socket", Link::linear(0.55, (0.08, 4000.0), (0.25, 5000.0), (0.15, 5000.0), 1.26)),
+            ],
+            0.05,
+            128,
+        ),
+        "hpclab" => model(
+            "hpclab",
+            "HPCLAB (section 5.7): one Intel Core i7-6700K, 4 cores, 1 socket; latencies of \
+             15-70 ns with no structure, the first pair an outlier; R = 1024",
+            "core=4",
+            Placement::Block,
+            &[(
+                "core",
+                Link::linear(0.04, (0.01, 20000.0), (0.03, 25000.0), (0.02, 25000.0), 0.1),
+            )],
+            0.3,
+            1024,
+        ),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_are_valid_and_match_the_thesis() {
+        for name in PRESETS {
+            let m = preset(name).unwrap();
+            m.check().unwrap_or_else(|e| panic!("{name}: {e}"));
+            let json = m.to_json();
+            assert_eq!(serde_json::from_str::<MachineModel>(&json).unwrap(), m);
+        }
+        let b = preset("betzy").unwrap();
+        let rtt0 = |level: &str| b.links[level].at(0, b.eager_limit_bytes).rtt;
+        assert!((rtt0("node") - 1.8).abs() < 1e-9);
+        assert!((rtt0("socket") - 0.8).abs() < 1e-9);
+        assert!((rtt0("core") - 0.6).abs() < 1e-9);
+        assert_eq!(b.ranks(), 512);
+        let f = preset("fram").unwrap();
+        assert_eq!(
+            (f.links["node"].latency_us, f.links["switch"].latency_us),
+            (0.45, 0.65)
+        );
+        assert!(preset("cray").is_none());
+    }
+}

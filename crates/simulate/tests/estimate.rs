@@ -1,0 +1,79 @@
+//! The time estimate against real pair tests: the PLogP procedures over the in-process
+//! transport with a link model of known delays (milliseconds, so that the machine's own noise
+//! does not matter) take the time `pair_test_us` predicts for the parameters they measure,
+//! within a factor of 1.5 (the estimate leaves out per-message software costs and the
+//! overlap of the two ranks' steps; on this transport it comes out 25-40 % low).
+
+use std::time::{Duration, Instant};
+
+use lgate_harness::{InProcessWorld, LinkModel, Pair, PairTest, Role, Transport};
+use lgate_plogp_bench::{PLogP, PLogPOptions};
+use lgate_simulate::estimate::pair_test_us;
+use lgate_simulate::model::{Link, Piecewise};
+
+const MS: f64 = 1e-3;
+const LATENCY: f64 = 1.0 * MS;
+const RECV: f64 = 0.2 * MS;
+fn gap(m: usize) -> f64 {
+    0.5 * MS + m as f64 * 1e-6
+}
+
+struct Known;
+
+impl LinkModel for Known {
+    fn latency(&self, _: usize, _: usize) -> Duration {
+        Duration::from_secs_f64(LATENCY)
+    }
+    fn gap(&self, _: usize, _: usize, bytes: usize) -> Duration {
+        Duration::from_secs_f64(gap(bytes))
+    }
+    fn send_overhead(&self, _: usize, _: usize, _: usize) -> Duration {
+        Duration::from_secs_f64(0.1 * MS)
+    }
+    fn recv_overhead(&self, _: usize, _: usize, _: usize) -> Duration {
+        Duration::from_secs_f64(RECV)
+    }
+}
+
+#[test]
+fn a_pair_test_takes_the_estimated_time() {
+    let options = PLogPOptions {
+        sizes: vec![0, 256, 1024],
+        reps: 6,
+        saturation_max_size: 256,
+        adaptive: false,
+        ..PLogPOptions::new(1024)
+    };
+    let world = InProcessWorld::new(2)
+        .with_link_model(Known)
+        .with_timeout(Duration::from_secs(60));
+    let took = world.run(|t| {
+        let mut test = PLogP::new(options.clone()).unwrap();
+        let role = if t.rank() == 0 {
+            Role::Sender
+        } else {
+            Role::Receiver
+        };
+        let start = Instant::now();
+        test.run(&t, Pair::new(0, 1), role).unwrap();
+        start.elapsed().as_secs_f64()
+    })[0];
+
+    // What PLogP measures on this network (see the PLogP crate's known-network test): L plus
+    // the receive overhead, o_s(m) = g(m) + 2 L, o_r = the receive overhead.
+    let us = |s: f64| s * 1e6;
+    let line = |f: &dyn Fn(usize) -> f64| Piecewise(vec![(0.0, us(f(0))), (1024.0, us(f(1024)))]);
+    let link = Link {
+        latency_us: us(LATENCY + RECV),
+        g_us: line(&gap),
+        os_us: line(&|m| gap(m) + 2.0 * LATENCY),
+        or_us: line(&|_| RECV),
+        rendezvous_us: 0.0,
+    };
+    let predicted = pair_test_us(&link, usize::MAX, &options, 0.0) * 1e-6;
+    let ratio = took / predicted;
+    assert!(
+        (0.67..=1.5).contains(&ratio),
+        "the pair test took {took:.3} s, the estimate says {predicted:.3} s (ratio {ratio:.2})"
+    );
+}

@@ -1,0 +1,168 @@
+//! Simulated runs of the thesis's systems: `auto` on the default matrix recovers every level of
+//! the designed machine exactly and claims none it does not have; a slow node is flagged in
+//! report.json without becoming a level; the same seed gives the same bytes.
+
+use std::path::Path;
+
+use lgate_cluster::{adjusted_rand_index, auto, topology_of, AutoParams};
+use lgate_rundir::RunDir;
+use lgate_simulate::model::SlowNode;
+use lgate_simulate::{preset, MachineModel, SimulateOptions, Simulation};
+
+/// Simulates `model` into `dir/name` with sizes up to 64 KiB (the default matrix is t(0)).
+fn simulate(model: &MachineModel, dir: &Path, name: &str, seed: u64) -> std::path::PathBuf {
+    let options = SimulateOptions::new(model, 64 << 10, seed);
+    let path = dir.join(name);
+    let run = RunDir::create(&path, false).unwrap();
+    Simulation::new(model, &options)
+        .unwrap()
+        .write(&run)
+        .unwrap();
+    path
+}
+
+/// A partition of the ranks: a label per rank.
+type Labels = Vec<usize>;
+
+/// The true levels with more than one group and fewer groups than ranks, and the levels
+/// `auto` found on the run's default matrix.
+fn truth_and_found(run: &Path) -> (Vec<(String, Labels)>, Vec<Labels>) {
+    let input = lgate_cluster::load(run, None).unwrap();
+    let n = input.matrix.len();
+    let tree = auto(input.matrix.values(), &AutoParams::default());
+    let topology = topology_of(&tree, n, None).unwrap();
+    let found = topology.levels().iter().map(|l| l.labels(n)).collect();
+    let truth = lgate_cluster::read_truth(run)
+        .unwrap()
+        .levels
+        .into_iter()
+        .filter(|(_, labels)| {
+            let groups = labels.iter().max().map_or(0, |&m| m + 1);
+            groups > 1 && groups < n
+        })
+        .collect();
+    (truth, found)
+}
+
+fn assert_recovered(run: &Path, what: &str) {
+    let (truth, found) = truth_and_found(run);
+    for (name, labels) in &truth {
+        let best = found
+            .iter()
+            .map(|f| adjusted_rand_index(labels, f))
+            .fold(0.0, f64::max);
+        assert_eq!(best, 1.0, "{what}: true level {name} best ARI {best:.3}");
+    }
+    assert_eq!(
+        found.len(),
+        truth.len(),
+        "{what}: {} levels found, the machine has {} ({:?})",
+        found.len(),
+        truth.len(),
+        truth.iter().map(|t| &t.0).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn every_preset_is_recovered_at_the_thesis_repetitions() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in lgate_simulate::PRESETS {
+        for seed in [1, 2] {
+            let model = preset(name).unwrap();
+            let run = simulate(&model, dir.path(), &format!("{name}-{seed}"), seed);
+            assert_recovered(&run, &format!("{name}, seed {seed}"));
+        }
+    }
+}
+
+#[test]
+fn placements_change_the_pattern_not_the_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    for placement in ["block", "round-robin", "random"] {
+        let mut model = preset("fram").unwrap();
+        model.placement = placement.parse().unwrap();
+        let run = simulate(&model, dir.path(), placement, 3);
+        assert_recovered(&run, &format!("fram, {placement} placement"));
+    }
+}
+
+#[test]
+fn a_slow_node_is_reported_and_is_not_a_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut model = preset("betzy")
+        .unwrap()
+        .with_machine("node=4,socket=2,core=16")
+        .unwrap();
+    model.artifacts.slow_node = Some(SlowNode {
+        node: Some(2),
+        factor: 1.4,
+    });
+    let run = simulate(&model, dir.path(), "slow-node", 4);
+    assert_recovered(&run, "betzy with a slow node");
+
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("report.json")).unwrap()).unwrap();
+    let latency = &report["matrices"][0];
+    assert_eq!(latency["matrix"], "latency");
+    let slow: Vec<&str> = latency["slow_ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(slow.len(), 32, "every rank of the slow node: {slow:?}");
+    assert!(slow.iter().all(|h| *h == "betzy-n2"), "{slow:?}");
+    let meta = RunDir::open(&run).unwrap().read_meta().unwrap();
+    assert_eq!(meta.simulation.unwrap()["slow_node"], "betzy-n2");
+}
+
+#[test]
+fn the_same_seed_gives_the_same_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = preset("fram")
+        .unwrap()
+        .with_machine("switch=2,node=2,socket=2,core=4")
+        .unwrap();
+    let a = simulate(&model, dir.path(), "a", 9);
+    let b = simulate(&model, dir.path(), "b", 9);
+    let c = simulate(&model, dir.path(), "c", 10);
+    let files = |run: &Path| {
+        let mut out = Vec::new();
+        for sub in ["", "matrices"] {
+            for e in std::fs::read_dir(run.join(sub)).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_file() {
+                    out.push((
+                        p.strip_prefix(run).unwrap().to_path_buf(),
+                        std::fs::read(&p).unwrap(),
+                    ));
+                }
+            }
+        }
+        out.sort();
+        out
+    };
+    let (fa, fb, fc) = (files(&a), files(&b), files(&c));
+    assert!(
+        fa.len() > 10,
+        "{:?}",
+        fa.iter().map(|f| &f.0).collect::<Vec<_>>()
+    );
+    assert_eq!(fa.len(), fb.len());
+    for ((pa, ba), (pb, bb)) in fa.iter().zip(&fb) {
+        assert_eq!(pa, pb);
+        assert!(
+            ba == bb,
+            "{} differs between two runs of seed 9",
+            pa.display()
+        );
+    }
+    let t0 = |f: &[(std::path::PathBuf, Vec<u8>)]| {
+        f.iter()
+            .find(|(p, _)| p.ends_with("t_0.csv"))
+            .unwrap()
+            .1
+            .clone()
+    };
+    assert_ne!(t0(&fa), t0(&fc), "another seed, other noise");
+}

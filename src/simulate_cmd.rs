@@ -1,0 +1,251 @@
+//! `lgate-plogp simulate`: a run directory from a machine model instead of MPI.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use lgate_harness::TopologySource;
+use lgate_plogp_bench::{Estimator, MessageSize, OutputOptions, PLogPOptions};
+use lgate_simulate::{MachineModel, Placement, SimulateOptions, Simulation};
+
+/// Options of `simulate`.
+#[derive(Debug, Args)]
+pub struct SimulateArgs {
+    /// A machine named after the reference thesis's systems: fram, betzy, arm1, hpclab.
+    #[arg(long, value_name = "NAME", conflicts_with = "model")]
+    preset: Option<String>,
+    /// A machine model file (JSON, as --print-model writes it).
+    #[arg(long, value_name = "FILE")]
+    model: Option<PathBuf>,
+    /// The levels from the top down with their fan-out, replacing the model's, e.g.
+    /// switch=2,node=4,socket=2,core=16 (every level needs a link in the model).
+    #[arg(long, value_name = "LEVELS")]
+    machine: Option<String>,
+    /// How ranks are dealt to cores: block, round-robin (over sockets within a node) or
+    /// random [default: the model's].
+    #[arg(long, value_name = "HOW")]
+    placement: Option<String>,
+    /// Log-normal noise (sigma) of every sample; 0 for none [default: the model's].
+    #[arg(long, value_name = "SIGMA")]
+    noise: Option<f64>,
+    /// The measurement artifacts: none, all, or a list of warmup, spikes, first-pair, bands,
+    /// slow-pairs, slow-node [default: the model's].
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    artifacts: Option<Vec<String>>,
+    /// Write the model (after --machine, --placement, --noise and --artifacts) as JSON to
+    /// stdout and stop: a starting point for --model.
+    #[arg(long)]
+    print_model: bool,
+    /// Print how long a real `measure` with these options would take on the machine, and stop.
+    #[arg(long)]
+    estimate_time: bool,
+    /// The run directory to create [default: sim-<model>-<seed>].
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Replace an existing run in --out (only the files a run writes are removed).
+    #[arg(long)]
+    force: bool,
+    /// Seed of the placement, the noise and the artifacts.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    seed: u64,
+    /// Repetitions per message size and procedure [default: the model's, the thesis's R].
+    #[arg(long, value_name = "R")]
+    reps: Option<usize>,
+    /// The largest message size; sizes are 0 and powers of two up to it.
+    #[arg(long, default_value = "2MiB", value_name = "SIZE")]
+    max_size: MessageSize,
+    /// The measured sizes instead of powers of two (must include 0).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    sizes: Option<Vec<MessageSize>>,
+    /// Sizes of the t(m) and feature matrices [default: 0,1KiB,64KiB,1MiB up to the largest
+    /// size].
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    matrix_sizes: Option<Vec<MessageSize>>,
+    /// The statistic of the repetitions used in matrices.
+    #[arg(long, default_value = "median", value_parser = ["min", "p10", "median", "p90", "mean"])]
+    estimator: String,
+    /// Also write the tables as CSV.
+    #[arg(long)]
+    csv: bool,
+    /// Do not write measurements.parquet (a row per pair, size and parameter: 143 million
+    /// rows at 4096 ranks and 4 sizes).
+    #[arg(long)]
+    no_table: bool,
+    /// Do not write the feature matrices (equations 3.5-3.6), whose cost grows as P^3.
+    #[arg(long)]
+    no_features: bool,
+    /// Measure every pair this many times.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    sweeps: u32,
+    /// The schedule's topology, as for measure (a file, or `auto` for one group per host);
+    /// it changes the time estimate and meta.json, not the values.
+    #[arg(long, value_name = "FILE|auto")]
+    topology: Option<String>,
+    /// Fast mode's share of ranks per group, as for measure.
+    #[arg(long, value_name = "F")]
+    fast: Option<f64>,
+    /// No summary on stderr.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+impl SimulateArgs {
+    fn model(&self) -> Result<MachineModel> {
+        let mut model = match (&self.preset, &self.model) {
+            (Some(name), _) => lgate_simulate::preset(name).with_context(|| {
+                format!(
+                    "unknown preset `{name}`: expected one of {}",
+                    lgate_simulate::PRESETS.join(", ")
+                )
+            })?,
+            (None, Some(path)) => MachineModel::read(path)?,
+            (None, None) => bail!(
+                "say which machine: --preset {} or --model FILE",
+                lgate_simulate::PRESETS.join("|")
+            ),
+        };
+        if let Some(m) = &self.machine {
+            model = model.with_machine(m)?;
+        }
+        if let Some(p) = &self.placement {
+            model.placement = p.parse::<Placement>().map_err(anyhow::Error::msg)?;
+        }
+        if let Some(sigma) = self.noise {
+            model.noise.sigma = sigma;
+        }
+        if let Some(list) = &self.artifacts {
+            model.artifacts = match list.as_slice() {
+                [one] if one == "none" => Default::default(),
+                [one] if one == "all" => lgate_simulate::model::Artifacts::all(),
+                names => model.artifacts.only(names).map_err(anyhow::Error::msg)?,
+            };
+        }
+        if let Some(r) = self.reps {
+            model.reps = r;
+        }
+        model.check()?;
+        Ok(model)
+    }
+
+    fn options(&self, model: &MachineModel) -> Result<SimulateOptions> {
+        let sizes = match &self.sizes {
+            Some(list) => {
+                let mut s: Vec<usize> = list.iter().map(|m| m.0).collect();
+                s.sort_unstable();
+                s.dedup();
+                if s.first() != Some(&0) {
+                    bail!(
+                        "--sizes must include 0: L and g(m) above the saturation limit need RTT(0)"
+                    );
+                }
+                s
+            }
+            None => PLogPOptions::sizes_up_to(self.max_size.0),
+        };
+        let max = *sizes.last().expect("size 0 at least");
+        if let Some(f) = self.fast {
+            if !(f > 0.0 && f <= 1.0) {
+                bail!("--fast must be above 0 and at most 1");
+            }
+        }
+        Ok(SimulateOptions {
+            sizes,
+            reps: model.reps,
+            sweeps: self.sweeps,
+            seed: self.seed,
+            topology: match self.topology.as_deref() {
+                None => TopologySource::None,
+                Some("auto") => TopologySource::Auto,
+                Some(path) => TopologySource::File(PathBuf::from(path)),
+            },
+            fast: self.fast,
+            outputs: OutputOptions {
+                matrix_sizes: self
+                    .matrix_sizes
+                    .clone()
+                    .unwrap_or_else(|| OutputOptions::default_matrix_sizes(max)),
+                estimator: self
+                    .estimator
+                    .parse::<Estimator>()
+                    .map_err(anyhow::Error::msg)?,
+                csv: self.csv,
+                table: !self.no_table,
+                features: !self.no_features,
+            },
+            command_line: std::env::args().collect(),
+            tool: format!("lgate-plogp {}", env!("CARGO_PKG_VERSION")),
+        })
+    }
+}
+
+/// Runs `simulate`.
+pub fn run(args: SimulateArgs) -> Result<()> {
+    let model = args.model()?;
+    if args.print_model {
+        crate::output::write_output(None, &model.to_json())?;
+        return Ok(());
+    }
+    let options = args.options(&model)?;
+    let sim = Simulation::new(&model, &options)?;
+    let describe = format!(
+        "{} ({model}, {} ranks, {} placement, R = {}, {} sizes from 0 to {})",
+        model.name,
+        model.ranks(),
+        model.placement.name(),
+        options.reps,
+        options.sizes.len(),
+        MessageSize(*options.sizes.last().expect("size 0"))
+    );
+    if args.estimate_time {
+        let (_, schedule) = sim.schedule()?;
+        let e = lgate_simulate::estimate(&sim, &schedule, options.sweeps);
+        let text = format!(
+            "machine: {describe}\n\
+             schedule: {}, {} sweep(s)\n\
+             pair tests: {}, {} on average, {} one after the other\n\
+             estimated wall time: {} ({:.1} pair tests at a time)\n",
+            match &options.topology {
+                TopologySource::None => "one pair at a time (no --topology)".to_string(),
+                TopologySource::Auto => "one group per host (--topology auto)".to_string(),
+                TopologySource::File(p) => format!("topology {}", p.display()),
+            },
+            options.sweeps,
+            e.pairs,
+            duration(e.pair_tests_s / e.pairs.max(1) as f64),
+            duration(e.pair_tests_s),
+            duration(e.wall_s),
+            e.concurrency
+        );
+        crate::output::write_output(None, &text)?;
+        return Ok(());
+    }
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("sim-{}-{}", model.name, args.seed)));
+    let run = lgate_rundir::RunDir::create(&out, args.force)?;
+    let report = sim.write(&run)?;
+    if !args.quiet {
+        eprintln!(
+            "simulated {} pair measurements of {describe} in {:.2} s",
+            report.pairs, report.wall_s
+        );
+        eprintln!("wrote {}/ ({})", out.display(), report.files.join(", "));
+    }
+    Ok(())
+}
+
+/// A duration as people read it: 850 us, 12.3 ms, 4.2 s, 3 min 20 s, 2 h 5 min.
+fn duration(s: f64) -> String {
+    match s {
+        s if s < 1e-3 => format!("{:.0} us", s * 1e6),
+        s if s < 1.0 => format!("{:.1} ms", s * 1e3),
+        s if s < 60.0 => format!("{s:.1} s"),
+        s if s < 3600.0 => format!("{} min {} s", (s / 60.0) as u64, (s % 60.0) as u64),
+        s => format!(
+            "{} h {} min",
+            (s / 3600.0) as u64,
+            ((s % 3600.0) / 60.0) as u64
+        ),
+    }
+}

@@ -1,0 +1,317 @@
+//! End-to-end tests of `lgate-plogp simulate`: simulate, cluster and score through the binary,
+//! the time estimate, models written and read back, and clean failures.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn lgate_plogp_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lgate-plogp"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn ok(out: Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A failure prints one line saying what is wrong, exits 1 and never panics.
+fn assert_clean_failure(out: &Output, fragment: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert!(stderr.contains(fragment), "says {fragment:?}: {stderr}");
+}
+
+#[test]
+fn simulate_cluster_score() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let run = |args: &[&str]| ok(lgate_plogp_in(d, args));
+    run(&[
+        "simulate",
+        "--preset",
+        "fram",
+        "--machine",
+        "switch=2,node=2,socket=2,core=6",
+        "--max-size",
+        "4KiB",
+        "--out",
+        "sim",
+    ]);
+    for f in [
+        "meta.json",
+        "measurements.parquet",
+        "report.json",
+        "matrices/index.json",
+    ] {
+        assert!(d.join("sim").join(f).exists(), "{f}");
+    }
+    run(&["cluster", "sim", "--output", "found.json"]);
+    let scores: Value = serde_json::from_str(&run(&[
+        "score",
+        "--truth",
+        "sim",
+        "--topology",
+        "found.json",
+        "--json",
+    ]))
+    .unwrap();
+    let levels: Vec<(&str, f64)> = scores
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["level"].as_str().unwrap(), r["ari"].as_f64().unwrap()))
+        .collect();
+    for name in ["switch", "node", "socket", "core"] {
+        let ari = levels.iter().find(|l| l.0 == name).map(|l| l.1);
+        assert_eq!(ari, Some(1.0), "{name}: {levels:?}");
+    }
+
+    // The same command elsewhere gives the same bytes.
+    let other = tempfile::tempdir().unwrap();
+    ok(lgate_plogp_in(
+        other.path(),
+        &[
+            "simulate",
+            "--preset",
+            "fram",
+            "--machine",
+            "switch=2,node=2,socket=2,core=6",
+            "--max-size",
+            "4KiB",
+            "--out",
+            "sim",
+        ],
+    ));
+    for f in [
+        "meta.json",
+        "measurements.parquet",
+        "report.json",
+        "matrices/t_0.csv",
+    ] {
+        assert_eq!(
+            std::fs::read(d.join("sim").join(f)).unwrap(),
+            std::fs::read(other.path().join("sim").join(f)).unwrap(),
+            "{f}"
+        );
+    }
+}
+
+#[test]
+fn the_time_estimate_counts_concurrency() {
+    let dir = tempfile::tempdir().unwrap();
+    let estimate = |extra: &[&str]| {
+        let mut args = vec![
+            "simulate",
+            "--preset",
+            "betzy",
+            "--machine",
+            "node=8,socket=2,core=8",
+            "--estimate-time",
+        ];
+        args.extend_from_slice(extra);
+        let text = ok(lgate_plogp_in(dir.path(), &args));
+        assert!(text.contains("estimated wall time"), "{text}");
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("estimated wall time"))
+            .unwrap();
+        let at_once: f64 = line
+            .rsplit('(')
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        (text, at_once)
+    };
+    let (one, serial) = estimate(&[]);
+    let (auto, parallel) = estimate(&["--topology", "auto"]);
+    assert!((serial - 1.0).abs() < 0.05, "{one}");
+    // Eight nodes: the 960 pairs inside them run eight at a time, the 7168 across them one at
+    // a time (LGate's schedule), so the whole run gains a little.
+    assert!(parallel > 1.05 && parallel < 8.0, "{auto}");
+    assert!(
+        std::fs::read_dir(dir.path()).unwrap().count() == 0,
+        "an estimate writes nothing"
+    );
+}
+
+#[test]
+fn models_are_written_and_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let text = ok(lgate_plogp_in(
+        d,
+        &[
+            "simulate",
+            "--preset",
+            "arm1",
+            "--placement",
+            "block",
+            "--artifacts",
+            "bands,slow-node",
+            "--print-model",
+        ],
+    ));
+    let model: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(model["format"], "lgate-plogp-model");
+    assert_eq!(model["placement"], "block");
+    assert!(model["artifacts"]["slow_node"].is_object());
+    assert!(model["artifacts"]["warmup"].is_null());
+    std::fs::write(d.join("arm1.json"), &text).unwrap();
+    let again = ok(lgate_plogp_in(
+        d,
+        &["simulate", "--model", "arm1.json", "--print-model"],
+    ));
+    assert_eq!(again, text);
+    ok(lgate_plogp_in(
+        d,
+        &[
+            "simulate",
+            "--model",
+            "arm1.json",
+            "--max-size",
+            "1KiB",
+            "--out",
+            "run",
+            "--quiet",
+        ],
+    ));
+    let meta: Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("run/meta.json")).unwrap()).unwrap();
+    assert_eq!(meta["launcher"]["kind"], "simulated");
+    assert_eq!(meta["ranks"].as_array().unwrap().len(), 96);
+    assert!(meta["simulation"]["slow_node"].is_string());
+}
+
+#[test]
+fn bad_input_fails_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("broken.json"), "{ not json").unwrap();
+    std::fs::write(d.join("other.json"), r#"{"format": "something-else"}"#).unwrap();
+    let mut wrong_link: Value = serde_json::from_str(&ok(lgate_plogp_in(
+        d,
+        &["simulate", "--preset", "hpclab", "--print-model"],
+    )))
+    .unwrap();
+    wrong_link["links"]["core"]["latency_us"] = Value::from(-1.0);
+    std::fs::write(d.join("negative.json"), wrong_link.to_string()).unwrap();
+    for (args, fragment) in [
+        (
+            vec!["simulate", "--preset", "cray"],
+            "unknown preset `cray`",
+        ),
+        (vec!["simulate"], "--preset"),
+        (
+            vec![
+                "simulate",
+                "--preset",
+                "betzy",
+                "--machine",
+                "rack=2,core=4",
+            ],
+            "no link for level `rack`",
+        ),
+        (
+            vec!["simulate", "--preset", "betzy", "--machine", "node=two"],
+            "not a whole number",
+        ),
+        (
+            vec![
+                "simulate",
+                "--preset",
+                "betzy",
+                "--machine",
+                "node=0,socket=2,core=4",
+            ],
+            "fan-out 0",
+        ),
+        (
+            vec!["simulate", "--preset", "betzy", "--placement", "diagonal"],
+            "unknown placement",
+        ),
+        (
+            vec!["simulate", "--preset", "betzy", "--artifacts", "gremlins"],
+            "unknown artifact",
+        ),
+        (
+            vec!["simulate", "--preset", "betzy", "--noise=-1"],
+            "noise.sigma",
+        ),
+        (
+            vec![
+                "simulate", "--preset", "hpclab", "--sizes", "1,2", "--out", "x",
+            ],
+            "--sizes must include 0",
+        ),
+        (
+            vec![
+                "simulate",
+                "--preset",
+                "hpclab",
+                "--max-size",
+                "1KiB",
+                "--matrix-sizes",
+                "1MiB",
+                "--out",
+                "x",
+            ],
+            "matrix size 1MiB is above",
+        ),
+        (
+            vec!["simulate", "--model", "broken.json"],
+            "broken.json: not JSON",
+        ),
+        (
+            vec!["simulate", "--model", "other.json"],
+            "`format` is \"something-else\"",
+        ),
+        (vec!["simulate", "--model", "negative.json"], "links.core"),
+        (vec!["simulate", "--model", "missing.json"], "missing.json"),
+    ] {
+        let out = lgate_plogp_in(d, &args);
+        assert_clean_failure(&out, fragment);
+    }
+    assert!(!d.join("x").exists(), "no run directory is left behind");
+
+    ok(lgate_plogp_in(
+        d,
+        &[
+            "simulate",
+            "--preset",
+            "hpclab",
+            "--max-size",
+            "64",
+            "--out",
+            "run",
+            "-q",
+        ],
+    ));
+    let again = lgate_plogp_in(
+        d,
+        &[
+            "simulate",
+            "--preset",
+            "hpclab",
+            "--max-size",
+            "64",
+            "--out",
+            "run",
+        ],
+    );
+    assert_clean_failure(&again, "run");
+}
