@@ -29,7 +29,9 @@ pub mod report;
 pub mod size;
 pub mod table;
 
-pub use outputs::{write_outputs, OutputBuilder, OutputError, OutputOptions, PairValues};
+pub use outputs::{
+    write_outputs, OutputBuilder, OutputError, OutputOptions, PairValuer, PairValues,
+};
 pub use params::{Estimator, Method, PairParams, Parameter};
 pub use procedures::{PLogP, PLogPOptions, PairMeasurement, SizeResult};
 pub use size::MessageSize;

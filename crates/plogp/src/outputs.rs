@@ -8,6 +8,7 @@ use lgate_harness::{Pair, Summary};
 use lgate_matrix::DistanceMatrix;
 use lgate_rundir::{JournalEntry, RunDir, RunDirError};
 use ndarray::Array2;
+use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::params::{Estimator, Method, PairParams, Parameter};
@@ -183,9 +184,55 @@ impl MatrixKind {
 /// What one pair contributes to the matrices and the report.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PairValues {
+    pair: Pair,
+    sweep: u32,
     matrices: Vec<f64>,
     /// Per matrix size: the repeat spread and t(m), microseconds.
     per_size: Vec<(f64, f64)>,
+    latency_not_positive: bool,
+    converged: bool,
+}
+
+/// Turns a pair's parameters into what it contributes to a run's outputs.
+#[derive(Debug, Clone)]
+pub struct PairValuer {
+    options: OutputOptions,
+    kinds: Vec<MatrixKind>,
+}
+
+impl PairValuer {
+    /// What one pair contributes to the matrices and the report.
+    pub fn values_of(&self, p: &PairParams) -> Result<PairValues, OutputError> {
+        for &size in &self.options.matrix_sizes {
+            if p.max_size() < size.0 {
+                return Err(OutputError::SizeOutOfRange {
+                    size,
+                    pair: format!("{}-{}", p.pair.i, p.pair.j),
+                    max: MessageSize(p.max_size()),
+                });
+            }
+        }
+        let e = self.options.estimator;
+        let range = |s: &Summary| s.p90 - s.p10;
+        let mut per_size = Vec::with_capacity(self.options.matrix_sizes.len());
+        for size in &self.options.matrix_sizes {
+            let k = p
+                .sizes
+                .partition_point(|&m| m < size.0)
+                .min(p.sizes.len() - 1);
+            let r =
+                range(&p.latency) + (range(&p.os[k]) + range(&p.or[k])) / 2.0 + range(&p.g[k].0);
+            per_size.push((r * US, p.time(size.0, e).unwrap_or(0.0) * US));
+        }
+        Ok(PairValues {
+            pair: p.pair,
+            sweep: p.sweep,
+            matrices: self.kinds.iter().map(|k| k.value(p, e)).collect(),
+            per_size,
+            latency_not_positive: p.latency.median <= 0.0,
+            converged: p.saturation_converged,
+        })
+    }
 }
 
 /// Rows of the measurements table gathered before they are written as one row group.
@@ -203,6 +250,7 @@ pub struct OutputBuilder {
     position: Vec<usize>,
     sweeps: Vec<u32>,
     kinds: Vec<MatrixKind>,
+    valuer: PairValuer,
     /// Per kind, per sweep: the pair values.
     values: Vec<Vec<Array2<f64>>>,
     /// Per sweep: which pairs were added (upper triangle).
@@ -269,6 +317,10 @@ impl OutputBuilder {
             position,
             filled: sweeps.iter().map(|_| vec![false; n * n]).collect(),
             sweeps,
+            valuer: PairValuer {
+                options: options.clone(),
+                kinds: kinds.clone(),
+            },
             kinds,
             values,
             table,
@@ -285,53 +337,41 @@ impl OutputBuilder {
 
     /// Adds one pair's parameters in one sweep.
     pub fn add(&mut self, p: &PairParams) -> Result<(), OutputError> {
-        let values = self.values_of(p)?;
-        self.add_values(p, values)
+        let values = self.valuer.values_of(p)?;
+        self.add_values(values, Some(p))
     }
 
-    /// What one pair contributes to the matrices and the report; it needs only `&self`, so
-    /// that many pairs can be prepared in parallel before [`OutputBuilder::add_values`].
-    pub fn values_of(&self, p: &PairParams) -> Result<PairValues, OutputError> {
-        for &size in &self.options.matrix_sizes {
-            if p.max_size() < size.0 {
-                return Err(OutputError::SizeOutOfRange {
-                    size,
-                    pair: format!("{}-{}", p.pair.i, p.pair.j),
-                    max: MessageSize(p.max_size()),
-                });
-            }
-        }
-        let e = self.options.estimator;
-        let range = |s: &Summary| s.p90 - s.p10;
-        let mut per_size = Vec::with_capacity(self.options.matrix_sizes.len());
-        for size in &self.options.matrix_sizes {
-            let k = p
-                .sizes
-                .partition_point(|&m| m < size.0)
-                .min(p.sizes.len() - 1);
-            let r =
-                range(&p.latency) + (range(&p.os[k]) + range(&p.or[k])) / 2.0 + range(&p.g[k].0);
-            per_size.push((r * US, p.time(size.0, e).unwrap_or(0.0) * US));
-        }
-        Ok(PairValues {
-            matrices: self.kinds.iter().map(|k| k.value(p, e)).collect(),
-            per_size,
-        })
+    /// What turns pair parameters into [`PairValues`], apart from the builder, so that many
+    /// pairs can be prepared in parallel while the builder takes others.
+    pub fn valuer(&self) -> PairValuer {
+        self.valuer.clone()
     }
 
-    /// Adds one pair's parameters with the values [`OutputBuilder::values_of`] gave for it.
-    pub fn add_values(&mut self, p: &PairParams, values: PairValues) -> Result<(), OutputError> {
+    /// Whether [`OutputBuilder::add_values`] needs the pair's parameters (for the
+    /// measurements table).
+    pub fn needs_params(&self) -> bool {
+        self.table.is_some()
+    }
+
+    /// Adds one pair with the values [`PairValuer::values_of`] gave for it; `params` are its
+    /// parameters, needed when [`OutputBuilder::needs_params`].
+    pub fn add_values(
+        &mut self,
+        values: PairValues,
+        params: Option<&PairParams>,
+    ) -> Result<(), OutputError> {
+        let (pair, sweep) = (values.pair, values.sweep);
         let bad = |message: String| OutputError::BadPair {
-            sweep: p.sweep,
-            i: p.pair.i,
-            j: p.pair.j,
+            sweep,
+            i: pair.i,
+            j: pair.j,
             message,
         };
         let at = |r: usize| self.position.get(r).copied().filter(|&k| k != UNTESTED);
-        let (Some(a), Some(b)) = (at(p.pair.i), at(p.pair.j)) else {
+        let (Some(a), Some(b)) = (at(pair.i), at(pair.j)) else {
             return Err(bad("a rank outside the tested ones".into()));
         };
-        let Some(s) = self.sweeps.iter().position(|&s| s == p.sweep) else {
+        let Some(s) = self.sweeps.iter().position(|&s| s == sweep) else {
             return Err(bad("a sweep outside the run's".into()));
         };
         // The upper triangle only: rows stay in cache; `finish` mirrors it.
@@ -345,13 +385,15 @@ impl OutputBuilder {
             self.repeat[q].push(repeat);
             self.times[q].push(time);
         }
-        if p.latency.median <= 0.0 {
+        if values.latency_not_positive {
             self.not_positive
-                .push(serde_json::json!({"sweep": p.sweep, "i": p.pair.i, "j": p.pair.j}));
+                .push(serde_json::json!({"sweep": sweep, "i": pair.i, "j": pair.j}));
         }
-        self.unconverged += usize::from(!p.saturation_converged);
+        self.unconverged += usize::from(!values.converged);
         self.pairs += 1;
         if let Some(table) = &mut self.table {
+            let p = params
+                .ok_or_else(|| bad("the measurements table needs the pair's parameters".into()))?;
             self.rows.push_pair(p);
             if self.rows.len() >= TABLE_CHUNK_ROWS {
                 table.write(&std::mem::take(&mut self.rows).into_table())?;
@@ -474,18 +516,21 @@ impl OutputBuilder {
             .map(|(k, m)| (k.entry(), m))
             .chain(features.iter().map(|(e, m)| (e.clone(), m)))
             .collect();
-        for (meta, m) in &all {
-            let name = format!("matrices/{}", meta.file);
-            let path = self.run.file(&name);
-            let io = |error| RunDirError::Io {
-                path: path.clone(),
-                error,
-            };
-            let mut file = self.run.create_file(&name)?;
-            // Microseconds to 0.1 ns: far below what timing can resolve.
-            m.write_csv_rounded(&mut file, 4).map_err(io)?;
-            file.commit().map_err(io)?;
-        }
+        // Several files at once: one file's writing overlaps another's formatting.
+        all.par_iter()
+            .try_for_each(|(meta, m)| -> Result<(), OutputError> {
+                let name = format!("matrices/{}", meta.file);
+                let path = self.run.file(&name);
+                let io = |error| RunDirError::Io {
+                    path: path.clone(),
+                    error,
+                };
+                let mut file = self.run.create_file(&name)?;
+                // Microseconds to 0.1 ns: far below what timing can resolve.
+                m.write_csv_rounded(&mut file, 4).map_err(io)?;
+                file.commit().map_err(io)?;
+                Ok(())
+            })?;
         let index = serde_json::json!({
             "estimator": self.options.estimator.name(),
             "combine_sweeps": "median",

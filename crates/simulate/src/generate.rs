@@ -8,7 +8,6 @@ use lgate_harness::{Pair, Schedule, Summary, TopologySource};
 use lgate_plogp_bench::procedures::{Saturation, SizeResult};
 use lgate_plogp_bench::{
     OutputBuilder, OutputError, OutputOptions, PLogPOptions, PairMeasurement, PairParams,
-    PairValues,
 };
 use lgate_rundir::{
     LauncherInfo, RunDir, RunDirError, RunMeta, RunStatus, RunSummary, ScheduleInfo, SystemInfo,
@@ -195,6 +194,51 @@ pub struct Simulation<'a> {
     layout: Layout,
     effects: Effects,
     options: &'a SimulateOptions,
+    /// Summaries to draw from, per level, size and series, when the run is large.
+    pools: Option<Vec<Vec<Summary>>>,
+}
+
+/// One series of repetitions of a size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Series {
+    Rtt,
+    Os,
+    Or,
+    G,
+}
+
+impl Series {
+    const ALL: [Series; SERIES] = [Series::Rtt, Series::Os, Series::Or, Series::G];
+}
+
+/// Series per size.
+const SERIES: usize = 4;
+/// g(m) by saturation up to this size, as a real run does.
+const SATURATION_MAX: usize = 64 << 10;
+/// Samples of g(m) a saturation keeps.
+const SATURATION_SAMPLES: usize = 4;
+/// Summaries per level, size and series in a pool.
+const POOL_SIZE: usize = 4096;
+/// Runs with more pairs than this draw summaries from pools: a pair's summary is then one of
+/// 4096 summaries of R repetitions each, drawn alike, instead of its own R repetitions; both
+/// follow the same distribution.
+pub const POOLED_ABOVE_PAIRS: usize = 1 << 16;
+
+/// A summary with every statistic multiplied by `f` (the statistics, and the warm-up and
+/// outlier rules, scale with the samples).
+fn scaled(s: &Summary, f: f64) -> Summary {
+    if f == 1.0 {
+        return *s;
+    }
+    Summary {
+        min: s.min * f,
+        p10: s.p10 * f,
+        median: s.median * f,
+        p90: s.p90 * f,
+        mean: s.mean * f,
+        max: s.max * f,
+        ..*s
+    }
 }
 
 impl<'a> Simulation<'a> {
@@ -222,12 +266,18 @@ impl<'a> Simulation<'a> {
         }
         let layout = Layout::new(model, options.seed);
         let effects = Effects::new(model, &layout, options.seed);
-        Ok(Simulation {
+        let mut sim = Simulation {
             model,
             layout,
             effects,
             options,
-        })
+            pools: None,
+        };
+        let n = sim.layout.size();
+        if n * (n - 1) / 2 > POOLED_ABOVE_PAIRS {
+            sim.pools = Some(Self::pools(model, options, &sim));
+        }
+        Ok(sim)
     }
 
     /// Where the ranks sit.
@@ -269,68 +319,108 @@ impl<'a> Simulation<'a> {
             o.seed ^ splitmix(sweep as u64 ^ splitmix((pair.i as u64) << 32 | pair.j as u64)),
         );
         let mut rng = ChaCha8Rng::seed_from_u64(stream);
-        let a = &self.model.artifacts;
-        let sigma = self.model.noise.sigma;
         let factor = self.effects.factor(self.model, &self.layout, pair);
-        let saturation_max = PLogPOptions::new(0).saturation_max_size;
-        let mut buf = vec![0.0; o.reps];
-        let mut series =
-            |rng: &mut ChaCha8Rng, truth: f64, first: bool, reps: usize, noise: f64| {
-                buf.resize(reps, 0.0);
-                for (k, x) in buf.iter_mut().enumerate() {
-                    let mut v = truth * factor;
-                    if noise > 0.0 {
-                        let z: f64 = rng.sample(StandardNormal);
-                        v *= (noise * z).exp();
-                    }
-                    if let Some(s) = a.spikes {
-                        if rng.random::<f64>() < s.rate {
-                            v *= s.factor;
-                        }
-                    }
-                    if let Some(w) = a.warmup {
-                        if first && k < w.samples {
-                            v *= w.factor - (w.factor - 1.0) * k as f64 / w.samples as f64;
-                        }
-                    }
-                    *x = v * S_PER_US;
-                }
-                buf.clone()
-            };
+        let level = self.layout.parting_level(pair.i, pair.j);
+        let mut draw = |k: usize, series: Series| match &self.pools {
+            Some(pools) => {
+                let pool = &pools[(level * o.sizes.len() + k) * SERIES + series as usize];
+                scaled(&pool[rng.random_range(0..pool.len())], factor)
+            }
+            None => scaled(&self.series(&mut rng, level, k, series), factor),
+        };
         let sizes = o
             .sizes
             .iter()
             .enumerate()
-            .map(|(k, &m)| {
-                let t = self.link(pair, m);
-                let first = k == 0;
-                let rtt = series(&mut rng, t.rtt, first, o.reps, sigma);
-                let os = series(&mut rng, t.os, first, o.reps, sigma);
-                let or = series(&mut rng, t.or, first, o.reps, sigma);
-                let g = (m <= saturation_max).then(|| {
-                    // A saturated batch averages many messages: little noise is left.
-                    let samples = series(&mut rng, t.g, false, 4, sigma / 8.0);
-                    Saturation {
-                        gap: Summary::of_steady(&samples).expect("samples"),
-                        messages: 1000,
-                        converged: true,
-                    }
-                });
-                SizeResult {
-                    size: m,
-                    rtt: Summary::of(&rtt).expect("samples"),
-                    os: Summary::of(&os).expect("samples"),
-                    or: Summary::of(&or).expect("samples"),
-                    g,
-                    adaptive: false,
-                    raw: None,
-                }
+            .map(|(k, &m)| SizeResult {
+                size: m,
+                rtt: draw(k, Series::Rtt),
+                os: draw(k, Series::Os),
+                or: draw(k, Series::Or),
+                g: (m <= SATURATION_MAX).then(|| Saturation {
+                    gap: draw(k, Series::G),
+                    messages: 1000,
+                    converged: true,
+                }),
+                adaptive: false,
+                raw: None,
             })
             .collect();
         PairMeasurement {
             clock_overhead_s: 0.0,
             sizes,
         }
+    }
+
+    /// The summary of one series of repetitions over a link parting at `level`, at size index
+    /// `k`, before the pair's own slowdown: log-normal noise and spikes on every sample, the
+    /// warm-up on the first size's samples, then the statistics a real run applies.
+    fn series(&self, rng: &mut ChaCha8Rng, level: usize, k: usize, series: Series) -> Summary {
+        let model = self.model;
+        let m = self.options.sizes[k];
+        let link = &model.links[&model.levels[level].name];
+        let t = link.at(m, model.eager_limit_bytes);
+        let (truth, reps, sigma, first) = match series {
+            Series::Rtt => (t.rtt, self.options.reps, model.noise.sigma, k == 0),
+            Series::Os => (t.os, self.options.reps, model.noise.sigma, k == 0),
+            Series::Or => (t.or, self.options.reps, model.noise.sigma, k == 0),
+            // A saturated batch averages many messages: little noise is left.
+            Series::G => (t.g, SATURATION_SAMPLES, model.noise.sigma / 8.0, false),
+        };
+        let a = &model.artifacts;
+        let samples: Vec<f64> = (0..reps)
+            .map(|r| {
+                let mut v = truth;
+                if sigma > 0.0 {
+                    let z: f64 = rng.sample(StandardNormal);
+                    v *= (sigma * z).exp();
+                }
+                if let Some(s) = a.spikes {
+                    if rng.random::<f64>() < s.rate {
+                        v *= s.factor;
+                    }
+                }
+                if let Some(w) = a.warmup {
+                    if first && r < w.samples {
+                        v *= w.factor - (w.factor - 1.0) * r as f64 / w.samples as f64;
+                    }
+                }
+                v * S_PER_US
+            })
+            .collect();
+        match series {
+            Series::G => Summary::of_steady(&samples),
+            _ => Summary::of(&samples),
+        }
+        .expect("at least one repetition")
+    }
+
+    /// Pools of summaries per level, size and series, drawn from the seed, for runs too large
+    /// to draw every repetition of every pair.
+    fn pools(
+        model: &MachineModel,
+        options: &SimulateOptions,
+        sim: &Simulation,
+    ) -> Vec<Vec<Summary>> {
+        let keys: Vec<(usize, usize, Series)> = (0..model.levels.len())
+            .flat_map(|l| {
+                (0..options.sizes.len())
+                    .flat_map(move |k| Series::ALL.into_iter().map(move |s| (l, k, s)))
+            })
+            .collect();
+        keys.par_iter()
+            .map(|&(l, k, s)| {
+                let stream = splitmix(
+                    options.seed
+                        ^ 0x706f_6f6c
+                        ^ splitmix(((l as u64) << 40) | ((k as u64) << 8) | s as u64),
+                );
+                let mut rng = ChaCha8Rng::seed_from_u64(stream);
+                (0..POOL_SIZE)
+                    .map(|_| sim.series(&mut rng, l, k, s))
+                    .collect()
+            })
+            .collect()
     }
 
     /// The schedule a real run would follow, and the ranks' host names.
@@ -406,36 +496,58 @@ impl<'a> Simulation<'a> {
 
         let sweeps: Vec<u32> = (0..o.sweeps).collect();
         let mut outputs = OutputBuilder::new(run, ranks.clone(), sweeps.clone(), &o.outputs)?;
-        let mut count = 0;
-        for &sweep in &sweeps {
-            let mut a = 0;
-            let mut b = 1;
-            while a + 1 < ranks.len() {
-                // The next chunk of pairs (a, b), a < b, in order.
-                let mut chunk = Vec::with_capacity(CHUNK_PAIRS);
-                while chunk.len() < CHUNK_PAIRS && a + 1 < ranks.len() {
-                    chunk.push(Pair::new(ranks[a], ranks[b]));
-                    b += 1;
-                    if b == ranks.len() {
-                        a += 1;
-                        b = a + 1;
-                    }
-                }
-                let params: Vec<(PairParams, PairValues)> = chunk
-                    .par_iter()
-                    .map(|&pair| {
-                        let p =
-                            PairParams::from_measurement(sweep, pair, &self.measure(pair, sweep))
-                                .expect("simulated measurements have size 0 and ascend");
-                        let v = outputs.values_of(&p)?;
-                        Ok((p, v))
-                    })
-                    .collect::<Result<_, OutputError>>()?;
-                count += params.len();
-                for (p, v) in params {
-                    outputs.add_values(&p, v)?;
+        let valuer = outputs.valuer();
+        let keep_params = outputs.needs_params();
+        // Chunks of pairs in order; each is generated in parallel while the builder takes the
+        // one before.
+        let mut cursor = (0u32, 0usize, 1usize);
+        let mut next_chunk = || -> Option<(u32, Vec<Pair>)> {
+            let (sweep, a, b) = &mut cursor;
+            if *sweep >= o.sweeps || ranks.len() < 2 {
+                return None;
+            }
+            let mut chunk = Vec::with_capacity(CHUNK_PAIRS);
+            while chunk.len() < CHUNK_PAIRS && *a + 1 < ranks.len() {
+                chunk.push(Pair::new(ranks[*a], ranks[*b]));
+                *b += 1;
+                if *b == ranks.len() {
+                    *a += 1;
+                    *b = *a + 1;
                 }
             }
+            let out = (*sweep, chunk);
+            if *a + 1 >= ranks.len() {
+                (*sweep, *a, *b) = (*sweep + 1, 0, 1);
+            }
+            Some(out)
+        };
+        let generate = |(sweep, chunk): (u32, Vec<Pair>)| {
+            chunk
+                .par_iter()
+                .map(|&pair| {
+                    let p = PairParams::from_measurement(sweep, pair, &self.measure(pair, sweep))
+                        .expect("simulated measurements have size 0 and ascend");
+                    let v = valuer.values_of(&p)?;
+                    Ok((keep_params.then_some(p), v))
+                })
+                .collect::<Result<Vec<_>, OutputError>>()
+        };
+        let mut count = 0;
+        let mut ready = next_chunk().map(generate).transpose()?;
+        while let Some(done) = ready.take() {
+            count += done.len();
+            let upcoming = next_chunk();
+            let (generated, added) = rayon::join(
+                || upcoming.map(generate).transpose(),
+                || -> Result<(), OutputError> {
+                    for (p, v) in done {
+                        outputs.add_values(v, p.as_ref())?;
+                    }
+                    Ok(())
+                },
+            );
+            added?;
+            ready = generated?;
         }
         let mut files = outputs.finish()?;
         meta.status = RunStatus::Complete;
