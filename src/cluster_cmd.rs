@@ -367,6 +367,19 @@ fn run_features(args: &ClusterArgs) -> Result<()> {
     )
 }
 
+/// The topology `cluster` finds with its defaults on a run's default matrix, its levels named
+/// after the run's placement where they match it.
+pub fn default_topology(run: &std::path::Path) -> Result<Topology> {
+    let input = lgate_cluster::load(run, None)?;
+    let tree = lgate_cluster::auto(input.matrix.values(), &AutoParams::default());
+    let tree = to_ranks(&tree, &input.ranks);
+    let labels = input
+        .hosts
+        .clone()
+        .or_else(|| Some(input.matrix.labels().to_vec()));
+    name_levels(topology_of(&tree, input.job_size, labels)?, run)
+}
+
 /// Writes the topology of a clustering, and the summary on stderr.
 fn emit(
     args: &ClusterArgs,
@@ -537,7 +550,21 @@ pub fn score(args: ScoreArgs) -> Result<()> {
             topology.ranks()
         );
     }
+    // Over the truth's ranks, keeping the file's level names where the levels are the same.
+    let named = topology.levels().to_vec();
     let topology = Topology::from_tree(topology.tree().clone(), Some(n))?;
+    let levels: Vec<_> = topology
+        .levels()
+        .iter()
+        .map(|l| {
+            let mut l = l.clone();
+            if let Some(same) = named.iter().find(|m| m.groups == l.groups) {
+                l.name = same.name.clone();
+            }
+            l
+        })
+        .collect();
+    let topology = topology.with_levels(levels)?;
     let mut found: Vec<(String, Vec<usize>)> = topology
         .levels()
         .iter()

@@ -6,6 +6,7 @@
 mod cluster_cmd;
 mod measure_cmd;
 mod output;
+mod plot_cmd;
 mod simulate_cmd;
 mod topology_cmd;
 
@@ -31,6 +32,11 @@ enum Command {
     Simulate(simulate_cmd::SimulateArgs),
     /// Compare a topology with known placement (adjusted Rand index and accuracy per level).
     Score(cluster_cmd::ScoreArgs),
+    /// Draw heat maps, PLogP curves and dendrograms (PNG or SVG).
+    #[command(subcommand)]
+    Plot(plot_cmd::PlotCommand),
+    /// Write a one-page HTML report of a run (images inlined; opens with no network).
+    Report(plot_cmd::ReportArgs),
     /// Read, check and convert topology files (LGate, JSON, Newick).
     #[command(subcommand)]
     Topology(topology_cmd::TopologyCommand),
@@ -43,6 +49,8 @@ fn main() -> ExitCode {
         Command::Cluster(args) => cluster_cmd::run(args),
         Command::Score(args) => cluster_cmd::score(args),
         Command::Simulate(args) => simulate_cmd::run(args),
+        Command::Plot(cmd) => plot_cmd::run(cmd),
+        Command::Report(args) => plot_cmd::report(args),
         Command::Topology(cmd) => topology_cmd::run(cmd),
     };
     match result {

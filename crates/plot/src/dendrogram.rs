@@ -1,0 +1,240 @@
+//! A topology as a dendrogram: the root at the top, one row per level, groups at the bottom
+//! as wide as their rank count, each split labelled with its separation when known.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, VPos};
+
+use lgate_topology::{Topology, TopologyNode};
+
+use crate::figure::{anchored, short, Figure, PlotError, FONT};
+
+const WIDTH: u32 = 1000;
+const HEIGHT: u32 = 620;
+const LEFT: i32 = 40;
+const RIGHT: i32 = 40;
+const TOP: i32 = 70;
+const BOTTOM: i32 = 110;
+
+/// A dendrogram of a topology.
+#[derive(Debug, Clone)]
+pub struct Dendrogram<'a> {
+    topology: &'a Topology,
+    title: String,
+}
+
+impl<'a> Dendrogram<'a> {
+    /// The dendrogram of `topology` under `title`.
+    pub fn new(topology: &'a Topology, title: &str) -> Self {
+        Dendrogram {
+            topology,
+            title: title.to_string(),
+        }
+    }
+}
+
+/// Where a node is drawn: its x (pixels) and depth.
+struct Placed {
+    x: f64,
+    depth: usize,
+}
+
+/// Ranks as ranges: `0-7,16-23`.
+pub fn rank_ranges(ranks: &[usize]) -> String {
+    let mut r = ranks.to_vec();
+    r.sort_unstable();
+    let mut parts = Vec::new();
+    let mut k = 0;
+    while k < r.len() {
+        let start = r[k];
+        while k + 1 < r.len() && r[k + 1] == r[k] + 1 {
+            k += 1;
+        }
+        parts.push(if r[k] == start {
+            start.to_string()
+        } else {
+            format!("{start}-{}", r[k])
+        });
+        k += 1;
+    }
+    parts.join(",")
+}
+
+impl Figure for Dendrogram<'_> {
+    fn size(&self) -> (u32, u32) {
+        (WIDTH, HEIGHT)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), PlotError> {
+        let e = PlotError::draw;
+        root.fill(&WHITE).map_err(e)?;
+        let tree = self.topology.tree();
+        let total = tree.rank_count().max(1) as f64;
+        let depth = tree.depth().max(1);
+        let span = (WIDTH as i32 - LEFT - RIGHT) as f64;
+        let row = (HEIGHT as i32 - TOP - BOTTOM) as f64 / depth as f64;
+        let y_of = |d: usize| TOP + (d as f64 * row).round() as i32;
+        root.draw(&Text::new(
+            self.title.clone(),
+            (LEFT, 16),
+            (FONT, 20.0).into_font(),
+        ))
+        .map_err(e)?;
+        let levels: Vec<String> = self
+            .topology
+            .levels()
+            .iter()
+            .map(|l| format!("{} ({} groups)", l.name, l.groups.len()))
+            .collect();
+        root.draw(&Text::new(
+            format!(
+                "{} ranks; levels, top down: {}",
+                tree.rank_count(),
+                if levels.is_empty() {
+                    "none (one group)".to_string()
+                } else {
+                    levels.join(", ")
+                }
+            ),
+            (LEFT, 42),
+            (FONT, 13.0).into_font(),
+        ))
+        .map_err(e)?;
+
+        let mut leaves_drawn = 0usize;
+        let leaf_count = tree.groups().len();
+        let label_every = leaf_count.div_ceil(24).max(1);
+        let mut offset = 0.0;
+        #[allow(clippy::too_many_arguments)]
+        fn walk<DB: DrawingBackend>(
+            node: &TopologyNode,
+            d: usize,
+            depth: usize,
+            offset: &mut f64,
+            scale: f64,
+            y_of: &dyn Fn(usize) -> i32,
+            root: &DrawingArea<DB, Shift>,
+            leaves: &mut usize,
+            label_every: usize,
+        ) -> Result<Placed, PlotError> {
+            let e = PlotError::draw;
+            match node {
+                TopologyNode::Group { ranks, .. } => {
+                    let w = ranks.len() as f64 * scale;
+                    let x0 = LEFT as f64 + *offset;
+                    *offset += w;
+                    let y = y_of(depth);
+                    root.draw(&Rectangle::new(
+                        [
+                            (x0.round() as i32, y),
+                            ((x0 + w).round() as i32 - 1, y + 14),
+                        ],
+                        RGBColor(68, 1, 84).mix(0.75).filled(),
+                    ))
+                    .map_err(e)?;
+                    // The ranks when they fit under the group, else their number.
+                    let ranges = rank_ranges(ranks);
+                    let label = if ranges.len() as f64 * 6.5 <= w {
+                        ranges
+                    } else {
+                        format!("{}", ranks.len())
+                    };
+                    if (*leaves).is_multiple_of(label_every)
+                        && label.len() as f64 * 6.5 <= w.max(20.0)
+                    {
+                        root.draw(&Text::new(
+                            label,
+                            ((x0 + w / 2.0).round() as i32, y + 20),
+                            anchored(11.0, HPos::Center, VPos::Top),
+                        ))
+                        .map_err(e)?;
+                    }
+                    *leaves += 1;
+                    let x = x0 + w / 2.0;
+                    if d < depth {
+                        // A group above the bottom row: a stem down to it.
+                        root.draw(&PathElement::new(
+                            vec![(x.round() as i32, y_of(d)), (x.round() as i32, y)],
+                            BLACK.stroke_width(1),
+                        ))
+                        .map_err(e)?;
+                    }
+                    Ok(Placed { x, depth: d })
+                }
+                TopologyNode::Cluster { children, height } => {
+                    let mut kids = Vec::new();
+                    for c in children {
+                        kids.push(walk(
+                            c,
+                            d + 1,
+                            depth,
+                            offset,
+                            scale,
+                            y_of,
+                            root,
+                            leaves,
+                            label_every,
+                        )?);
+                    }
+                    let y = y_of(d);
+                    let (first, last) = (
+                        kids.first().map_or(0.0, |k| k.x),
+                        kids.last().map_or(0.0, |k| k.x),
+                    );
+                    root.draw(&PathElement::new(
+                        vec![(first.round() as i32, y), (last.round() as i32, y)],
+                        BLACK.stroke_width(2),
+                    ))
+                    .map_err(e)?;
+                    for k in &kids {
+                        let top = if k.depth == d + 1 { y_of(d + 1) } else { y };
+                        root.draw(&PathElement::new(
+                            vec![(k.x.round() as i32, y), (k.x.round() as i32, top)],
+                            BLACK.stroke_width(2),
+                        ))
+                        .map_err(e)?;
+                    }
+                    let x = (first + last) / 2.0;
+                    if let Some(h) = height {
+                        root.draw(&Text::new(
+                            short(*h),
+                            (x.round() as i32, y - 4),
+                            anchored(11.0, HPos::Center, VPos::Bottom),
+                        ))
+                        .map_err(e)?;
+                    }
+                    Ok(Placed { x, depth: d })
+                }
+            }
+        }
+        walk(
+            tree,
+            0,
+            depth,
+            &mut offset,
+            span / total,
+            &y_of,
+            root,
+            &mut leaves_drawn,
+            label_every,
+        )?;
+        root.draw(&Text::new(
+            "numbers at splits: separation (between-group over within-group spread); under groups: their ranks, or how many",
+            (LEFT, HEIGHT as i32 - 24),
+            (FONT, 12.0).into_font(),
+        ))
+        .map_err(e)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_compress_runs() {
+        assert_eq!(rank_ranges(&[3, 0, 1, 2, 8, 10, 11]), "0-3,8,10-11");
+        assert_eq!(rank_ranges(&[5]), "5");
+    }
+}

@@ -1,0 +1,342 @@
+//! A distance matrix as a heat map: ranks in topology order when a topology is given, group
+//! boundaries drawn at every level, values above a high quantile clipped so that a few slow
+//! pairs do not wash out the scale (as the reference thesis does), and a colour bar in units.
+
+use plotters::coord::Shift;
+use plotters::element::BitMapElement;
+use plotters::prelude::*;
+use plotters::style::colors::colormaps::ViridisRGB;
+use plotters::style::text_anchor::{HPos, VPos};
+
+use lgate_matrix::DistanceMatrix;
+use lgate_topology::{Topology, TopologyNode};
+
+use crate::figure::{anchored, nice_ticks, short, Figure, PlotError, FONT};
+
+/// Side of the matrix square, pixels.
+const SIDE: u32 = 760;
+/// Left and top margins, pixels.
+const LEFT: i32 = 70;
+const TOP: i32 = 56;
+/// The colour bar's left edge and width.
+const BAR_X: i32 = LEFT + SIDE as i32 + 30;
+const BAR_W: i32 = 22;
+/// The colour of group boundaries.
+pub const BOUNDARY: RGBColor = RGBColor(255, 255, 255);
+/// Stroke widths of boundaries, coarsest level first.
+const WIDTHS: [u32; 3] = [3, 2, 1];
+
+/// A heat map of a distance matrix.
+#[derive(Debug, Clone)]
+pub struct Heatmap<'a> {
+    matrix: &'a DistanceMatrix,
+    title: String,
+    unit: String,
+    order: Vec<usize>,
+    /// Per level, coarsest first: the positions (in `order`) where a new group starts.
+    boundaries: Vec<(String, Vec<usize>)>,
+    clip_quantile: f64,
+}
+
+impl<'a> Heatmap<'a> {
+    /// A heat map of `matrix` in rank order, with values in `unit`.
+    pub fn new(matrix: &'a DistanceMatrix, title: &str, unit: &str) -> Self {
+        Heatmap {
+            matrix,
+            title: title.to_string(),
+            unit: unit.to_string(),
+            order: (0..matrix.len()).collect(),
+            boundaries: Vec::new(),
+            clip_quantile: 0.95,
+        }
+    }
+
+    /// Orders the ranks as the leaves of `topology` and draws its groups' boundaries. The
+    /// topology's ranks are the matrix's labels (rank numbers) or, failing that, its rows.
+    pub fn with_topology(mut self, topology: &Topology) -> Result<Self, PlotError> {
+        let n = self.matrix.len();
+        let row_of_rank: std::collections::HashMap<usize, usize> = self
+            .matrix
+            .labels()
+            .iter()
+            .enumerate()
+            .filter_map(|(row, l)| l.parse::<usize>().ok().map(|r| (r, row)))
+            .collect();
+        let row = |rank: usize| -> Option<usize> {
+            if row_of_rank.len() == n {
+                row_of_rank.get(&rank).copied()
+            } else {
+                (rank < n).then_some(rank)
+            }
+        };
+        let mut leaves = Vec::new();
+        collect_leaves(topology.tree(), &mut leaves);
+        let mut order = Vec::with_capacity(n);
+        let mut seen = vec![false; n];
+        for &rank in &leaves {
+            let r = row(rank).ok_or_else(|| {
+                PlotError::Input(format!(
+                    "the topology has rank {rank}, which the matrix of {n} ranks lacks"
+                ))
+            })?;
+            if !std::mem::replace(&mut seen[r], true) {
+                order.push(r);
+            }
+        }
+        // Ranks the topology leaves out come last, in rank order.
+        order.extend((0..n).filter(|&r| !seen[r]));
+        let mut position = vec![0; n];
+        for (k, &r) in order.iter().enumerate() {
+            position[r] = k;
+        }
+        let mut boundaries = Vec::new();
+        for level in topology.levels() {
+            let mut group_of_row = vec![usize::MAX; n];
+            for (g, ranks) in level.groups.iter().enumerate() {
+                for &rank in ranks {
+                    if let Some(r) = row(rank) {
+                        group_of_row[r] = g;
+                    }
+                }
+            }
+            let starts: Vec<usize> = (1..n)
+                .filter(|&k| group_of_row[order[k]] != group_of_row[order[k - 1]])
+                .collect();
+            boundaries.push((level.name.clone(), starts));
+        }
+        self.order = order;
+        self.boundaries = boundaries;
+        Ok(self)
+    }
+
+    /// Clips values above this quantile of the off-diagonal entries (1 for none).
+    pub fn with_clip_quantile(mut self, q: f64) -> Self {
+        self.clip_quantile = q.clamp(0.5, 1.0);
+        self
+    }
+
+    /// The colour scale's ends: the least off-diagonal value and the clipping quantile.
+    pub fn scale(&self) -> (f64, f64) {
+        let n = self.matrix.len();
+        let mut v: Vec<f64> = Vec::with_capacity(n * n.saturating_sub(1) / 2);
+        let m = self.matrix.values();
+        for i in 0..n {
+            for j in i + 1..n {
+                v.push(m[[i, j]]);
+            }
+        }
+        if v.is_empty() {
+            return (0.0, 1.0);
+        }
+        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = lgate_cluster_quantile(&mut v, self.clip_quantile);
+        if hi > lo {
+            (lo, hi)
+        } else {
+            (lo, lo + 1.0)
+        }
+    }
+
+    /// The group boundaries drawn, per level: positions in the drawn order.
+    pub fn boundaries(&self) -> &[(String, Vec<usize>)] {
+        &self.boundaries
+    }
+
+    /// The matrix as RGB pixels, `SIDE` square: each pixel the mean of the block of entries
+    /// it covers.
+    fn pixels(&self, lo: f64, hi: f64) -> Vec<u8> {
+        let n = self.matrix.len();
+        let side = SIDE as usize;
+        let m = self.matrix.values();
+        let span = |p: usize| {
+            let a = p * n / side;
+            let b = ((p + 1) * n / side).max(a + 1).min(n);
+            a..b
+        };
+        let mut out = vec![0u8; side * side * 3];
+        for y in 0..side {
+            let rows = span(y);
+            for x in 0..side {
+                let cols = span(x);
+                let mut sum = 0.0;
+                let mut count = 0.0;
+                for a in rows.clone() {
+                    for b in cols.clone() {
+                        let (i, j) = (self.order[a], self.order[b]);
+                        if i != j {
+                            sum += m[[i, j]].min(hi);
+                            count += 1.0;
+                        }
+                    }
+                }
+                let c = if count > 0.0 {
+                    ViridisRGB::get_color_normalized(sum / count, lo, hi)
+                } else {
+                    RGBColor(235, 235, 235)
+                };
+                let k = (y * side + x) * 3;
+                out[k..k + 3].copy_from_slice(&[c.0, c.1, c.2]);
+            }
+        }
+        out
+    }
+}
+
+fn lgate_cluster_quantile(v: &mut [f64], q: f64) -> f64 {
+    let pos = ((v.len() - 1) as f64 * q).round() as usize;
+    let (_, x, _) = v.select_nth_unstable_by(pos, f64::total_cmp);
+    *x
+}
+
+fn collect_leaves(node: &TopologyNode, out: &mut Vec<usize>) {
+    match node {
+        TopologyNode::Group { ranks, .. } => out.extend(ranks.iter().copied()),
+        TopologyNode::Cluster { children, .. } => {
+            for c in children {
+                collect_leaves(c, out);
+            }
+        }
+    }
+}
+
+impl Figure for Heatmap<'_> {
+    fn size(&self) -> (u32, u32) {
+        (LEFT as u32 + SIDE + 150, TOP as u32 + SIDE + 70)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), PlotError> {
+        let e = PlotError::draw;
+        root.fill(&WHITE).map_err(e)?;
+        let n = self.matrix.len();
+        let (lo, hi) = self.scale();
+        let font = |size: f64| (FONT, size).into_font();
+        root.draw(&Text::new(self.title.clone(), (LEFT, 14), font(20.0)))
+            .map_err(e)?;
+
+        let pixels = self.pixels(lo, hi);
+        let image = BitMapElement::with_owned_buffer((LEFT, TOP), (SIDE, SIDE), pixels)
+            .ok_or_else(|| PlotError::Draw("the heat map's pixels".into()))?;
+        root.draw(&image).map_err(e)?;
+
+        // Group boundaries, coarsest level thickest.
+        let at = |k: usize| (k as f64 * SIDE as f64 / n as f64).round() as i32;
+        let end = SIDE as i32;
+        for (depth, (_, starts)) in self.boundaries.iter().enumerate() {
+            let width = WIDTHS[depth.min(WIDTHS.len() - 1)];
+            let style = BOUNDARY.stroke_width(width);
+            for &k in starts {
+                let p = at(k);
+                root.draw(&PathElement::new(
+                    vec![(LEFT + p, TOP), (LEFT + p, TOP + end)],
+                    style,
+                ))
+                .map_err(e)?;
+                root.draw(&PathElement::new(
+                    vec![(LEFT, TOP + p), (LEFT + end, TOP + p)],
+                    style,
+                ))
+                .map_err(e)?;
+            }
+        }
+        root.draw(&Rectangle::new(
+            [(LEFT, TOP), (LEFT + end, TOP + end)],
+            BLACK.stroke_width(1),
+        ))
+        .map_err(e)?;
+
+        // Rank labels: at most 16 per axis, at the ranks drawn there.
+        let labels = self.matrix.labels();
+        let step = n.div_ceil(16).max(1);
+        for k in (0..n).step_by(step) {
+            let p = at(k) + (at(k + 1) - at(k)) / 2;
+            let text = labels[self.order[k]].clone();
+            root.draw(&Text::new(
+                text.clone(),
+                (LEFT - 6, TOP + p),
+                anchored(12.0, HPos::Right, VPos::Center),
+            ))
+            .map_err(e)?;
+            root.draw(&Text::new(
+                text,
+                (LEFT + p, TOP + end + 6),
+                anchored(12.0, HPos::Center, VPos::Top),
+            ))
+            .map_err(e)?;
+        }
+        let axis = if self.boundaries.is_empty() {
+            "rank".to_string()
+        } else {
+            format!(
+                "rank, ordered by the topology (boundaries: {})",
+                self.boundaries
+                    .iter()
+                    .map(|b| b.0.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        root.draw(&Text::new(
+            axis,
+            (LEFT + end / 2, TOP + end + 26),
+            anchored(14.0, HPos::Center, VPos::Top),
+        ))
+        .map_err(e)?;
+
+        // The colour bar, low values at the bottom.
+        let h = SIDE as usize;
+        let mut bar = vec![0u8; BAR_W as usize * h * 3];
+        for y in 0..h {
+            let v = hi - (hi - lo) * y as f64 / (h - 1) as f64;
+            let c = ViridisRGB::get_color_normalized(v, lo, hi);
+            for x in 0..BAR_W as usize {
+                let k = (y * BAR_W as usize + x) * 3;
+                bar[k..k + 3].copy_from_slice(&[c.0, c.1, c.2]);
+            }
+        }
+        let bar = BitMapElement::with_owned_buffer((BAR_X, TOP), (BAR_W as u32, SIDE), bar)
+            .ok_or_else(|| PlotError::Draw("the colour bar".into()))?;
+        root.draw(&bar).map_err(e)?;
+        root.draw(&Rectangle::new(
+            [(BAR_X, TOP), (BAR_X + BAR_W, TOP + end)],
+            BLACK.stroke_width(1),
+        ))
+        .map_err(e)?;
+        for t in nice_ticks(lo, hi, 6) {
+            let y = TOP + ((hi - t) / (hi - lo) * (SIDE - 1) as f64).round() as i32;
+            root.draw(&PathElement::new(
+                vec![(BAR_X + BAR_W, y), (BAR_X + BAR_W + 4, y)],
+                BLACK.stroke_width(1),
+            ))
+            .map_err(e)?;
+            root.draw(&Text::new(
+                short(t),
+                (BAR_X + BAR_W + 7, y),
+                anchored(12.0, HPos::Left, VPos::Center),
+            ))
+            .map_err(e)?;
+        }
+        root.draw(&Text::new(
+            self.unit.clone(),
+            (BAR_X, TOP - 8),
+            anchored(13.0, HPos::Left, VPos::Bottom),
+        ))
+        .map_err(e)?;
+        let clipped = if self.clip_quantile < 1.0 {
+            format!(
+                "values above the {:.0}th percentile ({} {}) are clipped to it",
+                self.clip_quantile * 100.0,
+                short(hi),
+                self.unit
+            )
+        } else {
+            "no values clipped".to_string()
+        };
+        root.draw(&Text::new(
+            format!("{n} ranks; {clipped}"),
+            (LEFT, 38),
+            font(13.0),
+        ))
+        .map_err(e)?;
+        Ok(())
+    }
+}

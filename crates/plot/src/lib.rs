@@ -1,0 +1,15 @@
+//! Pictures of runs and topologies: distance matrices as heat maps, PLogP parameters against
+//! message size, dendrograms of topologies, and a self-contained HTML report of a run. PNG or
+//! SVG by the output file's extension, drawn with plotters and an embedded font.
+
+pub mod curves;
+pub mod dendrogram;
+pub mod figure;
+pub mod heatmap;
+pub mod report;
+
+pub use curves::Curves;
+pub use dendrogram::Dendrogram;
+pub use figure::{save, to_png, to_svg, Figure, ImageFormat, PlotError};
+pub use heatmap::Heatmap;
+pub use report::{report_html, ReportInputs};

@@ -1,0 +1,194 @@
+//! `lgate-plogp plot`: heat maps, curves and dendrograms as PNG or SVG.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use lgate_plot::{save, Heatmap};
+
+/// The pictures `plot` draws.
+#[derive(Debug, Subcommand)]
+pub enum PlotCommand {
+    /// A distance matrix as a heat map, ranks ordered and group boundaries drawn by a topology.
+    Heatmap(HeatmapArgs),
+    /// PLogP parameters (RTT, o_s, o_r, g, L) against message size, per placement class of
+    /// pairs or per chosen pair.
+    Curves(CurvesArgs),
+    /// A topology as a dendrogram; for a run, the topology `cluster` finds on its default
+    /// matrix.
+    Dendrogram(DendrogramArgs),
+}
+
+/// Options of `plot curves`.
+#[derive(Debug, Args)]
+pub struct CurvesArgs {
+    /// A PLogP run directory (with measurements.parquet).
+    #[arg(value_name = "RUN")]
+    run: PathBuf,
+    /// Draw these pairs instead of placement classes, e.g. 0-1,0-64.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pairs: Option<Vec<String>>,
+    /// The image to write: .png or .svg.
+    #[arg(long, short, value_name = "FILE")]
+    output: PathBuf,
+}
+
+/// Options of `plot dendrogram`.
+#[derive(Debug, Args)]
+pub struct DendrogramArgs {
+    /// A topology file (LGate, JSON or Newick) or a run directory.
+    #[arg(value_name = "TOPOLOGY_OR_RUN")]
+    input: PathBuf,
+    /// The image to write: .png or .svg.
+    #[arg(long, short, value_name = "FILE")]
+    output: PathBuf,
+}
+
+/// Options of `plot heatmap`.
+#[derive(Debug, Args)]
+pub struct HeatmapArgs {
+    /// A run directory or a distance matrix (CSV, lower-triangle CSV or .npy).
+    #[arg(value_name = "RUN_OR_MATRIX")]
+    input: PathBuf,
+    /// The matrix of a run: latency, rtt:0, t:1KiB, features:0, ... [default: t].
+    #[arg(long, value_name = "NAME")]
+    matrix: Option<String>,
+    /// A topology (LGate, JSON or Newick) whose order and groups the heat map shows.
+    #[arg(long, value_name = "FILE")]
+    topology: Option<PathBuf>,
+    /// Clip values above this quantile of the off-diagonal entries (1: no clipping).
+    #[arg(long, default_value_t = 0.95, value_name = "Q")]
+    clip: f64,
+    /// The unit of the values [default: us for a run, none for a matrix file].
+    #[arg(long, value_name = "UNIT")]
+    unit: Option<String>,
+    /// The image to write: .png or .svg.
+    #[arg(long, short, value_name = "FILE")]
+    output: PathBuf,
+}
+
+/// Runs `plot`.
+pub fn run(command: PlotCommand) -> Result<()> {
+    match command {
+        PlotCommand::Heatmap(args) => heatmap(args),
+        PlotCommand::Dendrogram(args) => dendrogram(args),
+        PlotCommand::Curves(args) => curves(args),
+    }
+}
+
+fn dendrogram(args: DendrogramArgs) -> Result<()> {
+    lgate_plot::ImageFormat::of(&args.output)?;
+    let (topology, title) = if args.input.is_dir() {
+        (
+            crate::cluster_cmd::default_topology(&args.input)?,
+            format!("{}: the topology auto finds", args.input.display()),
+        )
+    } else {
+        (
+            lgate_topology::format::read_file(&args.input, None)?.0,
+            args.input.display().to_string(),
+        )
+    };
+    save(
+        &lgate_plot::Dendrogram::new(&topology, &title),
+        &args.output,
+    )?;
+    eprintln!("wrote {}", args.output.display());
+    Ok(())
+}
+
+fn heatmap(args: HeatmapArgs) -> Result<()> {
+    lgate_plot::ImageFormat::of(&args.output)?;
+    if !(args.clip > 0.5 && args.clip <= 1.0) {
+        anyhow::bail!("--clip must be above 0.5 and at most 1");
+    }
+    let input = lgate_cluster::load(&args.input, args.matrix.as_deref())?;
+    let unit = args.unit.clone().unwrap_or_else(|| {
+        if args.input.is_dir() {
+            "us".into()
+        } else {
+            String::new()
+        }
+    });
+    let mut figure =
+        Heatmap::new(&input.matrix, &input.source, &unit).with_clip_quantile(args.clip);
+    if let Some(path) = &args.topology {
+        let (topology, _) = lgate_topology::format::read_file(path, None)?;
+        figure = figure
+            .with_topology(&topology)
+            .with_context(|| path.display().to_string())?;
+    }
+    save(&figure, &args.output)?;
+    eprintln!("wrote {}", args.output.display());
+    Ok(())
+}
+
+fn curves(args: CurvesArgs) -> Result<()> {
+    lgate_plot::ImageFormat::of(&args.output)?;
+    let pairs = args
+        .pairs
+        .as_ref()
+        .map(|list| {
+            list.iter()
+                .map(|p| {
+                    let parse = |x: &str| x.trim().parse::<usize>().ok();
+                    p.split_once('-')
+                        .and_then(|(a, b)| Some((parse(a)?, parse(b)?)))
+                        .filter(|(a, b)| a != b)
+                        .with_context(|| {
+                            format!("`{p}` in --pairs is not a pair of two ranks such as 0-5")
+                        })
+                })
+                .collect::<Result<Vec<_>>>()
+        })
+        .transpose()?;
+    let figure = lgate_plot::Curves::of_run(&args.run, pairs.as_deref())?;
+    save(&figure, &args.output)?;
+    eprintln!("wrote {}", args.output.display());
+    Ok(())
+}
+
+/// Options of `report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A run directory.
+    #[arg(value_name = "RUN")]
+    run: PathBuf,
+    /// The topology to show and order the heat map by [default: what `cluster` finds on the
+    /// run's default matrix].
+    #[arg(long, value_name = "FILE")]
+    topology: Option<PathBuf>,
+    /// The HTML file to write.
+    #[arg(long, short, value_name = "FILE")]
+    output: PathBuf,
+}
+
+/// Runs `report`.
+pub fn report(args: ReportArgs) -> Result<()> {
+    if !args.run.is_dir() {
+        anyhow::bail!("{}: not a run directory", args.run.display());
+    }
+    let (topology, source) = match &args.topology {
+        Some(path) => (
+            lgate_topology::format::read_file(path, None)?.0,
+            format!("The topology of {}.", path.display()),
+        ),
+        None => (
+            crate::cluster_cmd::default_topology(&args.run)?,
+            "What `lgate-plogp cluster` finds with its defaults on the run's default matrix \
+             (levels named after the recorded placement where they match it)."
+                .to_string(),
+        ),
+    };
+    let html = lgate_plot::report_html(
+        &args.run,
+        &lgate_plot::ReportInputs {
+            topology: &topology,
+            topology_source: source,
+            command_line: std::env::args().collect(),
+        },
+    )?;
+    crate::output::write_output(Some(&args.output), &html)?;
+    eprintln!("wrote {}", args.output.display());
+    Ok(())
+}

@@ -1,0 +1,149 @@
+//! End-to-end tests of `lgate-plogp plot` and `lgate-plogp report`: files written by
+//! extension, and clean failures.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn lgate_plogp(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lgate-plogp"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn ok(out: Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn assert_clean_failure(out: &Output, fragment: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert!(stderr.contains(fragment), "says {fragment:?}: {stderr}");
+}
+
+#[test]
+fn plots_by_extension_and_clean_failures() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ok(lgate_plogp(
+        d,
+        &[
+            "simulate",
+            "--preset",
+            "arm1",
+            "--max-size",
+            "4KiB",
+            "--out",
+            "run",
+            "--quiet",
+        ],
+    ));
+    ok(lgate_plogp(
+        d,
+        &["cluster", "run", "--output", "found.json"],
+    ));
+    for (args, file, magic) in [
+        (
+            vec![
+                "plot",
+                "heatmap",
+                "run",
+                "--topology",
+                "found.json",
+                "-o",
+                "h.png",
+            ],
+            "h.png",
+            None,
+        ),
+        (
+            vec![
+                "plot", "heatmap", "run", "--matrix", "latency", "-o", "h.svg",
+            ],
+            "h.svg",
+            Some("<svg"),
+        ),
+        (
+            vec!["plot", "curves", "run", "-o", "c.svg"],
+            "c.svg",
+            Some("<svg"),
+        ),
+        (
+            vec!["plot", "curves", "run", "--pairs", "0-1,0-2", "-o", "p.png"],
+            "p.png",
+            None,
+        ),
+        (
+            vec!["plot", "dendrogram", "run", "-o", "d.png"],
+            "d.png",
+            None,
+        ),
+        (
+            vec!["plot", "dendrogram", "found.json", "-o", "d.svg"],
+            "d.svg",
+            Some("<svg"),
+        ),
+        (
+            vec!["report", "run", "-o", "r.html"],
+            "r.html",
+            Some("<!DOCTYPE html>"),
+        ),
+    ] {
+        ok(lgate_plogp(d, &args));
+        let bytes = std::fs::read(d.join(file)).unwrap();
+        match magic {
+            Some(text) => assert!(String::from_utf8_lossy(&bytes).contains(text), "{file}"),
+            None => assert_eq!(bytes[..4], [0x89, b'P', b'N', b'G'], "{file} is a PNG"),
+        }
+    }
+    std::fs::write(d.join("m.csv"), "0,1\n1,0\n").unwrap();
+    for (args, fragment) in [
+        (
+            vec!["plot", "heatmap", "run", "-o", "h.pdf"],
+            "must end in .png or .svg",
+        ),
+        (vec!["plot", "heatmap", "nowhere", "-o", "h.png"], "nowhere"),
+        (
+            vec!["plot", "heatmap", "run", "--clip", "0.2", "-o", "h.png"],
+            "--clip",
+        ),
+        (
+            vec![
+                "plot",
+                "heatmap",
+                "run",
+                "--topology",
+                "missing.json",
+                "-o",
+                "h.png",
+            ],
+            "missing.json",
+        ),
+        (
+            vec!["plot", "curves", "m.csv", "-o", "c.png"],
+            "measurements.parquet",
+        ),
+        (
+            vec!["plot", "curves", "run", "--pairs", "0-0", "-o", "c.png"],
+            "not a pair",
+        ),
+        (
+            vec!["plot", "curves", "run", "--pairs", "0-500", "-o", "c.png"],
+            "pair 0-500 is not in",
+        ),
+        (
+            vec!["report", "m.csv", "-o", "r.html"],
+            "not a run directory",
+        ),
+    ] {
+        assert_clean_failure(&lgate_plogp(d, &args), fragment);
+    }
+    assert!(!d.join("h.pdf").exists());
+}
