@@ -23,14 +23,32 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
 
 /// A file written piece by piece that appears at its path, whole, only on [`AtomicFile::commit`];
 /// dropped without it, nothing appears and the temporary file is removed.
+///
+/// A path that already exists and is not a regular file (`/dev/null`, `/dev/stdout`, a FIFO)
+/// is written directly: renaming over it would replace a device with a file.
 pub struct AtomicFile {
-    tmp: BufWriter<tempfile::NamedTempFile>,
-    path: std::path::PathBuf,
+    target: Target,
+}
+
+enum Target {
+    Temporary {
+        tmp: BufWriter<tempfile::NamedTempFile>,
+        path: std::path::PathBuf,
+    },
+    Direct(BufWriter<std::fs::File>),
 }
 
 impl AtomicFile {
     /// Starts writing the file that will be `path`.
     pub fn create(path: &Path) -> io::Result<Self> {
+        if let Ok(meta) = std::fs::metadata(path) {
+            if !meta.is_file() && !meta.is_dir() {
+                let file = std::fs::OpenOptions::new().write(true).open(path)?;
+                return Ok(AtomicFile {
+                    target: Target::Direct(BufWriter::new(file)),
+                });
+            }
+        }
         let dir = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
@@ -50,31 +68,45 @@ impl AtomicFile {
             )
         })?;
         Ok(AtomicFile {
-            tmp: BufWriter::with_capacity(1 << 20, tmp),
-            path: path.to_path_buf(),
+            target: Target::Temporary {
+                tmp: BufWriter::with_capacity(1 << 20, tmp),
+                path: path.to_path_buf(),
+            },
         })
     }
 
     /// Flushes, syncs and renames the file into place.
     pub fn commit(self) -> io::Result<()> {
-        let tmp = self.tmp.into_inner().map_err(|e| e.into_error())?;
-        tmp.as_file().sync_all()?;
-        tmp.persist(&self.path).map_err(|e| e.error)?;
+        match self.target {
+            Target::Temporary { tmp, path } => {
+                let tmp = tmp.into_inner().map_err(|e| e.into_error())?;
+                tmp.as_file().sync_all()?;
+                tmp.persist(&path).map_err(|e| e.error)?;
+            }
+            Target::Direct(mut file) => file.flush()?,
+        }
         Ok(())
+    }
+
+    fn writer(&mut self) -> &mut dyn Write {
+        match &mut self.target {
+            Target::Temporary { tmp, .. } => tmp,
+            Target::Direct(file) => file,
+        }
     }
 }
 
 impl Write for AtomicFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.tmp.write(buf)
+        self.writer().write(buf)
     }
 
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        self.tmp.write_all(buf)
+        self.writer().write_all(buf)
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.tmp.flush()
+        self.writer().flush()
     }
 }
 
@@ -111,6 +143,15 @@ mod tests {
         file.write_all(b"half").unwrap();
         drop(file);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn devices_are_written_not_replaced() {
+        use std::os::unix::fs::FileTypeExt;
+        write_atomic(Path::new("/dev/null"), b"discarded").unwrap();
+        let meta = std::fs::metadata("/dev/null").unwrap();
+        assert!(meta.file_type().is_char_device(), "/dev/null is still a device");
     }
 
     #[test]
