@@ -151,7 +151,10 @@ mod tests {
         use std::os::unix::fs::FileTypeExt;
         write_atomic(Path::new("/dev/null"), b"discarded").unwrap();
         let meta = std::fs::metadata("/dev/null").unwrap();
-        assert!(meta.file_type().is_char_device(), "/dev/null is still a device");
+        assert!(
+            meta.file_type().is_char_device(),
+            "/dev/null is still a device"
+        );
     }
 
     #[test]

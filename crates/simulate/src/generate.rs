@@ -375,7 +375,9 @@ impl<'a> Simulation<'a> {
                     let z: f64 = rng.sample(StandardNormal);
                     v *= (sigma * z).exp();
                 }
-                if let Some(s) = a.spikes {
+                // A saturation sample is the average of a batch of many messages: one slow
+                // message is diluted in it, so spikes hit the timed single operations only.
+                if let (Some(s), false) = (a.spikes, series == Series::G) {
                     if rng.random::<f64>() < s.rate {
                         v *= s.factor;
                     }

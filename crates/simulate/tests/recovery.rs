@@ -166,3 +166,22 @@ fn the_same_seed_gives_the_same_bytes() {
     };
     assert_ne!(t0(&fa), t0(&fc), "another seed, other noise");
 }
+
+#[test]
+fn a_thousand_ranks_drawn_from_pools_are_recovered() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = preset("betzy")
+        .unwrap()
+        .with_machine("node=8,socket=2,core=64")
+        .unwrap();
+    let mut options = SimulateOptions::new(&model, 1 << 10, 6);
+    options.sizes = vec![0, 1 << 10];
+    options.outputs.features = false;
+    options.outputs.table = false;
+    let path = dir.path().join("betzy-1024");
+    let run = RunDir::create(&path, false).unwrap();
+    let sim = Simulation::new(&model, &options).unwrap();
+    sim.write(&run).unwrap();
+    assert!(!path.join("measurements.parquet").exists(), "--no-table");
+    assert_recovered(&path, "betzy, 1024 ranks");
+}
