@@ -1,0 +1,190 @@
+//! The acceptance test on an emulated cluster (`scripts/testbed`): 2 leaves x 2 hosts x 2
+//! ranks in network namespaces, 4 Gbit/s host links and 400 Mbit/s leaf uplinks. `measure`
+//! over real MPI, then `cluster` with nothing given on t(1 MiB), recovers the leaf and host
+//! levels exactly; with `--topology auto` too, in less wall time. Needs root (CI has it);
+//! elsewhere it says so and checks nothing.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Instant;
+
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn testbed(state: &Path, args: &[&str]) -> Output {
+    Command::new(repo().join("scripts/testbed"))
+        .args(args)
+        .env("LGATE_TESTBED_STATE", state)
+        .output()
+        .expect("scripts/testbed runs")
+}
+
+fn ok(what: &str, out: Output) -> Output {
+    assert!(
+        out.status.success(),
+        "{what}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Tears the testbed down however the test ends.
+struct Down<'a>(&'a Path);
+
+impl Drop for Down<'_> {
+    fn drop(&mut self) {
+        let _ = testbed(self.0, &["down"]);
+    }
+}
+
+fn lgate_plogp(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lgate-plogp"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+/// Measures on the testbed, clusters t(1 MiB) with the defaults, scores against the truth;
+/// returns the wall time of the measurement.
+fn measure_and_check(dir: &Path, state: &Path, name: &str, extra: &[&str]) -> f64 {
+    let run = dir.join(name);
+    let bin = env!("CARGO_BIN_EXE_lgate-plogp");
+    let mut args = vec![
+        "run",
+        "--timeout",
+        "400",
+        "--",
+        bin,
+        "measure",
+        "--out",
+        run.to_str().unwrap(),
+        "--max-size",
+        "1MiB",
+        "--reps",
+        "4",
+        "--no-adaptive",
+        "--seed",
+        "1",
+        "--quiet",
+    ];
+    args.extend_from_slice(extra);
+    let start = Instant::now();
+    ok(&format!("measure {name}"), testbed(state, &args));
+    let launched = start.elapsed().as_secs_f64();
+    let topology = dir.join(format!("{name}.json"));
+    ok(
+        "cluster",
+        lgate_plogp(
+            dir,
+            &[
+                "cluster",
+                run.to_str().unwrap(),
+                "--matrix",
+                "t:1MiB",
+                "--output",
+                topology.to_str().unwrap(),
+            ],
+        ),
+    );
+    let scores = ok(
+        "score",
+        lgate_plogp(
+            dir,
+            &[
+                "score",
+                "--truth",
+                state.join("truth.json").to_str().unwrap(),
+                "--topology",
+                topology.to_str().unwrap(),
+                "--json",
+            ],
+        ),
+    );
+    let scores: Value = serde_json::from_slice(&scores.stdout).unwrap();
+    for level in ["leaf", "host"] {
+        let ari = scores
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["level"] == level)
+            .and_then(|r| r["ari"].as_f64());
+        assert_eq!(ari, Some(1.0), "{name}: level {level}: {scores:#}");
+    }
+    // The hosts MPI saw are the emulated ones.
+    let meta: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("meta.json")).unwrap()).unwrap();
+    let hosts: std::collections::BTreeSet<&str> = meta["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        hosts.into_iter().collect::<Vec<_>>(),
+        ["l0h0", "l0h1", "l1h0", "l1h1"]
+    );
+    // The run's own wall time (from its first barrier to its outputs), without the launch.
+    let wall = meta["summary"]["wall_s"].as_f64().unwrap();
+    eprintln!("{name}: measured in {wall:.1} s ({launched:.1} s with the launch)");
+    wall
+}
+
+#[test]
+fn an_emulated_cluster_is_recovered() {
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false);
+    if !root {
+        eprintln!("SKIPPED: the emulated cluster needs root (network namespaces); CI runs it");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("testbed");
+    ok(
+        "testbed up",
+        testbed(
+            &state,
+            &[
+                "up",
+                "--leaves",
+                "2",
+                "--hosts-per-leaf",
+                "2",
+                "--ranks-per-host",
+                "2",
+                "--host-rate",
+                "4gbit",
+                "--uplink-rate",
+                "400mbit",
+            ],
+        ),
+    );
+    let _down = Down(&state);
+    // A second testbed is refused while one is up.
+    let again = testbed(&state, &["up"]);
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("a testbed is up"));
+
+    let serial = measure_and_check(dir.path(), &state, "one-pair-at-a-time", &[]);
+    let auto = measure_and_check(dir.path(), &state, "topology-auto", &["--topology", "auto"]);
+    eprintln!("measure on the testbed: {serial:.1} s one pair at a time, {auto:.1} s with --topology auto");
+    assert!(
+        auto < serial,
+        "--topology auto took {auto:.1} s, one pair at a time {serial:.1} s"
+    );
+    drop(_down);
+    let status = testbed(&state, &["status"]);
+    assert!(String::from_utf8_lossy(&status.stdout).contains("down"));
+    let left = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&left.stdout).contains("lgtb-"),
+        "every namespace is gone"
+    );
+}
