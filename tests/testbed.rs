@@ -1,5 +1,5 @@
 //! The acceptance test on an emulated cluster (`scripts/testbed`): 2 leaves x 2 hosts x 2
-//! ranks in network namespaces, 4 Gbit/s host links and 400 Mbit/s leaf uplinks. `measure`
+//! ranks in network namespaces, 1 Gbit/s host links and 400 Mbit/s leaf uplinks. `measure`
 //! over real MPI, then `cluster` with nothing given on t(1 MiB), recovers the leaf and host
 //! levels exactly; with `--topology auto` too, in less wall time. Needs root (CI has it);
 //! elsewhere it says so and checks nothing.
@@ -160,7 +160,7 @@ fn an_emulated_cluster_is_recovered() {
                 "--ranks-per-host",
                 "2",
                 "--host-rate",
-                "4gbit",
+                "1gbit",
                 "--uplink-rate",
                 "400mbit",
             ],
