@@ -1,8 +1,8 @@
 //! The acceptance test on an emulated cluster (`scripts/testbed`): 2 leaves x 2 hosts x 2
 //! ranks in network namespaces, 1 Gbit/s host links and 400 Mbit/s leaf uplinks. `measure`
 //! over real MPI, then `cluster` with nothing given on t(1 MiB), recovers the leaf and host
-//! levels exactly; with `--topology auto` too, in less wall time. Needs root (CI has it);
-//! elsewhere it says so and checks nothing.
+//! levels exactly; with `--topology auto` too. Needs root (CI has it); elsewhere it says so
+//! and checks nothing.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -174,11 +174,10 @@ fn an_emulated_cluster_is_recovered() {
 
     let serial = measure_and_check(dir.path(), &state, "one-pair-at-a-time", &[]);
     let auto = measure_and_check(dir.path(), &state, "topology-auto", &["--topology", "auto"]);
+    // Only the pairs inside a host run side by side under `--topology auto` (LGate measures
+    // the pairs between two hosts one at a time), so its gain is within the run-to-run spread
+    // here; the times are printed, not compared.
     eprintln!("measure on the testbed: {serial:.1} s one pair at a time, {auto:.1} s with --topology auto");
-    assert!(
-        auto < serial,
-        "--topology auto took {auto:.1} s, one pair at a time {serial:.1} s"
-    );
     drop(_down);
     let status = testbed(&state, &["status"]);
     assert!(String::from_utf8_lossy(&status.stdout).contains("down"));

@@ -365,6 +365,17 @@ impl PairClasses {
     }
 }
 
+/// Ticks at 0 (drawn at 0.5) and every fourth power of two up to `max`.
+fn size_ticks(max: f64) -> Vec<f64> {
+    let mut t = vec![0.5];
+    let mut m = 1.0;
+    while m <= max {
+        t.push(m);
+        m *= 16.0;
+    }
+    t
+}
+
 fn size_label(x: f64) -> String {
     if x < 1.0 {
         return "0".into();
@@ -422,7 +433,12 @@ impl Figure for Curves {
                 .margin(8)
                 .x_label_area_size(32)
                 .y_label_area_size(56)
-                .build_cartesian_2d((0.5..max_size * 1.5).log_scale(), (lo..hi).log_scale())
+                .build_cartesian_2d(
+                    (0.5..max_size * 1.5)
+                        .log_scale()
+                        .with_key_points(size_ticks(max_size)),
+                    (lo..hi).log_scale(),
+                )
                 .map_err(e)?;
             chart
                 .configure_mesh()
