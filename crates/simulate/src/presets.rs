@@ -4,8 +4,7 @@
 use std::collections::BTreeMap;
 
 use crate::model::{
-    parse_levels, Artifacts, Counted, Factor, Link, MachineModel, Noise, Placement, Spikes, Warmup,
-    MODEL_FORMAT, MODEL_VERSION,
+    parse_levels, Artifacts, Link, MachineModel, Noise, Placement, MODEL_FORMAT, MODEL_VERSION,
 };
 
 /// The preset names.
@@ -15,24 +14,8 @@ pub const PRESETS: [&str; 4] = ["fram", "betzy", "arm1", "hpclab"];
 /// node left off (tests and users switch it on).
 fn usual_artifacts() -> Artifacts {
     Artifacts {
-        warmup: Some(Warmup {
-            samples: 4,
-            factor: 3.0,
-        }),
-        spikes: Some(Spikes {
-            rate: 0.02,
-            factor: 4.0,
-        }),
-        first_pair: Some(Factor { factor: 1.6 }),
-        bands: Some(Counted {
-            count: 3,
-            factor: 1.08,
-        }),
-        slow_pairs: Some(Counted {
-            count: 4,
-            factor: 2.5,
-        }),
         slow_node: None,
+        ..Artifacts::all()
     }
 }
 
