@@ -7,12 +7,16 @@
 #
 #   benches/python-peer.sh [WORKDIR]
 set -euo pipefail
+# A failing command inside $(...) stops the script too: a missing binary is no 0 s result.
+shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 work="${1:-$(mktemp -d)}"
 mkdir -p "$work"
 if [ -f "$HOME/.cargo/env" ]; then . "$HOME/.cargo/env"; fi
 cargo build --release --quiet
-bin="$(pwd)/${CARGO_TARGET_DIR:-target}/release/lgate-plogp"
+target_dir="${CARGO_TARGET_DIR:-target}"
+case "$target_dir" in /*) ;; *) target_dir="$(pwd)/$target_dir" ;; esac
+bin="$target_dir/release/lgate-plogp"
 venv="$work/venv"
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"

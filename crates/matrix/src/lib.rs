@@ -19,6 +19,19 @@ use ndarray::Array2;
 
 pub use read::{read_csv, read_matrix, ReadError, ReadMatrix};
 
+/// The first value (row-major) that is NaN, infinite or negative, with its position: a fast
+/// pass over memory first, positions only when something is wrong.
+pub(crate) fn first_invalid(values: &Array2<f64>) -> Option<((usize, usize), f64)> {
+    let ok = |x: &f64| x.is_finite() && *x >= 0.0;
+    if values.as_slice().is_some_and(|v| v.iter().all(ok)) {
+        return None;
+    }
+    values
+        .indexed_iter()
+        .find(|(_, x)| !ok(x))
+        .map(|(ij, &x)| (ij, x))
+}
+
 /// What is wrong with a matrix.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum MatrixError {
@@ -75,7 +88,7 @@ impl DistanceMatrix {
     /// labels default to the rank numbers.
     ///
     /// The matrix is taken as given: see [`DistanceMatrix::symmetrized`] for asymmetric input.
-    pub fn new(mut values: Array2<f64>, labels: Option<Vec<String>>) -> Result<Self, MatrixError> {
+    pub fn new(values: Array2<f64>, labels: Option<Vec<String>>) -> Result<Self, MatrixError> {
         let (rows, columns) = values.dim();
         if rows != columns {
             return Err(MatrixError::NotSquare { rows, columns });
@@ -83,13 +96,28 @@ impl DistanceMatrix {
         if rows == 0 {
             return Err(MatrixError::Empty);
         }
-        for ((row, column), &value) in values.indexed_iter() {
-            if !value.is_finite() {
-                return Err(MatrixError::NotFinite { row, column, value });
-            }
-            if value < 0.0 {
-                return Err(MatrixError::Negative { row, column, value });
-            }
+        if let Some(((row, column), value)) = first_invalid(&values) {
+            return Err(if value.is_finite() {
+                MatrixError::Negative { row, column, value }
+            } else {
+                MatrixError::NotFinite { row, column, value }
+            });
+        }
+        Self::checked(values, labels)
+    }
+
+    /// A matrix whose values are known to be finite and non-negative (square and labels are
+    /// still checked).
+    pub(crate) fn checked(
+        mut values: Array2<f64>,
+        labels: Option<Vec<String>>,
+    ) -> Result<Self, MatrixError> {
+        let (rows, columns) = values.dim();
+        if rows != columns {
+            return Err(MatrixError::NotSquare { rows, columns });
+        }
+        if rows == 0 {
+            return Err(MatrixError::Empty);
         }
         values.diag_mut().fill(0.0);
         let labels = labels.unwrap_or_else(|| (0..rows).map(|r| r.to_string()).collect());

@@ -192,10 +192,10 @@ pub fn read_csv(path: &Path, text: &str) -> Result<ReadMatrix, ReadError> {
             }
         };
         // A row of one cell has no cells after it.
-        let cells = tail
-            .split(',')
-            .take(if text.contains(',') { usize::MAX } else { 0 });
-        let mut rest = Vec::new();
+        let one_cell = tail.is_empty() && !text.trim_end().ends_with(',');
+        let cells = tail.split(',').take(if one_cell { 0 } else { usize::MAX });
+        // About as many values as a neighbouring row: a value takes 2 bytes at least.
+        let mut rest = Vec::with_capacity(tail.len() / 8 + 1);
         for (c, cell) in cells.enumerate() {
             let t = cell.trim();
             if t.is_empty() {
@@ -290,17 +290,26 @@ pub fn read_csv(path: &Path, text: &str) -> Result<ReadMatrix, ReadError> {
             format!("{w} values in a row of a {n}x{n} matrix: it is not square"),
         ));
     }
-    let mut values = Array2::<f64>::zeros((n, n));
+    let mut values = Array2::<f64>::from_elem((n, n), f64::NAN);
     for (i, r) in rows.iter().enumerate() {
-        for j in 0..n {
-            values[[i, j]] = cell(r, j)?;
+        let mut row = values.row_mut(i);
+        let row = row.as_slice_mut().expect("a standard-layout row");
+        if skip == 1 {
+            // The usual case: a label, then the numbers, copied as they are.
+            let k = r.rest.len().min(n);
+            row[..k].copy_from_slice(&r.rest[..k]);
+        } else {
+            for (j, x) in row.iter_mut().enumerate() {
+                *x = cell(r, j)?;
+            }
         }
     }
     let mut warnings = Vec::new();
-    let present = |i: usize, j: usize| !values[[i, j]].is_nan();
-    let upper_empty = (0..n).all(|i| (i..n).all(|j| !present(i, j)));
-    let lower_full = (0..n).all(|i| (0..i).all(|j| present(i, j)));
-    if n > 1 && upper_empty && lower_full {
+    let row_of = |i: usize| values.row(i).to_slice().expect("a standard-layout row");
+    let upper_empty = (0..n).all(|i| row_of(i)[i..].iter().all(|x| x.is_nan()));
+    // Only asked when the upper triangle is empty: a full matrix stops at its first row.
+    let lower_full = || (0..n).all(|i| row_of(i)[..i].iter().all(|x| !x.is_nan()));
+    if n > 1 && upper_empty && lower_full() {
         for i in 0..n {
             values[[i, i]] = 0.0;
             for j in 0..i {
@@ -308,10 +317,13 @@ pub fn read_csv(path: &Path, text: &str) -> Result<ReadMatrix, ReadError> {
             }
         }
         warnings.push(format!("{}: lower triangle only; mirrored", path.display()));
-    } else if let Some((i, j)) = (0..n)
-        .flat_map(|i| (0..n).map(move |j| (i, j)))
-        .find(|&(i, j)| i != j && !present(i, j))
-    {
+    } else if let Some((i, j)) = (0..n).find_map(|i| {
+        row_of(i)
+            .iter()
+            .enumerate()
+            .position(|(j, x)| j != i && x.is_nan())
+            .map(|j| (i, j))
+    }) {
         return Err(ReadError::Value {
             path: path.to_path_buf(),
             line: rows[i].line,
@@ -363,13 +375,11 @@ fn finish(
             error: MatrixError::NotSquare { rows, columns },
         });
     }
-    for ((i, j), &x) in values.indexed_iter() {
+    if let Some(((i, j), x)) = crate::first_invalid(&values) {
         let problem = if !x.is_finite() {
             format!("{x} is not a finite number")
-        } else if x < 0.0 {
-            format!("{x} is negative; distances are not")
         } else {
-            continue;
+            format!("{x} is negative; distances are not")
         };
         let (line, column) = position(i, j);
         return Err(ReadError::Value {
@@ -386,7 +396,7 @@ fn finish(
             values[[i, i]]
         ));
     }
-    let matrix = DistanceMatrix::new(values, labels).map_err(|error| ReadError::Matrix {
+    let matrix = DistanceMatrix::checked(values, labels).map_err(|error| ReadError::Matrix {
         path: path.to_path_buf(),
         error,
     })?;
