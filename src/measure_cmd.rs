@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 #[cfg(feature = "mpi")]
 use lgate_harness::RunReport;
 use lgate_harness::{PairTest, PingPong, ProgressStyle, RunOptions, TopologySource};
-use lgate_plogp_bench::{Estimator, MessageSize, OutputOptions, PLogP, PLogPOptions};
+use lgate_plogp_bench::{MessageSize, OutputOptions, PLogP, PLogPOptions};
 
 /// Options of `measure`.
 #[derive(Debug, Args)]
@@ -104,18 +104,13 @@ impl MeasureArgs {
                     raw: self.raw,
                     ..PLogPOptions::new(max)
                 };
-                let outputs = OutputOptions {
-                    matrix_sizes: self
-                        .matrix_sizes
-                        .clone()
-                        .unwrap_or_else(|| OutputOptions::default_matrix_sizes(max)),
-                    estimator: self
-                        .estimator
-                        .parse::<Estimator>()
-                        .map_err(anyhow::Error::msg)?,
-                    csv: self.csv,
-                    ..OutputOptions::default()
-                };
+                let outputs = OutputOptions::from_flags(
+                    self.matrix_sizes.clone(),
+                    max,
+                    &self.estimator,
+                    self.csv,
+                )
+                .map_err(anyhow::Error::msg)?;
                 Box::new(PLogP::new(options)?.with_outputs(outputs)?)
             }
         })
@@ -134,11 +129,7 @@ impl MeasureArgs {
                 false,
             ),
         };
-        let topology = match self.topology.as_deref() {
-            None => TopologySource::None,
-            Some("auto") => TopologySource::Auto,
-            Some(path) => TopologySource::File(PathBuf::from(path)),
-        };
+        let topology = TopologySource::from_flag(self.topology.as_deref());
         RunOptions {
             out,
             force: self.force,

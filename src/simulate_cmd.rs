@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use lgate_harness::TopologySource;
-use lgate_plogp_bench::{Estimator, MessageSize, OutputOptions, PLogPOptions};
+use lgate_plogp_bench::{MessageSize, OutputOptions, PLogPOptions};
 use lgate_simulate::{MachineModel, Placement, SimulateOptions, Simulation};
 
 /// Options of `simulate`.
@@ -153,24 +153,18 @@ impl SimulateArgs {
             reps: model.reps,
             sweeps: self.sweeps,
             seed: self.seed,
-            topology: match self.topology.as_deref() {
-                None => TopologySource::None,
-                Some("auto") => TopologySource::Auto,
-                Some(path) => TopologySource::File(PathBuf::from(path)),
-            },
+            topology: TopologySource::from_flag(self.topology.as_deref()),
             fast: self.fast,
             outputs: OutputOptions {
-                matrix_sizes: self
-                    .matrix_sizes
-                    .clone()
-                    .unwrap_or_else(|| OutputOptions::default_matrix_sizes(max)),
-                estimator: self
-                    .estimator
-                    .parse::<Estimator>()
-                    .map_err(anyhow::Error::msg)?,
-                csv: self.csv,
                 table: !self.no_table,
                 features: !self.no_features,
+                ..OutputOptions::from_flags(
+                    self.matrix_sizes.clone(),
+                    max,
+                    &self.estimator,
+                    self.csv,
+                )
+                .map_err(anyhow::Error::msg)?
             },
             command_line: std::env::args().collect(),
             tool: format!("lgate-plogp {}", env!("CARGO_PKG_VERSION")),

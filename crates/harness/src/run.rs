@@ -31,7 +31,17 @@ pub enum TopologySource {
 }
 
 impl TopologySource {
-    fn describe(&self) -> String {
+    /// The source a `--topology` flag names: none, `auto`, or a file.
+    pub fn from_flag(flag: Option<&str>) -> Self {
+        match flag {
+            None => TopologySource::None,
+            Some("auto") => TopologySource::Auto,
+            Some(path) => TopologySource::File(PathBuf::from(path)),
+        }
+    }
+
+    /// As meta.json records it: `none`, `auto` or the file's path.
+    pub fn describe(&self) -> String {
         match self {
             TopologySource::None => "none".into(),
             TopologySource::Auto => "auto".into(),

@@ -45,6 +45,24 @@ impl OutputOptions {
     }
 }
 
+impl OutputOptions {
+    /// The options as the command line gives them: matrix sizes (default
+    /// [`OutputOptions::default_matrix_sizes`] up to `max_size`), the estimator's name, CSV.
+    pub fn from_flags(
+        matrix_sizes: Option<Vec<MessageSize>>,
+        max_size: usize,
+        estimator: &str,
+        csv: bool,
+    ) -> Result<Self, String> {
+        Ok(OutputOptions {
+            matrix_sizes: matrix_sizes.unwrap_or_else(|| Self::default_matrix_sizes(max_size)),
+            estimator: estimator.parse::<Estimator>()?,
+            csv,
+            ..Self::default()
+        })
+    }
+}
+
 impl Default for OutputOptions {
     fn default() -> Self {
         OutputOptions {

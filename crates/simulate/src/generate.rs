@@ -457,11 +457,7 @@ impl<'a> Simulation<'a> {
                 parameters: serde_json::to_value(self.plogp_options()).expect("options serialise"),
             },
             schedule: ScheduleInfo {
-                topology_source: match &o.topology {
-                    TopologySource::None => "none".into(),
-                    TopologySource::Auto => "auto".into(),
-                    TopologySource::File(p) => p.display().to_string(),
-                },
+                topology_source: o.topology.describe(),
                 topology: serde_json::from_str(&lgate_topology::format::to_string(
                     &topology,
                     lgate_topology::TopologyFormat::Json,
