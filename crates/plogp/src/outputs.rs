@@ -448,7 +448,7 @@ impl OutputBuilder {
         }
         let (writer, rows) = self.raw.as_mut().expect("created above");
         rows.push(sweep, pair, size, parameter, samples);
-        if rows.value.len() >= TABLE_CHUNK_ROWS {
+        if rows.key.len() >= TABLE_CHUNK_ROWS {
             writer.write(&std::mem::take(rows).into_table())?;
         }
         Ok(())
@@ -660,15 +660,44 @@ fn feature_distances(parts: [&DistanceMatrix; 4], labels: &[String]) -> Distance
         .expect("finite, non-negative, square by construction")
 }
 
-/// Columns of the measurements table: one row per pair, sweep, size and parameter (L once
-/// per pair).
+/// The columns both tables start with: which pair, sweep, size and parameter a row is about.
 #[derive(Default)]
-struct TableColumns {
+struct KeyColumns {
     sweep: Vec<i32>,
     i: Vec<i32>,
     j: Vec<i32>,
     size: Vec<i64>,
     parameter: Vec<&'static str>,
+}
+
+impl KeyColumns {
+    fn push(&mut self, sweep: u32, pair: Pair, size: usize, p: Parameter) {
+        self.sweep.push(sweep as i32);
+        self.i.push(pair.i as i32);
+        self.j.push(pair.j as i32);
+        self.size.push(size as i64);
+        self.parameter.push(p.name());
+    }
+
+    fn len(&self) -> usize {
+        self.sweep.len()
+    }
+
+    fn into_table(self) -> Table {
+        Table::new()
+            .with("sweep", Column::Int32(self.sweep))
+            .with("i", Column::Int32(self.i))
+            .with("j", Column::Int32(self.j))
+            .with("size_bytes", Column::Int64(self.size))
+            .with("parameter", Column::Symbol(self.parameter))
+    }
+}
+
+/// Columns of the measurements table: one row per pair, sweep, size and parameter (L once
+/// per pair).
+#[derive(Default)]
+struct TableColumns {
+    key: KeyColumns,
     method: Vec<&'static str>,
     stats: [Vec<f64>; 6],
     count: Vec<i32>,
@@ -678,7 +707,7 @@ struct TableColumns {
 
 impl TableColumns {
     fn len(&self) -> usize {
-        self.sweep.len()
+        self.key.len()
     }
 
     fn push_pair(&mut self, p: &PairParams) {
@@ -695,11 +724,7 @@ impl TableColumns {
     }
 
     fn push(&mut self, p: &PairParams, size: usize, param: Parameter, method: Method, s: &Summary) {
-        self.sweep.push(p.sweep as i32);
-        self.i.push(p.pair.i as i32);
-        self.j.push(p.pair.j as i32);
-        self.size.push(size as i64);
-        self.parameter.push(param.name());
+        self.key.push(p.sweep, p.pair, size, param);
         self.method.push(method.name());
         for (k, x) in [s.min, s.p10, s.median, s.p90, s.mean, s.max]
             .into_iter()
@@ -714,12 +739,8 @@ impl TableColumns {
 
     fn into_table(self) -> Table {
         let [min, p10, median, p90, mean, max] = self.stats;
-        Table::new()
-            .with("sweep", Column::Int32(self.sweep))
-            .with("i", Column::Int32(self.i))
-            .with("j", Column::Int32(self.j))
-            .with("size_bytes", Column::Int64(self.size))
-            .with("parameter", Column::Symbol(self.parameter))
+        self.key
+            .into_table()
             .with("method", Column::Symbol(self.method))
             .with("min_us", Column::Float64(min))
             .with("p10_us", Column::Float64(p10))
@@ -736,11 +757,7 @@ impl TableColumns {
 /// Columns of the raw table: one row per pair, sweep, size, parameter and repetition.
 #[derive(Default)]
 struct RawColumns {
-    sweep: Vec<i32>,
-    i: Vec<i32>,
-    j: Vec<i32>,
-    size: Vec<i64>,
-    parameter: Vec<&'static str>,
+    key: KeyColumns,
     repetition: Vec<i32>,
     value: Vec<f64>,
 }
@@ -748,23 +765,15 @@ struct RawColumns {
 impl RawColumns {
     fn push(&mut self, sweep: u32, pair: Pair, size: usize, p: Parameter, samples: &[f64]) {
         for (k, &x) in samples.iter().enumerate() {
-            self.sweep.push(sweep as i32);
-            self.i.push(pair.i as i32);
-            self.j.push(pair.j as i32);
-            self.size.push(size as i64);
-            self.parameter.push(p.name());
+            self.key.push(sweep, pair, size, p);
             self.repetition.push(k as i32);
             self.value.push(x * US);
         }
     }
 
     fn into_table(self) -> Table {
-        Table::new()
-            .with("sweep", Column::Int32(self.sweep))
-            .with("i", Column::Int32(self.i))
-            .with("j", Column::Int32(self.j))
-            .with("size_bytes", Column::Int64(self.size))
-            .with("parameter", Column::Symbol(self.parameter))
+        self.key
+            .into_table()
             .with("repetition", Column::Int32(self.repetition))
             .with("value_us", Column::Float64(self.value))
     }
