@@ -1,38 +1,15 @@
 //! End-to-end tests of `lgate-plogp plot` and `lgate-plogp report`: files written by
 //! extension, and clean failures.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
-fn lgate_plogp(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lgate-plogp"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
-
-fn ok(out: Output) {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-fn assert_clean_failure(out: &Output, fragment: &str) {
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
-    assert!(stderr.contains(fragment), "says {fragment:?}: {stderr}");
-}
+use common::{assert_clean_failure, lgate_plogp_in, success};
 
 #[test]
 fn plots_by_extension_and_clean_failures() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    ok(lgate_plogp(
+    success(lgate_plogp_in(
         d,
         &[
             "simulate",
@@ -45,7 +22,7 @@ fn plots_by_extension_and_clean_failures() {
             "--quiet",
         ],
     ));
-    ok(lgate_plogp(
+    success(lgate_plogp_in(
         d,
         &["cluster", "run", "--output", "found.json"],
     ));
@@ -96,7 +73,7 @@ fn plots_by_extension_and_clean_failures() {
             Some("<!DOCTYPE html>"),
         ),
     ] {
-        ok(lgate_plogp(d, &args));
+        success(lgate_plogp_in(d, &args));
         let bytes = std::fs::read(d.join(file)).unwrap();
         match magic {
             Some(text) => assert!(String::from_utf8_lossy(&bytes).contains(text), "{file}"),
@@ -143,7 +120,7 @@ fn plots_by_extension_and_clean_failures() {
             "not a run directory",
         ),
     ] {
-        assert_clean_failure(&lgate_plogp(d, &args), fragment);
+        assert_clean_failure(&lgate_plogp_in(d, &args), fragment);
     }
     assert!(!d.join("h.pdf").exists());
 }

@@ -1,22 +1,10 @@
 //! `lgate-plogp report` opened in a real browser: Debian's Chromium, headless, loads the page
 //! from a file with no network, logs no error, and the screenshot is not blank.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
-fn lgate_plogp(dir: &Path, args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_lgate-plogp"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("the binary runs");
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
+use common::{lgate_plogp_in, success};
+use std::process::{Command, Output};
 
 fn chromium(args: &[&str]) -> Output {
     Command::new("chromium")
@@ -39,7 +27,7 @@ fn chromium(args: &[&str]) -> Output {
 fn the_report_loads_in_a_headless_browser() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    lgate_plogp(
+    success(lgate_plogp_in(
         d,
         &[
             "simulate",
@@ -53,8 +41,11 @@ fn the_report_loads_in_a_headless_browser() {
             "run",
             "--quiet",
         ],
-    );
-    lgate_plogp(d, &["report", "run", "--output", "report.html"]);
+    ));
+    success(lgate_plogp_in(
+        d,
+        &["report", "run", "--output", "report.html"],
+    ));
     let html = std::fs::read_to_string(d.join("report.html")).unwrap();
     assert!(
         !html.contains("http://") && !html.contains("https://"),

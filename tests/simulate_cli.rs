@@ -1,42 +1,16 @@
 //! End-to-end tests of `lgate-plogp simulate`: simulate, cluster and score through the binary,
 //! the time estimate, models written and read back, and clean failures.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
+use common::{assert_clean_failure, lgate_plogp_in, success};
 use serde_json::Value;
-
-fn lgate_plogp_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lgate-plogp"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
-
-fn ok(out: Output) -> String {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// A failure prints one line saying what is wrong, exits 1 and never panics.
-fn assert_clean_failure(out: &Output, fragment: &str) {
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
-    assert!(stderr.contains(fragment), "says {fragment:?}: {stderr}");
-}
 
 #[test]
 fn simulate_cluster_score() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let run = |args: &[&str]| ok(lgate_plogp_in(d, args));
+    let run = |args: &[&str]| success(lgate_plogp_in(d, args));
     run(&[
         "simulate",
         "--preset",
@@ -79,7 +53,7 @@ fn simulate_cluster_score() {
 
     // The same command elsewhere gives the same bytes.
     let other = tempfile::tempdir().unwrap();
-    ok(lgate_plogp_in(
+    success(lgate_plogp_in(
         other.path(),
         &[
             "simulate",
@@ -120,7 +94,7 @@ fn the_time_estimate_counts_concurrency() {
             "--estimate-time",
         ];
         args.extend_from_slice(extra);
-        let text = ok(lgate_plogp_in(dir.path(), &args));
+        let text = success(lgate_plogp_in(dir.path(), &args));
         assert!(text.contains("estimated wall time"), "{text}");
         let line = text
             .lines()
@@ -153,7 +127,7 @@ fn the_time_estimate_counts_concurrency() {
 fn models_are_written_and_read_back() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let text = ok(lgate_plogp_in(
+    let text = success(lgate_plogp_in(
         d,
         &[
             "simulate",
@@ -172,12 +146,12 @@ fn models_are_written_and_read_back() {
     assert!(model["artifacts"]["slow_node"].is_object());
     assert!(model["artifacts"]["warmup"].is_null());
     std::fs::write(d.join("arm1.json"), &text).unwrap();
-    let again = ok(lgate_plogp_in(
+    let again = success(lgate_plogp_in(
         d,
         &["simulate", "--model", "arm1.json", "--print-model"],
     ));
     assert_eq!(again, text);
-    ok(lgate_plogp_in(
+    success(lgate_plogp_in(
         d,
         &[
             "simulate",
@@ -203,7 +177,7 @@ fn bad_input_fails_cleanly() {
     let d = dir.path();
     std::fs::write(d.join("broken.json"), "{ not json").unwrap();
     std::fs::write(d.join("other.json"), r#"{"format": "something-else"}"#).unwrap();
-    let mut wrong_link: Value = serde_json::from_str(&ok(lgate_plogp_in(
+    let mut wrong_link: Value = serde_json::from_str(&success(lgate_plogp_in(
         d,
         &["simulate", "--preset", "hpclab", "--print-model"],
     )))
@@ -288,7 +262,7 @@ fn bad_input_fails_cleanly() {
     }
     assert!(!d.join("x").exists(), "no run directory is left behind");
 
-    ok(lgate_plogp_in(
+    success(lgate_plogp_in(
         d,
         &[
             "simulate",

@@ -4,10 +4,13 @@
 //! levels exactly; with `--topology auto` too. Needs root (CI has it); elsewhere it says so
 //! and checks nothing.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Instant;
 
+use common::lgate_plogp_in;
 use serde_json::Value;
 
 fn repo() -> PathBuf {
@@ -41,14 +44,6 @@ impl Drop for Down<'_> {
     }
 }
 
-fn lgate_plogp(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lgate-plogp"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
-
 /// Measures on the testbed, clusters t(1 MiB) with the defaults, scores against the truth;
 /// returns the wall time of the measurement.
 fn measure_and_check(dir: &Path, state: &Path, name: &str, extra: &[&str]) -> f64 {
@@ -79,7 +74,7 @@ fn measure_and_check(dir: &Path, state: &Path, name: &str, extra: &[&str]) -> f6
     let topology = dir.join(format!("{name}.json"));
     ok(
         "cluster",
-        lgate_plogp(
+        lgate_plogp_in(
             dir,
             &[
                 "cluster",
@@ -93,7 +88,7 @@ fn measure_and_check(dir: &Path, state: &Path, name: &str, extra: &[&str]) -> f6
     );
     let scores = ok(
         "score",
-        lgate_plogp(
+        lgate_plogp_in(
             dir,
             &[
                 "score",

@@ -1,4 +1,6 @@
 //! Helpers shared by the end-to-end tests.
+// Each test binary uses some of them.
+#![allow(dead_code)]
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -37,4 +39,32 @@ pub fn mpirun(np: usize, args: &[&str], cwd: &Path) -> Output {
         std::thread::sleep(Duration::from_millis(50));
     }
     child.wait_with_output().expect("output")
+}
+
+/// Runs `lgate-plogp ARGS` in `dir`.
+pub fn lgate_plogp_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lgate-plogp"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+/// The standard output of a run that must succeed.
+pub fn success(out: Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
+/// A failure prints one line saying what is wrong, exits 1 and never panics.
+pub fn assert_clean_failure(out: &Output, fragment: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert!(stderr.contains(fragment), "says {fragment:?}: {stderr}");
 }
