@@ -129,7 +129,7 @@ impl<'a> Heatmap<'a> {
             return (0.0, 1.0);
         }
         let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = lgate_cluster_quantile(&mut v, self.clip_quantile);
+        let hi = clip_value(&mut v, self.clip_quantile);
         if hi > lo {
             (lo, hi)
         } else {
@@ -182,7 +182,8 @@ impl<'a> Heatmap<'a> {
     }
 }
 
-fn lgate_cluster_quantile(v: &mut [f64], q: f64) -> f64 {
+/// The value at quantile `q` of `v` (nearest rank), where the colour scale is clipped.
+fn clip_value(v: &mut [f64], q: f64) -> f64 {
     let pos = ((v.len() - 1) as f64 * q).round() as usize;
     let (_, x, _) = v.select_nth_unstable_by(pos, f64::total_cmp);
     *x

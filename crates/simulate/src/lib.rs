@@ -9,7 +9,7 @@
 //! ```
 //! use lgate_simulate::{preset, SimulateOptions, Simulation};
 //!
-//! let model = preset("betzy").unwrap().with_machine("node=2,socket=2,core=4")?;
+//! let model = preset("betzy").ok_or("no such preset")?.with_machine("node=2,socket=2,core=4")?;
 //! let options = SimulateOptions::new(&model, 1 << 10, 7);
 //! let dir = tempfile::tempdir()?;
 //! let run = lgate_rundir::RunDir::create(&dir.path().join("run"), false)?;
