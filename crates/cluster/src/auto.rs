@@ -31,6 +31,7 @@
 //! not reported, so sockets at 0.6 against 0.8 us (BETZY) need medians quieter than about 2 %.
 
 use ndarray::Array2;
+use rayon::prelude::*;
 
 use crate::linkage::{profile_distances, Cuts, Dendrogram, Linkage};
 
@@ -130,13 +131,64 @@ fn quantile(v: &mut [f64], q: f64) -> f64 {
     at_lo + (at_hi - at_lo) * (pos - lo as f64)
 }
 
+/// The median distance between distinct items, from every `stride`-th pair when there are more
+/// than [`WITHIN_SAMPLES`] (the same sampling as the percentile inside groups).
 fn upper_median(m: &Array2<f64>) -> f64 {
     let n = m.nrows();
+    let stride = (n * n.saturating_sub(1) / 2 / WITHIN_SAMPLES).max(1);
     let mut v: Vec<f64> = (0..n)
         .flat_map(|i| (i + 1..n).map(move |j| (i, j)))
+        .step_by(stride)
         .map(|(i, j)| m[[i, j]])
         .collect();
     median(&mut v)
+}
+
+/// `sum(d[j] * w[j])`, in four lanes so that it vectorises.
+fn weighted_sum(d: &[f64], w: &[f64]) -> f64 {
+    let mut lanes = [0.0f64; 4];
+    let (dc, wc) = (d.chunks_exact(4), w.chunks_exact(4));
+    let tail: f64 = dc
+        .remainder()
+        .iter()
+        .zip(wc.remainder())
+        .map(|(a, b)| a * b)
+        .sum();
+    for (a, b) in dc.zip(wc) {
+        for l in 0..4 {
+            lanes[l] += a[l] * b[l];
+        }
+    }
+    lanes.iter().sum::<f64>() + tail
+}
+
+/// The least `d[j]` with `group[j] != g` (infinity if none), in four lanes without branches.
+fn least_outside(d: &[f64], group: &[u32], g: u32) -> f64 {
+    let pick = |x: f64, h: u32| if h == g { f64::INFINITY } else { x };
+    let mut lanes = [f64::INFINITY; 4];
+    let (dc, gc) = (d.chunks_exact(4), group.chunks_exact(4));
+    let tail = dc
+        .remainder()
+        .iter()
+        .zip(gc.remainder())
+        .map(|(&x, &h)| pick(x, h))
+        .fold(f64::INFINITY, f64::min);
+    for (a, b) in dc.zip(gc) {
+        for l in 0..4 {
+            let x = pick(a[l], b[l]);
+            lanes[l] = if x < lanes[l] { x } else { lanes[l] };
+        }
+    }
+    lanes.iter().fold(tail, |m, &x| m.min(x))
+}
+
+/// The items of each group `0..k`, in increasing order.
+fn members_of(labels: &[usize], k: usize) -> Vec<Vec<usize>> {
+    let mut members = vec![Vec::new(); k];
+    for (i, &l) in labels.iter().enumerate() {
+        members[l].push(i);
+    }
+    members
 }
 
 /// A singleton joins the group it is nearest to (mean raw distance) when it is nearer to it
@@ -154,20 +206,36 @@ fn absorb_singletons(m: &Array2<f64>, labels: &mut [usize]) {
     if sizes.iter().all(|&s| s >= 2) {
         return;
     }
-    // How far groups are from each other: the mean over pairs of ranks in different groups.
-    let (mut sum, mut count) = (0.0, 0usize);
+    // How far groups are from each other: the mean over pairs of ranks in different groups
+    // (every pair of grouped ranks, less the pairs inside groups).
+    let members = members_of(labels, k);
+    let weight: Vec<f64> = labels
+        .iter()
+        .map(|&l| if sizes[l] >= 2 { 1.0 } else { 0.0 })
+        .collect();
+    let mut sum = 0.0;
     for i in 0..n {
         if sizes[labels[i]] < 2 {
             continue;
         }
         let row = m.row(i);
-        for j in i + 1..n {
-            if labels[j] != labels[i] && sizes[labels[j]] >= 2 {
-                sum += row[j];
-                count += 1;
-            }
-        }
+        let row = row.as_slice().expect("a standard-layout row");
+        let all = weighted_sum(&row[i + 1..], &weight[i + 1..]);
+        let group = &members[labels[i]];
+        let inside: f64 = group[group.partition_point(|&j| j <= i)..]
+            .iter()
+            .map(|&j| row[j])
+            .sum();
+        sum += all - inside;
     }
+    let pairs = |s: usize| s * s.saturating_sub(1) / 2;
+    let grouped: usize = sizes.iter().filter(|&&s| s >= 2).sum();
+    let count = pairs(grouped)
+        - sizes
+            .iter()
+            .filter(|&&s| s >= 2)
+            .map(|&s| pairs(s))
+            .sum::<usize>();
     let level = if count == 0 {
         f64::INFINITY
     } else {
@@ -204,28 +272,29 @@ fn absorb_singletons(m: &Array2<f64>, labels: &mut [usize]) {
 /// pattern is consistent: a real grouping of the machine. A socket whose memory is elsewhere is
 /// about as slow inside as across, and not counted as slow at all.
 fn inverted(raw: &Array2<f64>, labels: &[usize]) -> bool {
-    let n = labels.len();
     let k = labels.iter().max().map_or(0, |&x| x + 1);
-    let mut inside_of = vec![Vec::new(); k];
-    let mut outside_of = vec![Vec::new(); k];
-    for i in 0..n {
-        for j in i + 1..n {
-            let d = raw[[i, j]];
-            if labels[i] == labels[j] {
-                inside_of[labels[i]].push(d);
-            } else {
-                outside_of[labels[i]].push(d);
-                outside_of[labels[j]].push(d);
+    let members = members_of(labels, k);
+    // One group at a time, so that only one group's distances are held (the matrix is
+    // symmetric: each pair counted once, inside as i < j).
+    let (mut inside, mut outside) = (Vec::new(), Vec::new());
+    let (mut slow, mut judged) = (0, 0);
+    for (g, group) in members.iter().enumerate() {
+        inside.clear();
+        outside.clear();
+        for &i in group {
+            for (j, &d) in raw.row(i).iter().enumerate() {
+                if labels[j] != g {
+                    outside.push(d);
+                } else if j > i {
+                    inside.push(d);
+                }
             }
         }
-    }
-    let (mut slow, mut judged) = (0, 0);
-    for g in 0..k {
-        if inside_of[g].is_empty() || outside_of[g].is_empty() {
+        if inside.is_empty() || outside.is_empty() {
             continue;
         }
         judged += 1;
-        if median(&mut inside_of[g]) > MAX_INVERSION * median(&mut outside_of[g]) {
+        if median(&mut inside) > MAX_INVERSION * median(&mut outside) {
             slow += 1;
         }
     }
@@ -258,21 +327,22 @@ fn separation(
     // small fraction of a percentile).
     let pairs_within: usize = sizes.iter().map(|&s| s * s.saturating_sub(1) / 2).sum();
     let stride = (pairs_within / WITHIN_SAMPLES).max(1);
+    let members = members_of(labels, k);
+    let group_of: Vec<u32> = labels.iter().map(|&l| l as u32).collect();
     let mut seen = 0usize;
     let mut least_between = f64::INFINITY;
     for i in 0..n {
-        let li = labels[i];
+        let li = group_of[i];
         let row = m.row(i);
-        for j in i + 1..n {
-            let d = row[j];
-            if labels[j] == li {
-                if seen.is_multiple_of(stride) {
-                    within.push(d);
-                }
-                seen += 1;
-            } else if d < least_between {
-                least_between = d;
+        let row = row.as_slice().expect("a standard-layout row");
+        // The nearest other group: a masked minimum over the row, without branches.
+        least_between = least_between.min(least_outside(&row[i + 1..], &group_of[i + 1..], li));
+        let group = &members[labels[i]];
+        for &j in &group[group.partition_point(|&j| j <= i)..] {
+            if seen.is_multiple_of(stride) {
+                within.push(row[j]);
             }
+            seen += 1;
         }
     }
     if within.is_empty() || !least_between.is_finite() {
@@ -301,6 +371,13 @@ pub fn separation_of(m: &Array2<f64>, labels: &[usize], p: &AutoParams) -> f64 {
         return 0.0;
     }
     let mut within = Vec::new();
+    let standard;
+    let m = if m.is_standard_layout() {
+        m
+    } else {
+        standard = m.as_standard_layout().into_owned();
+        &standard
+    };
     let s = separation(m, labels, upper_median(m), p, &mut within);
     if s > 0.0 && inverted(m, labels) {
         0.0
@@ -346,21 +423,29 @@ fn best_split(m: &Array2<f64>, p: &AutoParams) -> Option<Split> {
     if n < 4 {
         return None;
     }
-    let scale = upper_median(m);
-    let profile;
-    let mut views: Vec<(View, &Array2<f64>)> = vec![(View::Raw, m)];
-    if (p.profile_min_items..=p.profile_max_items).contains(&n) {
-        profile = profile_distances(m);
-        views.push((View::Profile, &profile));
+    // The scale, the profile view and each view's dendrogram are independent: on every core.
+    let with_profile = (p.profile_min_items..=p.profile_max_items).contains(&n);
+    let ((scale, raw_tree), profile) = rayon::join(
+        || rayon::join(|| upper_median(m), || Dendrogram::new(m, Linkage::Average)),
+        || {
+            with_profile.then(|| {
+                let view = profile_distances(m);
+                let tree = Dendrogram::new(&view, Linkage::Average);
+                (view, tree)
+            })
+        },
+    );
+    let mut views: Vec<(&Array2<f64>, &Dendrogram)> = vec![(m, &raw_tree)];
+    if let Some((view, tree)) = &profile {
+        views.push((view, tree));
     }
-    let mut passing: Vec<Split> = Vec::new();
-    let mut within = Vec::new();
-    for &(_, view) in &views {
-        let dendrogram = Dendrogram::new(view, Linkage::Average);
-        let mut cuts = Cuts::new(&dendrogram);
-        for k in cut_sizes(&dendrogram, p) {
+    // Every cut's labels first (cuts are reached by merging, one way), then scored in parallel.
+    let mut candidates: Vec<(&Array2<f64>, Vec<usize>)> = Vec::new();
+    for &(view, dendrogram) in &views {
+        let mut cuts = Cuts::new(dendrogram);
+        for k in cut_sizes(dendrogram, p) {
             cuts.advance_to(k);
-            let mut labels = cuts.labels();
+            let labels = cuts.labels();
             // Mostly singletons, or fewer than two real groups: absorbing cannot make a level.
             let mut sizes = vec![0usize; k];
             for &l in &labels {
@@ -371,16 +456,21 @@ fn best_split(m: &Array2<f64>, p: &AutoParams) -> Option<Split> {
             if real < 2 || 2 * singles > n {
                 continue;
             }
-            absorb_singletons(m, &mut labels);
-            let s = separation(view, &labels, scale, p, &mut within);
-            if s >= p.min_ratio {
-                passing.push(Split {
-                    labels,
-                    separation: s,
-                });
-            }
+            candidates.push((view, labels));
         }
     }
+    let mut passing: Vec<Split> = candidates
+        .into_par_iter()
+        .map_init(Vec::new, |within, (view, mut labels)| {
+            absorb_singletons(m, &mut labels);
+            let s = separation(view, &labels, scale, p, within);
+            (s >= p.min_ratio).then_some(Split {
+                labels,
+                separation: s,
+            })
+        })
+        .flatten()
+        .collect();
     // The costly check last, best first: usually only the winner is checked.
     passing.sort_by(|a, b| b.separation.total_cmp(&a.separation));
     passing.into_iter().find(|s| !inverted(m, &s.labels))
@@ -405,7 +495,12 @@ fn groups_of(members: &[usize], labels: &[usize]) -> Vec<Vec<usize>> {
 /// The hierarchy `auto` finds in a distance matrix.
 pub fn auto(d: &Array2<f64>, p: &AutoParams) -> Tree {
     let all: Vec<usize> = (0..d.nrows()).collect();
-    split(d, &all, p)
+    // Rows are read as slices: a column-major matrix is copied once.
+    if d.is_standard_layout() {
+        split(d, &all, p)
+    } else {
+        split(&d.as_standard_layout().into_owned(), &all, p)
+    }
 }
 
 fn split(d: &Array2<f64>, members: &[usize], p: &AutoParams) -> Tree {
@@ -422,7 +517,7 @@ fn split(d: &Array2<f64>, members: &[usize], p: &AutoParams) -> Tree {
         return Tree::Leaf(members.to_vec());
     };
     let groups = groups_of(members, &s.labels);
-    let kids: Vec<Tree> = groups.iter().map(|g| split(d, g, p)).collect();
+    let kids: Vec<Tree> = groups.par_iter().map(|g| split(d, g, p)).collect();
     merge_up(d, groups, kids, s.separation, p)
 }
 

@@ -10,6 +10,7 @@
 //! selects the clusters whose stability beats that of their selected descendants.
 
 use ndarray::Array2;
+use rayon::prelude::*;
 
 use crate::auto::Tree;
 use crate::linkage::{Dendrogram, Linkage};
@@ -65,21 +66,20 @@ pub fn hdbscan(d: &Array2<f64>, p: HdbscanParams) -> Hdbscan {
     // Core distances.
     let k = p.min_samples.clamp(1, n);
     let core: Vec<f64> = (0..n)
+        .into_par_iter()
         .map(|i| {
             let mut row: Vec<f64> = d.row(i).to_vec();
             let (_, kth, _) = row.select_nth_unstable_by(k - 1, f64::total_cmp);
             *kth
         })
         .collect();
-    let mr = Array2::from_shape_fn((n, n), |(i, j)| {
-        if i == j {
-            0.0
-        } else {
-            d[[i, j]].max(core[i]).max(core[j])
-        }
-    });
-    let dendrogram = Dendrogram::new(&mr, Linkage::Single);
-    drop(mr);
+    // Mutual reachability, straight into the upper triangle the linkage takes.
+    let mut mr = Vec::with_capacity(n * (n - 1) / 2);
+    for i in 0..n {
+        let row = d.row(i);
+        mr.extend((i + 1..n).map(|j| row[j].max(core[i]).max(core[j])));
+    }
+    let dendrogram = Dendrogram::from_condensed(n, mr, Linkage::Single);
     let merges = dendrogram.merges();
     // Sizes and children of every dendrogram node (ids >= n are merges).
     let total = n + merges.len();

@@ -61,13 +61,18 @@ impl Dendrogram {
     /// Clusters the items of a symmetric distance matrix.
     pub fn new(m: &Array2<f64>, linkage: Linkage) -> Self {
         let n = m.nrows();
+        Self::from_condensed(n, condensed(m), linkage)
+    }
+
+    /// Clusters `n` items given the upper triangle of their distances row by row, as
+    /// [`condensed`] writes it.
+    pub fn from_condensed(n: usize, mut c: Vec<f64>, linkage: Linkage) -> Self {
         if n < 2 {
             return Dendrogram {
                 n,
                 merges: Vec::new(),
             };
         }
-        let mut c = condensed(m);
         let d = kodama::linkage(&mut c, n, linkage.method());
         let merges = d
             .steps()

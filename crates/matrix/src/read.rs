@@ -114,13 +114,7 @@ pub fn read_matrix(path: &Path) -> Result<ReadMatrix, ReadError> {
             return read_npy(path);
         }
     }
-    let bytes = std::fs::read(path).map_err(io)?;
-    let text = String::from_utf8(bytes).map_err(|_| ReadError::Shape {
-        path: path.to_path_buf(),
-        line: 1,
-        message: "the file is neither UTF-8 text (CSV) nor a .npy array".into(),
-    })?;
-    read_csv(path, &text)
+    read_csv_from(path, std::fs::File::open(path).map_err(io)?)
 }
 
 fn read_npy(path: &Path) -> Result<ReadMatrix, ReadError> {
@@ -151,16 +145,346 @@ fn read_npy(path: &Path) -> Result<ReadMatrix, ReadError> {
     )
 }
 
-/// One data row: its line, its first cell as text (a label or a number), and the rest parsed,
-/// NaN standing for an empty cell (a NaN in the file is an error as soon as it is read).
-struct Row {
-    line: usize,
-    first: String,
-    rest: Vec<f64>,
+/// CSV is read in blocks of about this many bytes; each block's lines are parsed on every core.
+const BLOCK_BYTES: usize = 8 << 20;
+
+/// A plain decimal `[-]digits[.digits]` at the start of `b` whose digits, read as one integer,
+/// stay within 2^53: the value is that integer divided by a power of ten of at most 22, both
+/// exact in f64, so the one rounding of the division gives the correctly rounded number (Clinger's
+/// fast path). Anything else (exponents, long mantissas) is left to the general parser.
+fn parse_plain_decimal(b: &[u8]) -> Option<(f64, usize)> {
+    const POW10: [f64; 23] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+        1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+    ];
+    let negative = b.first() == Some(&b'-');
+    let mut i = usize::from(negative);
+    let (mut mantissa, mut digits, mut fraction) = (0u64, 0usize, 0usize);
+    while let Some(d) = b.get(i).filter(|c| c.is_ascii_digit()) {
+        mantissa = mantissa.wrapping_mul(10).wrapping_add(u64::from(d - b'0'));
+        digits += 1;
+        i += 1;
+    }
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        while let Some(d) = b.get(i).filter(|c| c.is_ascii_digit()) {
+            mantissa = mantissa.wrapping_mul(10).wrapping_add(u64::from(d - b'0'));
+            digits += 1;
+            fraction += 1;
+            i += 1;
+        }
+    }
+    let plain = digits > 0
+        && digits <= 18
+        && fraction < POW10.len()
+        && mantissa <= 1 << 53
+        && !matches!(b.get(i), Some(b'e' | b'E' | b'.'));
+    if !plain {
+        return None;
+    }
+    let v = mantissa as f64 / POW10[fraction];
+    Some((if negative { -v } else { v }, i))
 }
 
-/// Reads CSV text (see [`read_matrix`]), parsing each line into numbers as it goes.
+/// One line cut after its first cell: the first cell (a label or a number, unquoted and
+/// trimmed), the text after it, and whether the line has that one cell only.
+struct SplitLine<'a> {
+    first: String,
+    tail: &'a str,
+    one_cell: bool,
+}
+
+fn split_first(text: &str) -> SplitLine<'_> {
+    // A quoted label may hold commas; plain numbers never do.
+    let (first, tail) = if text.starts_with('"') {
+        let all = split_csv_line(text);
+        let end = text.len() - all[1..].iter().map(|c| c.len() + 1).sum::<usize>();
+        // Past the label and the comma after it.
+        (all[0].clone(), text.get(end + 1..).unwrap_or(""))
+    } else {
+        match text.split_once(',') {
+            Some((f, t)) => (f.trim().to_string(), t),
+            None => (text.trim().to_string(), ""),
+        }
+    };
+    SplitLine {
+        first,
+        tail,
+        one_cell: tail.is_empty() && !text.trim_end().ends_with(','),
+    }
+}
+
+/// A row's place in the file: its line, its first cell as text and its number of cells.
+struct RowInfo {
+    line: usize,
+    first: String,
+    count: usize,
+}
+
+/// The rows read so far, every cell of each parsed into one row-major buffer of `width` cells a
+/// row (NaN for an empty cell, a label or a missing cell; a NaN in the file is an error as soon
+/// as it is read), so that the matrix is built in the same memory.
+struct CsvRows<'p> {
+    path: &'p Path,
+    width: usize,
+    cells: Vec<f64>,
+    rows: Vec<RowInfo>,
+    /// The first line, which may be a header.
+    first_text: Option<String>,
+    /// Why the first line is not a row of numbers, if it is not: an error only if it is no header.
+    first_error: Option<ReadError>,
+}
+
+impl CsvRows<'_> {
+    /// Parses the cells after the first of line `line` into `out` (as far as it reaches) in one
+    /// pass, and returns how many there are.
+    fn parse_cells(&self, line: usize, tail: &str, out: &mut [f64]) -> Result<usize, ReadError> {
+        let b = tail.as_bytes();
+        let blank = |c: u8| c == b' ' || c == b'\t';
+        let (mut pos, mut c) = (0, 0);
+        loop {
+            while pos < b.len() && blank(b[pos]) {
+                pos += 1;
+            }
+            let start = pos;
+            if pos < b.len() && b[pos] != b',' {
+                let quick = parse_plain_decimal(&b[pos..])
+                    .or_else(|| fast_float2::parse_partial::<f64, _>(&b[pos..]).ok())
+                    .and_then(|(v, k)| {
+                        let mut end = pos + k;
+                        while end < b.len() && blank(b[end]) {
+                            end += 1;
+                        }
+                        (end == b.len() || b[end] == b',').then_some((v, end))
+                    });
+                let v = match quick {
+                    Some((v, end)) => {
+                        pos = end;
+                        Some(v)
+                    }
+                    None => {
+                        // Anything unusual (other white space, a stray character) is judged on
+                        // the whole cell.
+                        let end = b[start..]
+                            .iter()
+                            .position(|&x| x == b',')
+                            .map_or(b.len(), |k| start + k);
+                        pos = end;
+                        let t = tail[start..end].trim();
+                        if t.is_empty() {
+                            None
+                        } else {
+                            Some(fast_float2::parse::<f64, _>(t).map_err(|_| {
+                                ReadError::NotANumber {
+                                    path: self.path.to_path_buf(),
+                                    line,
+                                    column: c + 2,
+                                    text: t.to_string(),
+                                }
+                            })?)
+                        }
+                    }
+                };
+                if let Some(v) = v {
+                    if !v.is_finite() {
+                        return Err(ReadError::Value {
+                            path: self.path.to_path_buf(),
+                            line,
+                            column: c + 2,
+                            problem: format!("{v} is not a finite number"),
+                        });
+                    }
+                    if let Some(x) = out.get_mut(c) {
+                        *x = v;
+                    }
+                }
+            }
+            c += 1;
+            if pos >= b.len() {
+                return Ok(c);
+            }
+            // At the comma after the cell.
+            pos += 1;
+        }
+    }
+
+    /// Parses one line into its slot of `width` cells; returns its first cell and its number of
+    /// cells (more than the slot holds when the line is wider).
+    fn parse_into(
+        &self,
+        line: usize,
+        text: &str,
+        slot: &mut [f64],
+    ) -> Result<(String, usize), ReadError> {
+        let cut = split_first(text);
+        slot[0] = fast_float2::parse(cut.first.trim()).unwrap_or(f64::NAN);
+        let count = if cut.one_cell {
+            1
+        } else {
+            1 + self.parse_cells(line, cut.tail, &mut slot[1..])?
+        };
+        Ok((cut.first, count))
+    }
+
+    /// Widens every row read so far to `width` cells.
+    fn restride(&mut self, width: usize) {
+        let old = self.width;
+        let mut cells = vec![f64::NAN; self.rows.len() * width];
+        for (to, from) in cells.chunks_mut(width).zip(self.cells.chunks(old)) {
+            to[..old].copy_from_slice(from);
+        }
+        self.cells = cells;
+        self.width = width;
+    }
+
+    /// Adds the lines of one block of text whose first line is line `first_line` of the file;
+    /// returns the number of lines in the block.
+    fn add_block(&mut self, text: &str, first_line: usize) -> Result<usize, ReadError> {
+        use rayon::prelude::*;
+        let mut total = 0;
+        let mut lines: Vec<(usize, &str)> = text
+            .split_terminator('\n')
+            .inspect(|_| total += 1)
+            .enumerate()
+            .map(|(k, l)| (first_line + k, l.trim_end_matches('\r')))
+            .filter(|(_, l)| !l.trim().is_empty())
+            .collect();
+        if self.first_text.is_none() && !lines.is_empty() {
+            let (line, t) = lines.remove(0);
+            let cut = split_first(t);
+            // The one line whose width is not known beforehand.
+            self.width = if cut.one_cell {
+                1
+            } else {
+                2 + cut.tail.bytes().filter(|&b| b == b',').count()
+            };
+            let mut slot = vec![f64::NAN; self.width];
+            match self.parse_into(line, t, &mut slot) {
+                Ok(_) => self.first_error = None,
+                Err(e) => self.first_error = Some(e),
+            }
+            self.cells = slot;
+            self.first_text = Some(t.to_string());
+            self.rows.push(RowInfo {
+                line,
+                first: cut.first,
+                count: self.width,
+            });
+        }
+        if lines.is_empty() {
+            return Ok(total);
+        }
+        loop {
+            let width = self.width;
+            let base = self.cells.len();
+            self.cells.resize(base + lines.len() * width, f64::NAN);
+            let mut cells = std::mem::take(&mut self.cells);
+            let parsed: Vec<Result<(String, usize), ReadError>> = cells[base..]
+                .par_chunks_mut(width)
+                .zip(&lines)
+                .map(|(slot, &(line, t))| self.parse_into(line, t, slot))
+                .collect();
+            self.cells = cells;
+            let parsed = parsed
+                .into_iter()
+                .collect::<Result<Vec<(String, usize)>, ReadError>>()?;
+            let widest = parsed.iter().map(|p| p.1).max().unwrap_or(0);
+            if widest > width {
+                // A wider row than any before: every row is widened and the block read again.
+                self.cells.truncate(base);
+                self.restride(widest);
+                continue;
+            }
+            self.rows.extend(
+                lines
+                    .iter()
+                    .zip(parsed)
+                    .map(|(&(line, _), (first, count))| RowInfo { line, first, count }),
+            );
+            return Ok(total);
+        }
+    }
+}
+
+/// Reads CSV text (see [`read_matrix`]).
 pub fn read_csv(path: &Path, text: &str) -> Result<ReadMatrix, ReadError> {
+    read_csv_from(path, text.as_bytes())
+}
+
+/// Reads CSV from a stream in blocks, parsing each block on every core into the matrix's memory.
+fn read_csv_from(path: &Path, source: impl std::io::Read) -> Result<ReadMatrix, ReadError> {
+    read_csv_in_blocks(path, source, BLOCK_BYTES)
+}
+
+/// [`read_csv_from`] with blocks of about `block_bytes`.
+fn read_csv_in_blocks(
+    path: &Path,
+    mut source: impl std::io::Read,
+    block_bytes: usize,
+) -> Result<ReadMatrix, ReadError> {
+    let io = |error| ReadError::Io {
+        path: path.to_path_buf(),
+        error,
+    };
+    let mut table = CsvRows {
+        path,
+        width: 0,
+        cells: Vec::new(),
+        rows: Vec::new(),
+        first_text: None,
+        first_error: None,
+    };
+    let mut pending: Vec<u8> = Vec::new();
+    // The file's line number of the first line in `pending`.
+    let mut line = 1;
+    loop {
+        let old = pending.len();
+        pending.resize(old + block_bytes, 0);
+        let mut got = 0;
+        while old + got < pending.len() {
+            match source.read(&mut pending[old + got..]) {
+                Ok(0) => break,
+                Ok(k) => got += k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(io(e)),
+            }
+        }
+        pending.truncate(old + got);
+        let eof = got == 0;
+        let end = if eof {
+            pending.len()
+        } else {
+            match pending.iter().rposition(|&b| b == b'\n') {
+                Some(k) => k + 1,
+                None => continue,
+            }
+        };
+        let block = &pending[..end];
+        let newlines = |b: &[u8]| b.iter().filter(|&&c| c == b'\n').count();
+        let text = std::str::from_utf8(block).map_err(|e| ReadError::Shape {
+            path: path.to_path_buf(),
+            line: line + newlines(&block[..e.valid_up_to()]),
+            message: "the file is neither UTF-8 text (CSV) nor a .npy array".into(),
+        })?;
+        line += table.add_block(text, line)?;
+        pending.drain(..end);
+        if eof {
+            break;
+        }
+    }
+    build_from_rows(table)
+}
+
+/// Decides the layout (header, label column, lower triangle) and builds the matrix in place.
+fn build_from_rows(table: CsvRows<'_>) -> Result<ReadMatrix, ReadError> {
+    let CsvRows {
+        path,
+        width,
+        mut cells,
+        rows,
+        first_text,
+        first_error,
+    } = table;
     let shape = |line: usize, message: String| ReadError::Shape {
         path: path.to_path_buf(),
         line,
@@ -168,72 +492,12 @@ pub fn read_csv(path: &Path, text: &str) -> Result<ReadMatrix, ReadError> {
     };
     let is_number = |s: &str| s.trim().parse::<f64>().is_ok();
     let label_cell = |s: &str| !s.trim().is_empty() && !is_number(s);
-    let mut lines = text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(k, l)| (k + 1, l.trim_end_matches('\r')));
-    let Some((first_line, first_text)) = lines.next() else {
+    let Some(first_text) = first_text else {
         return Err(shape(1, "the file has no rows".into()));
     };
-    let first_cells = split_csv_line(first_text);
-    let mut rows: Vec<Row>;
-    let parse_row = |line: usize, text: &str| -> Result<Row, ReadError> {
-        // A quoted label may hold commas; plain numbers never do.
-        let (first, tail) = if text.starts_with('"') {
-            let all = split_csv_line(text);
-            let end = text.len() - all[1..].iter().map(|c| c.len() + 1).sum::<usize>();
-            // Past the label and the comma after it.
-            (all[0].clone(), text.get(end + 1..).unwrap_or(""))
-        } else {
-            match text.split_once(',') {
-                Some((f, t)) => (f.trim().to_string(), t),
-                None => (text.trim().to_string(), ""),
-            }
-        };
-        // A row of one cell has no cells after it.
-        let one_cell = tail.is_empty() && !text.trim_end().ends_with(',');
-        let cells = tail.split(',').take(if one_cell { 0 } else { usize::MAX });
-        // About as many values as a neighbouring row: a value takes 2 bytes at least.
-        let mut rest = Vec::with_capacity(tail.len() / 8 + 1);
-        for (c, cell) in cells.enumerate() {
-            let t = cell.trim();
-            if t.is_empty() {
-                rest.push(f64::NAN);
-                continue;
-            }
-            let x: f64 = fast_float2::parse(t).map_err(|_| ReadError::NotANumber {
-                path: path.to_path_buf(),
-                line,
-                column: c + 2,
-                text: t.to_string(),
-            })?;
-            if !x.is_finite() {
-                return Err(ReadError::Value {
-                    path: path.to_path_buf(),
-                    line,
-                    column: c + 2,
-                    problem: format!("{x} is not a finite number"),
-                });
-            }
-            rest.push(x);
-        }
-        Ok(Row { line, first, rest })
-    };
-    // Lines are parsed on every core; the first error in file order is reported.
-    let rest: Vec<(usize, &str)> = lines.collect();
-    {
-        use rayon::prelude::*;
-        let parsed: Vec<Result<Row, ReadError>> = rest
-            .par_iter()
-            .map(|&(line, text)| parse_row(line, text))
-            .collect();
-        rows = parsed
-            .into_iter()
-            .collect::<Result<Vec<Row>, ReadError>>()?;
-    }
+    let first_cells = split_csv_line(&first_text);
     // A label column: the rows after the first all start with a cell that is not a number.
-    let label_column = !rows.is_empty() && rows.iter().all(|r| label_cell(&r.first));
+    let label_column = rows.len() > 1 && rows[1..].iter().all(|r| label_cell(&r.first));
     // A header: a first row with text where numbers would be.
     let has_header = if label_column {
         first_cells[0].trim().is_empty() || first_cells[1..].iter().any(|c| label_cell(c))
@@ -241,69 +505,90 @@ pub fn read_csv(path: &Path, text: &str) -> Result<ReadMatrix, ReadError> {
         first_cells.iter().any(|c| label_cell(c))
     };
     if !has_header {
-        rows.insert(0, parse_row(first_line, first_text)?);
-    }
-    if rows.is_empty() {
-        return Err(shape(first_line, "a header but no rows of numbers".into()));
-    }
-    let n = rows.len();
-    // Numeric labels (rank numbers) under a header: every row is one wider than the count of rows.
-    let label_column = label_column || (has_header && rows.iter().all(|r| r.rest.len() == n));
-    let skip = usize::from(label_column);
-    let cell = |r: &Row, j: usize| -> Result<f64, ReadError> {
-        // Column j of the matrix, from the row's cells after any label.
-        if skip == 1 {
-            return Ok(r.rest.get(j).copied().unwrap_or(f64::NAN));
+        if let Some(e) = first_error {
+            return Err(e);
         }
-        if j == 0 {
+    }
+    let s0 = usize::from(has_header);
+    let data = &rows[s0..];
+    if data.is_empty() {
+        return Err(shape(
+            rows[0].line,
+            "a header but no rows of numbers".into(),
+        ));
+    }
+    let n = data.len();
+    // Numeric labels (rank numbers) under a header: every row is one wider than the count of rows.
+    let label_column = label_column || (has_header && data.iter().all(|r| r.count == n + 1));
+    let skip = usize::from(label_column);
+    if skip == 0 {
+        for r in data {
             let t = r.first.trim();
             if t.is_empty() {
-                return Ok(f64::NAN);
+                continue;
             }
-            return t.parse::<f64>().map_err(|_| ReadError::NotANumber {
+            let x: f64 = t.parse().map_err(|_| ReadError::NotANumber {
                 path: path.to_path_buf(),
                 line: r.line,
                 column: 1,
                 text: t.to_string(),
-            });
+            })?;
+            if !x.is_finite() {
+                return Err(ReadError::Value {
+                    path: path.to_path_buf(),
+                    line: r.line,
+                    column: 1,
+                    problem: format!("{x} is not a finite number"),
+                });
+            }
         }
-        Ok(r.rest.get(j - 1).copied().unwrap_or(f64::NAN))
-    };
-    let widths: Vec<usize> = rows.iter().map(|r| r.rest.len() + 1 - skip).collect();
+    }
+    let widths: Vec<usize> = data.iter().map(|r| r.count - skip).collect();
     if widths.iter().all(|&w| w == widths[0]) && widths[0] < n {
         return Err(shape(
-            rows[0].line,
+            data[0].line,
             format!(
                 "{n} rows of {} values: a distance matrix is square",
                 widths[0]
             ),
         ));
     }
-    if let Some((r, &w)) = rows.iter().zip(&widths).find(|(r, &w)| {
-        w > n
-            && r.rest[(n - 1 + skip).min(r.rest.len())..]
-                .iter()
-                .any(|x| !x.is_nan())
-    }) {
+    let slot = |i: usize| &cells[(s0 + i) * width..(s0 + i + 1) * width];
+    if let Some((i, &w)) = widths
+        .iter()
+        .enumerate()
+        .find(|&(i, &w)| w > n && slot(i)[n + skip..].iter().any(|x| !x.is_nan()))
+    {
         return Err(shape(
-            r.line,
+            data[i].line,
             format!("{w} values in a row of a {n}x{n} matrix: it is not square"),
         ));
     }
-    let mut values = Array2::<f64>::from_elem((n, n), f64::NAN);
-    for (i, r) in rows.iter().enumerate() {
-        let mut row = values.row_mut(i);
-        let row = row.as_slice_mut().expect("a standard-layout row");
-        if skip == 1 {
-            // The usual case: a label, then the numbers, copied as they are.
-            let k = r.rest.len().min(n);
-            row[..k].copy_from_slice(&r.rest[..k]);
-        } else {
-            for (j, x) in row.iter_mut().enumerate() {
-                *x = cell(r, j)?;
+    // Row i of the matrix is cells [skip, skip + n) of data row i: moved down in place when every
+    // row is that wide (never onto cells still to be moved, as row i lands at i * n <= its slot).
+    let mut values = if width >= n + skip {
+        for i in 0..n {
+            let from = (s0 + i) * width + skip;
+            if from != i * n {
+                cells.copy_within(from..from + n, i * n);
             }
         }
-    }
+        cells.truncate(n * n);
+        cells.shrink_to_fit();
+        Array2::from_shape_vec((n, n), cells).expect("n * n cells")
+    } else {
+        let mut values = Array2::<f64>::from_elem((n, n), f64::NAN);
+        for i in 0..n {
+            let from = slot(i);
+            let k = (width - skip).min(n);
+            values
+                .row_mut(i)
+                .as_slice_mut()
+                .expect("a standard-layout row")[..k]
+                .copy_from_slice(&from[skip..skip + k]);
+        }
+        values
+    };
     let mut warnings = Vec::new();
     let row_of = |i: usize| values.row(i).to_slice().expect("a standard-layout row");
     let upper_empty = (0..n).all(|i| row_of(i)[i..].iter().all(|x| x.is_nan()));
@@ -326,7 +611,7 @@ pub fn read_csv(path: &Path, text: &str) -> Result<ReadMatrix, ReadError> {
     }) {
         return Err(ReadError::Value {
             path: path.to_path_buf(),
-            line: rows[i].line,
+            line: data[i].line,
             column: j + 1 + skip,
             problem: "empty cell: give the full square matrix, or only its lower triangle".into(),
         });
@@ -345,11 +630,11 @@ pub fn read_csv(path: &Path, text: &str) -> Result<ReadMatrix, ReadError> {
                 .collect(),
         )
     } else if label_column {
-        Some(rows.iter().map(|r| r.first.clone()).collect())
+        Some(data.iter().map(|r| r.first.clone()).collect())
     } else {
         None
     };
-    let lines: Vec<usize> = rows.iter().map(|r| r.line).collect();
+    let lines: Vec<usize> = data.iter().map(|r| r.line).collect();
     drop(rows);
     finish(
         path,
@@ -488,6 +773,65 @@ mod tests {
                 .contains("3 rows of 2 values: a distance matrix is square"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn plain_decimals_parse_as_the_general_parser_does() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..100_000 {
+            let (r, digits) = (next(), (next() % 17) as usize);
+            let s = format!(
+                "{:.*}",
+                digits,
+                (r % 1_000_000_000) as f64 / (1 + r % 9973) as f64
+            );
+            let s = if r % 5 == 0 { format!("-{s}") } else { s };
+            let want: f64 = s.parse().unwrap();
+            match parse_plain_decimal(s.as_bytes()) {
+                Some((got, len)) => {
+                    assert_eq!(got.to_bits(), want.to_bits(), "{s}");
+                    assert_eq!(len, s.len(), "{s}");
+                }
+                None => assert!(
+                    s.bytes().filter(u8::is_ascii_digit).count() > 15,
+                    "{s} left to the general parser"
+                ),
+            }
+        }
+        for s in ["1e3", "1.5E-2", "", "-", ".", "12345678901234567890.5"] {
+            assert!(parse_plain_decimal(s.as_bytes()).is_none(), "{s}");
+        }
+        assert_eq!(parse_plain_decimal(b"2.5,7"), Some((2.5, 3)));
+        assert_eq!(parse_plain_decimal(b".5"), Some((0.5, 2)));
+        assert_eq!(parse_plain_decimal(b"7."), Some((7.0, 2)));
+    }
+
+    #[test]
+    fn blocks_of_any_size_read_the_same() {
+        let texts = [
+            "rank,a,b,c\na,0,1,2\nb,1,0,3\nc,2,3,0\n",
+            "\n\n0,1,2\r\n1,0,3\r\n\n2,3,0",
+            // Rows wider than the first line (a header without the label column's cell).
+            "a,b,c\nx,0,1,2\ny,1,0,3\nz,2,3,0\n",
+            ",,\n1.5,,\n2,3,\n",
+            "0,1,2\n1,0,x\n2,3,0\n",
+        ];
+        for text in texts {
+            let whole = format!("{:?}", read_csv(Path::new("m.csv"), text));
+            for block in [1, 2, 3, 5, 8, 64] {
+                let part = read_csv_in_blocks(Path::new("m.csv"), text.as_bytes(), block);
+                assert_eq!(format!("{part:?}"), whole, "{text:?} in blocks of {block}");
+            }
+        }
+        let m = read_csv(Path::new("m.csv"), texts[2]).unwrap();
+        assert_eq!(m.matrix.labels(), ["x", "y", "z"]);
+        assert_eq!(m.matrix.get(2, 1), 3.0);
     }
 
     #[test]
