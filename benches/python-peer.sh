@@ -85,3 +85,21 @@ PY
   done
   o=$(millis ours auto "$n"); printf '%-14s %6d %10s %10s\n' auto "$n" "-" "$(secs "$o")"
 done
+# Peak memory of each run here at the largest size, against the matrix in f64 (the target is at
+# most twice it), measured by the venv's Python as the child's maximum resident set.
+n=4096
+printf '\n%-14s %6s %9s %9s\n' algorithm P peak_MiB x_matrix
+for algo in hdbscan kmedoids agglomerative auto; do
+  kib=$("$py" - "$algo" "$n" "$bin" "$work/m$n.csv" <<'PY'
+import resource, subprocess, sys
+algo, n, binary, path = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+extra = {"hdbscan": ["--algo", "hdbscan", "--min-cluster-size", "16", "--min-samples", "4"],
+         "kmedoids": ["--algo", "kmedoids", "--k", str(n // 64)],
+         "agglomerative": ["--algo", "agglomerative", "--linkage", "average", "--k", str(n // 64)],
+         "auto": []}[algo]
+subprocess.run([binary, "cluster", path, "-q", *extra], check=True, stdout=subprocess.DEVNULL)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+PY
+)
+  printf '%-14s %6d %9d %9s\n' "$algo" "$n" $((kib / 1024)) "$("$py" -c "print(f'{$kib * 1024 / ($n * $n * 8):.2f}')")"
+done

@@ -116,26 +116,87 @@ pub struct Medoids {
     pub loss: f64,
 }
 
-/// Nearest and second nearest medoid of every item.
-fn assign(d: &Array2<f64>, medoids: &[usize]) -> (Vec<usize>, Vec<f64>, Vec<f64>) {
-    let n = d.nrows();
-    let mut nearest = vec![0; n];
-    let (mut d1, mut d2) = (vec![f64::INFINITY; n], vec![f64::INFINITY; n]);
-    // Medoid by medoid over its row (d is symmetric): memory order, not a stride per item.
-    for (i, &m) in medoids.iter().enumerate() {
-        let row = d.row(m);
-        for o in 0..n {
-            let x = row[o];
-            if x < d1[o] {
-                d2[o] = d1[o];
-                d1[o] = x;
-                nearest[o] = i;
-            } else if x < d2[o] {
-                d2[o] = x;
+/// Every item's nearest and second nearest medoid (indices into the medoids) and distances.
+struct Assignment {
+    nearest: Vec<usize>,
+    second: Vec<usize>,
+    d1: Vec<f64>,
+    d2: Vec<f64>,
+}
+
+impl Assignment {
+    /// Nearest and second nearest medoid of every item.
+    fn new(d: &Array2<f64>, medoids: &[usize]) -> Self {
+        let n = d.nrows();
+        let mut a = Assignment {
+            nearest: vec![0; n],
+            second: vec![0; n],
+            d1: vec![f64::INFINITY; n],
+            d2: vec![f64::INFINITY; n],
+        };
+        // Medoid by medoid over its row (d is symmetric): memory order, not a stride per item.
+        for (i, &m) in medoids.iter().enumerate() {
+            let row = d.row(m);
+            for o in 0..n {
+                a.offer(o, i, row[o]);
+            }
+        }
+        a
+    }
+
+    /// Medoid `i` at distance `x` from item `o`, taken as nearest or second if it is nearer.
+    fn offer(&mut self, o: usize, i: usize, x: f64) {
+        if x < self.d1[o] {
+            self.d2[o] = self.d1[o];
+            self.second[o] = self.nearest[o];
+            self.d1[o] = x;
+            self.nearest[o] = i;
+        } else if x < self.d2[o] {
+            self.d2[o] = x;
+            self.second[o] = i;
+        }
+    }
+
+    /// Item `o`'s nearest and second nearest again from every medoid.
+    fn rescan(&mut self, d: &Array2<f64>, medoids: &[usize], o: usize) {
+        self.d1[o] = f64::INFINITY;
+        self.d2[o] = f64::INFINITY;
+        let row = d.row(o);
+        for (i, &m) in medoids.iter().enumerate() {
+            self.offer(o, i, row[m]);
+        }
+    }
+
+    /// After medoid `i` became item `c`: only items that had `i` as nearest or second, or that
+    /// `c` is near, change (FasterPAM's update, O(n) plus O(k) per item that lost a medoid).
+    fn swapped(&mut self, d: &Array2<f64>, medoids: &[usize], i: usize, c: usize) {
+        let row_c = d.row(c);
+        for o in 0..row_c.len() {
+            let x = row_c[o];
+            if self.nearest[o] == i {
+                if x <= self.d2[o] {
+                    // The new medoid in the old one's place is still the nearest.
+                    self.d1[o] = x;
+                } else {
+                    self.rescan(d, medoids, o);
+                }
+            } else if x < self.d1[o] {
+                self.d2[o] = self.d1[o];
+                self.second[o] = self.nearest[o];
+                self.d1[o] = x;
+                self.nearest[o] = i;
+            } else if self.second[o] == i {
+                if x <= self.d2[o] {
+                    self.d2[o] = x;
+                } else {
+                    self.rescan(d, medoids, o);
+                }
+            } else if x < self.d2[o] {
+                self.d2[o] = x;
+                self.second[o] = i;
             }
         }
     }
-    (nearest, d1, d2)
 }
 
 /// FasterPAM (Schubert and Rousseeuw, 2021): k medoids from a seeded random start (as its
@@ -149,15 +210,15 @@ pub fn faster_pam(d: &Array2<f64>, k: usize) -> Medoids {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0x6b6d_6564_6f69_6473);
     let mut medoids: Vec<usize> = sample(&mut rng, n, k).into_vec();
     medoids.sort_unstable();
-    let (mut nearest, mut d1, mut d2) = assign(d, &medoids);
-    let removal = |nearest: &[usize], d1: &[f64], d2: &[f64]| -> Vec<f64> {
+    let mut a = Assignment::new(d, &medoids);
+    let removal = |a: &Assignment| -> Vec<f64> {
         let mut r = vec![0.0; k];
         for o in 0..n {
-            r[nearest[o]] += d2[o] - d1[o];
+            r[a.nearest[o]] += a.d2[o] - a.d1[o];
         }
         r
     };
-    let mut loss_removal = removal(&nearest, &d1, &d2);
+    let mut loss_removal = removal(&a);
     let mut last_swap = n; // no swap yet
     let mut c = 0;
     if k > 1 {
@@ -172,11 +233,12 @@ pub fn faster_pam(d: &Array2<f64>, k: usize) -> Medoids {
                 let row_c = d.row(c);
                 for o in 0..n {
                     let doc = row_c[o];
-                    if doc < d1[o] {
-                        add += doc - d1[o];
-                        delta[nearest[o]] += d1[o] - d2[o];
-                    } else if doc < d2[o] {
-                        delta[nearest[o]] += doc - d2[o];
+                    let (d1, d2) = (a.d1[o], a.d2[o]);
+                    if doc < d1 {
+                        add += doc - d1;
+                        delta[a.nearest[o]] += d1 - d2;
+                    } else if doc < d2 {
+                        delta[a.nearest[o]] += doc - d2;
                     }
                 }
                 let (i, best) = delta
@@ -187,8 +249,8 @@ pub fn faster_pam(d: &Array2<f64>, k: usize) -> Medoids {
                     .expect("k >= 1");
                 if best + add < -1e-12 {
                     medoids[i] = c;
-                    (nearest, d1, d2) = assign(d, &medoids);
-                    loss_removal = removal(&nearest, &d1, &d2);
+                    a.swapped(d, &medoids, i, c);
+                    loss_removal = removal(&a);
                     last_swap = c;
                 }
             }
@@ -198,17 +260,17 @@ pub fn faster_pam(d: &Array2<f64>, k: usize) -> Medoids {
             }
         }
     }
-    let loss = d1.iter().sum();
+    let loss = a.d1.iter().sum();
     Medoids {
         medoids,
-        labels: nearest,
+        labels: a.nearest,
         loss,
     }
 }
 
 /// The medoid silhouette (Lenssen and Schubert): the mean of 1 - d1 / d2 over items.
 pub fn medoid_silhouette(d: &Array2<f64>, medoids: &[usize]) -> f64 {
-    let (_, d1, d2) = assign(d, medoids);
+    let Assignment { d1, d2, .. } = Assignment::new(d, medoids);
     let n = d.nrows();
     (0..n)
         .map(|o| {
@@ -340,6 +402,33 @@ mod tests {
             .map(|(a, b)| (0..n).map(|o| d[[o, a]].min(d[[o, b]])).sum::<f64>())
             .fold(f64::INFINITY, f64::min);
         assert!((faster_pam(&d, 2).loss - best).abs() < 1e-9);
+    }
+
+    #[test]
+    fn swaps_update_the_assignment_as_a_full_recount_does() {
+        let n = 40;
+        let d = Array2::from_shape_fn((n, n), |(i, j)| {
+            if i == j {
+                0.0
+            } else {
+                ((i * 7919 + j * 104_729) % 97 + (i * j) % 13) as f64
+            }
+        });
+        let d = (&d + &d.t()) / 2.0;
+        let mut medoids = vec![0, 5, 11, 17, 30];
+        let mut a = Assignment::new(&d, &medoids);
+        for (step, c) in [3, 8, 21, 22, 39, 1, 12, 33, 6, 27].into_iter().enumerate() {
+            let i = (step * 3) % medoids.len();
+            medoids[i] = c;
+            a.swapped(&d, &medoids, i, c);
+            let full = Assignment::new(&d, &medoids);
+            assert_eq!(a.d1, full.d1, "step {step}");
+            assert_eq!(a.d2, full.d2, "step {step}");
+            for o in 0..n {
+                assert_eq!(d[[o, medoids[a.nearest[o]]]], a.d1[o]);
+                assert_eq!(d[[o, medoids[a.second[o]]]], a.d2[o]);
+            }
+        }
     }
 
     #[test]

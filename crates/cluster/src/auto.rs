@@ -535,16 +535,27 @@ fn merge_up(
     };
     while groups.len() >= 4 {
         let k = groups.len();
-        let g = Array2::from_shape_fn((k, k), |(a, b)| {
-            if a == b {
-                return 0.0;
-            }
-            let mut v: Vec<f64> = groups[a]
-                .iter()
-                .flat_map(|&i| groups[b].iter().map(move |&j| d[[i, j]]))
-                .collect();
-            median(&mut v)
-        });
+        // The median distance between each two groups (d is symmetric: each pair once), the
+        // pairs of groups on every core.
+        let pairs: Vec<(usize, usize)> = (0..k)
+            .flat_map(|a| (a + 1..k).map(move |b| (a, b)))
+            .collect();
+        let medians: Vec<f64> = pairs
+            .par_iter()
+            .map_init(Vec::new, |v, &(a, b)| {
+                v.clear();
+                for &i in &groups[a] {
+                    let row = d.row(i);
+                    v.extend(groups[b].iter().map(|&j| row[j]));
+                }
+                median(v)
+            })
+            .collect();
+        let mut g = Array2::zeros((k, k));
+        for (&(a, b), &x) in pairs.iter().zip(&medians) {
+            g[[a, b]] = x;
+            g[[b, a]] = x;
+        }
         let Some(s) = best_split(&g, p) else { break };
         let supers = groups_of(&(0..k).collect::<Vec<_>>(), &s.labels);
         let mut new_groups = Vec::with_capacity(supers.len());
