@@ -7,14 +7,18 @@
 //! them in the same order on both sides, so broadcasts may follow each other freely.
 
 mod base;
+pub mod bench;
 mod hierarchy;
+pub mod tuning;
 
 use lgate_harness::{Tag, Transport, TransportError};
 use lgate_topology::Rank;
 use lgate_topology::TopologyNode;
 
 pub use base::BaseAlgorithm;
+pub use bench::{bench, BenchOptions, Candidate, Timing};
 pub use hierarchy::{coordinator, prune_to_depth};
+pub use tuning::{broadcast_tuned, parse_candidate, Tuning};
 
 /// The tag of broadcast messages.
 pub const BCAST: Tag = Tag(32);

@@ -100,6 +100,16 @@ pub trait Transport {
     fn library_settings(&self) -> Option<serde_json::Value> {
         None
     }
+    /// The message library's own broadcast (MPI_Bcast) of `buf` from `root`; false when the
+    /// transport has none.
+    fn library_broadcast(&self, _buf: &mut [u8], _root: Rank) -> Result<bool, TransportError> {
+        Ok(false)
+    }
+    /// The message library's own barrier over all ranks (MPI_Barrier); false when the
+    /// transport has none.
+    fn library_barrier(&self) -> Result<bool, TransportError> {
+        Ok(false)
+    }
     /// How long a polite wait may last before the peer is reported lost; `None` waits for ever.
     fn wait_limit(&self) -> Option<Duration> {
         None

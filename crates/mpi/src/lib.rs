@@ -128,6 +128,16 @@ impl Transport for MpiTransport {
             }))
     }
 
+    fn library_broadcast(&self, buf: &mut [u8], root: Rank) -> Result<bool, TransportError> {
+        self.peer(root)?.broadcast_into(buf);
+        Ok(true)
+    }
+
+    fn library_barrier(&self) -> Result<bool, TransportError> {
+        self.world.barrier();
+        Ok(true)
+    }
+
     fn processor_name(&self) -> String {
         mpi::environment::processor_name().unwrap_or_else(|_| "unknown".into())
     }

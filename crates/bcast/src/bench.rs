@@ -1,0 +1,233 @@
+//! The benchmark: every candidate broadcast at every message size, W warm-up rounds and up to N
+//! timed rounds within a time budget, each round after a barrier, the round's time the slowest
+//! rank's; every rank checks after every round that it holds exactly the root's bytes.
+
+use std::time::{Duration, Instant};
+
+use lgate_harness::{SubsetBarrier, Tag, Transport};
+use lgate_topology::Rank;
+use serde::{Deserialize, Serialize};
+
+use crate::{broadcast, BaseAlgorithm, BcastError, Plan};
+
+/// The tag of the timings sent to rank 0.
+const TIMINGS: Tag = Tag(33);
+
+/// A broadcast that takes part in the benchmark.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Candidate {
+    /// The message library's own broadcast (MPI_Bcast).
+    Library,
+    /// One of this crate's plans.
+    Plan(Plan),
+}
+
+impl Candidate {
+    /// The name used in tables and tuning files.
+    pub fn name(&self) -> String {
+        match self {
+            Candidate::Library => LIBRARY.to_string(),
+            Candidate::Plan(p) => p.name(),
+        }
+    }
+}
+
+/// The name of the library's broadcast in tables and tuning files.
+pub const LIBRARY: &str = "MPI_Bcast";
+
+/// What to benchmark.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    /// Message sizes in bytes.
+    pub sizes: Vec<usize>,
+    /// The broadcasts.
+    pub candidates: Vec<Candidate>,
+    /// Untimed rounds before the timed ones.
+    pub warmup: usize,
+    /// Timed rounds at most.
+    pub rounds: usize,
+    /// Timed rounds stop once they would take longer than this (at least 5 are run).
+    pub budget: Duration,
+    /// The root.
+    pub root: Rank,
+}
+
+/// The times of one candidate at one size, in microseconds, over the timed rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Timing {
+    /// The candidate's name.
+    pub candidate: String,
+    /// Message size in bytes.
+    pub size: usize,
+    /// Timed rounds.
+    pub rounds: usize,
+    /// The fastest round.
+    pub min_us: f64,
+    /// The median round.
+    pub median_us: f64,
+    /// The 90th percentile.
+    pub p90_us: f64,
+    /// The mean.
+    pub mean_us: f64,
+    /// The mean of the rounds up to the 90th percentile (the reference thesis's statistic).
+    pub trimmed_us: f64,
+    /// Whether every rank held exactly the root's bytes after every round.
+    pub correct: bool,
+}
+
+/// The root's bytes at a size: different for every root and size.
+pub fn payload(root: Rank, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|k| ((k * 131 + root * 7 + len) % 251) as u8)
+        .collect()
+}
+
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    let pos = q * (sorted.len() - 1) as f64;
+    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
+}
+
+/// The statistics of round times in seconds.
+fn timing(candidate: String, size: usize, mut rounds: Vec<f64>, correct: bool) -> Timing {
+    rounds.sort_by(f64::total_cmp);
+    let us = |s: f64| s * 1e6;
+    let p90 = quantile(&rounds, 0.9);
+    let kept: Vec<f64> = rounds.iter().copied().filter(|&x| x <= p90).collect();
+    Timing {
+        candidate,
+        size,
+        rounds: rounds.len(),
+        min_us: us(rounds[0]),
+        median_us: us(quantile(&rounds, 0.5)),
+        p90_us: us(p90),
+        mean_us: us(rounds.iter().sum::<f64>() / rounds.len() as f64),
+        trimmed_us: us(kept.iter().sum::<f64>() / kept.len().max(1) as f64),
+        correct,
+    }
+}
+
+/// A barrier over all ranks: the library's if it has one, else a subset barrier.
+fn barrier(t: &dyn Transport, all: &[Rank], id: u64) -> Result<(), BcastError> {
+    if !t.library_barrier()? {
+        let b = SubsetBarrier::new(all, t.rank()).expect("every rank is in the job");
+        b.wait(t, id, &mut || Ok(())).map_err(|e| match e {
+            lgate_harness::HarnessError::Transport(e) => BcastError::Transport(e),
+            other => BcastError::Transport(lgate_harness::TransportError::Protocol {
+                rank: t.rank(),
+                message: other.to_string(),
+            }),
+        })?;
+    }
+    Ok(())
+}
+
+/// One broadcast by a candidate; false when the candidate is the library's and there is none.
+fn run_candidate(
+    t: &dyn Transport,
+    candidate: &Candidate,
+    buf: &mut [u8],
+    root: Rank,
+) -> Result<bool, BcastError> {
+    match candidate {
+        Candidate::Library => Ok(t.library_broadcast(buf, root)?),
+        Candidate::Plan(plan) => broadcast(t, buf, root, plan).map(|()| true),
+    }
+}
+
+/// Runs the benchmark on this rank; rank 0 returns the timings (in the order of sizes, then
+/// candidates), the others `None`. `progress` sees each timing on rank 0 as it is made.
+pub fn bench(
+    t: &dyn Transport,
+    options: &BenchOptions,
+    progress: &mut dyn FnMut(&Timing),
+) -> Result<Option<Vec<Timing>>, BcastError> {
+    let (size, rank, root) = (t.size(), t.rank(), options.root);
+    if root >= size {
+        return Err(BcastError::BadRoot { root, size });
+    }
+    for c in &options.candidates {
+        if let Candidate::Plan(p) = c {
+            p.check(size)?;
+        }
+    }
+    let all: Vec<Rank> = (0..size).collect();
+    let agree = Plan::Flat(BaseAlgorithm::Binomial);
+    let mut barrier_id = 0u64;
+    let mut next_barrier = |t: &dyn Transport| {
+        barrier_id += 1;
+        barrier(t, &all, barrier_id)
+    };
+    let mut out = Vec::new();
+    for &len in &options.sizes {
+        let expected = payload(root, len);
+        let mut buf = vec![0u8; len];
+        for candidate in &options.candidates {
+            let reset = |buf: &mut Vec<u8>| {
+                if rank == root {
+                    buf.copy_from_slice(&expected);
+                } else {
+                    buf.fill(0xee);
+                }
+            };
+            reset(&mut buf);
+            if !run_candidate(t, candidate, &mut buf, root)? {
+                // No library broadcast on this transport: the same on every rank.
+                continue;
+            }
+            let mut correct = buf == expected;
+            let started = Instant::now();
+            for _ in 0..options.warmup {
+                next_barrier(t)?;
+                run_candidate(t, candidate, &mut buf, root)?;
+            }
+            // The root decides how many timed rounds fit in the budget, from the warm-up.
+            let per_round = started.elapsed().as_secs_f64() / (options.warmup + 1) as f64;
+            let fit = (options.budget.as_secs_f64() / per_round.max(1e-9)) as usize;
+            let mut count = (fit.clamp(5, options.rounds.max(1)) as u64).to_le_bytes();
+            broadcast(t, &mut count, root, &agree)?;
+            let rounds = u64::from_le_bytes(count) as usize;
+            let mut times = Vec::with_capacity(rounds + 1);
+            for _ in 0..rounds {
+                reset(&mut buf);
+                next_barrier(t)?;
+                let s = Instant::now();
+                run_candidate(t, candidate, &mut buf, root)?;
+                times.push(s.elapsed().as_secs_f64());
+                correct &= buf == expected;
+            }
+            // Rank 0 gathers every rank's round times and verdict.
+            times.push(if correct { 1.0 } else { 0.0 });
+            if rank != 0 {
+                let bytes: Vec<u8> = times.iter().flat_map(|x| x.to_le_bytes()).collect();
+                t.send(0, TIMINGS, &bytes)?;
+                continue;
+            }
+            let mut slowest = times[..rounds].to_vec();
+            let mut bytes = vec![0u8; 8 * (rounds + 1)];
+            for from in 1..size {
+                let got = t.recv(from, TIMINGS, &mut bytes)?;
+                if got != bytes.len() {
+                    return Err(BcastError::Length {
+                        rank,
+                        from,
+                        expected: bytes.len(),
+                        got,
+                    });
+                }
+                let theirs: Vec<f64> = bytes
+                    .chunks_exact(8)
+                    .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))
+                    .collect();
+                for (s, x) in slowest.iter_mut().zip(&theirs) {
+                    *s = s.max(*x);
+                }
+                correct &= theirs[rounds] == 1.0;
+            }
+            let timing = timing(candidate.name(), len, slowest, correct);
+            progress(&timing);
+            out.push(timing);
+        }
+    }
+    Ok((rank == 0).then_some(out))
+}

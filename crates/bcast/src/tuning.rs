@@ -1,0 +1,248 @@
+//! The decision table: per message-size range, the fastest correct broadcast of a benchmark
+//! (the library's own among the candidates, so the table is never slower than the library where
+//! it was measured), written as `bcast-tuning.json`, applied by [`broadcast_tuned`], and where
+//! it can be, turned into an Open MPI `coll_tuned` dynamic rules file.
+
+use std::collections::BTreeMap;
+
+use lgate_harness::Transport;
+use lgate_topology::{Rank, Topology, TopologyNode};
+use serde::{Deserialize, Serialize};
+
+use crate::bench::{Candidate, Timing, LIBRARY};
+use crate::{broadcast, prune_to_depth, BaseAlgorithm, BcastError, Plan};
+
+/// The `format` field of a tuning file.
+pub const TUNING_FORMAT: &str = "lgate-bcast-tuning";
+
+/// One message-size range of a decision table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TuningRange {
+    /// The smallest size of the range, in bytes.
+    pub from_bytes: usize,
+    /// The first size past the range; none for the last range.
+    pub to_bytes: Option<usize>,
+    /// The size the choice was measured at.
+    pub measured_bytes: usize,
+    /// The chosen broadcast (a plan's name, or `MPI_Bcast`).
+    pub choice: String,
+    /// The runner-up's time over the winner's (trimmed means); none without a runner-up.
+    pub lead: Option<f64>,
+}
+
+/// A decision table with what it was measured on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tuning {
+    /// Always [`TUNING_FORMAT`].
+    pub format: String,
+    /// The format's version.
+    pub version: u32,
+    /// The number of ranks measured.
+    pub ranks: usize,
+    /// The root measured.
+    pub root: Rank,
+    /// The topology MagPIe choices use, in LGate format; none when no topology was given.
+    pub topology: Option<String>,
+    /// Where it was measured: hosts, message library.
+    pub machine: serde_json::Value,
+    /// The ranges, by increasing size.
+    pub ranges: Vec<TuningRange>,
+    /// Every timing of the benchmark.
+    pub timings: Vec<Timing>,
+}
+
+/// A broadcast's name back as a candidate: `MPI_Bcast`, a base algorithm, or
+/// `magpie(BETWEEN/INSIDE)@DEPTH` over `tree` pruned to DEPTH levels.
+pub fn parse_candidate(name: &str, tree: Option<&TopologyNode>) -> Result<Candidate, String> {
+    let name = name.trim();
+    if name == LIBRARY {
+        return Ok(Candidate::Library);
+    }
+    let Some(rest) = name.strip_prefix("magpie(") else {
+        return name
+            .parse::<BaseAlgorithm>()
+            .map(|a| Candidate::Plan(Plan::Flat(a)));
+    };
+    let bad = || format!("`{name}` is not magpie(BETWEEN/INSIDE)@DEPTH");
+    let (algorithms, depth) = rest.split_once(")@").ok_or_else(bad)?;
+    let (between, inside) = algorithms.split_once('/').ok_or_else(bad)?;
+    let depth: usize = depth.parse().map_err(|_| bad())?;
+    let tree = tree.ok_or_else(|| format!("`{name}` needs a topology"))?;
+    Ok(Candidate::Plan(Plan::Magpie {
+        tree: prune_to_depth(tree, depth),
+        between: between.parse()?,
+        inside: inside.parse()?,
+    }))
+}
+
+impl Tuning {
+    /// The table of a benchmark's timings: at each measured size the fastest correct candidate
+    /// by trimmed mean; a size between two measured ones takes the choice of the one below.
+    pub fn from_timings(
+        timings: Vec<Timing>,
+        ranks: usize,
+        root: Rank,
+        topology: Option<&TopologyNode>,
+        machine: serde_json::Value,
+    ) -> Self {
+        let mut by_size: BTreeMap<usize, Vec<&Timing>> = BTreeMap::new();
+        for t in timings.iter().filter(|t| t.correct) {
+            by_size.entry(t.size).or_default().push(t);
+        }
+        let sizes: Vec<usize> = by_size.keys().copied().collect();
+        let ranges = by_size
+            .iter()
+            .enumerate()
+            .map(|(k, (&size, list))| {
+                let mut list = list.clone();
+                list.sort_by(|a, b| a.trimmed_us.total_cmp(&b.trimmed_us));
+                let lead = list
+                    .get(1)
+                    .map(|second| second.trimmed_us / list[0].trimmed_us.max(1e-9));
+                TuningRange {
+                    from_bytes: if k == 0 { 0 } else { size },
+                    to_bytes: sizes.get(k + 1).copied(),
+                    measured_bytes: size,
+                    choice: list[0].candidate.clone(),
+                    lead,
+                }
+            })
+            .collect();
+        Tuning {
+            format: TUNING_FORMAT.into(),
+            version: 1,
+            ranks,
+            root,
+            topology: topology.and_then(|tree| {
+                Topology::from_tree(tree.clone(), Some(ranks))
+                    .ok()
+                    .map(|t| lgate_topology::lgate::to_string(&t))
+            }),
+            machine,
+            ranges,
+            timings,
+        }
+    }
+
+    /// Reads a tuning file's text, checking its format and that its topology parses.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let tuning: Tuning = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        if tuning.format != TUNING_FORMAT {
+            return Err(format!(
+                "format is `{}`, not `{TUNING_FORMAT}`",
+                tuning.format
+            ));
+        }
+        if tuning.ranges.is_empty() {
+            return Err("it has no size ranges".into());
+        }
+        let tree = tuning.tree()?;
+        for r in &tuning.ranges {
+            parse_candidate(&r.choice, tree.as_ref())?;
+        }
+        Ok(tuning)
+    }
+
+    /// The topology the table's MagPIe choices use.
+    pub fn tree(&self) -> Result<Option<TopologyNode>, String> {
+        self.topology
+            .as_deref()
+            .map(|text| {
+                lgate_topology::lgate::parse(text, Some(self.ranks))
+                    .map(|t| t.tree().clone())
+                    .map_err(|e| format!("its topology: {e}"))
+            })
+            .transpose()
+    }
+
+    /// The range a message of `len` bytes falls in.
+    pub fn range_for(&self, len: usize) -> &TuningRange {
+        self.ranges
+            .iter()
+            .rev()
+            .find(|r| r.from_bytes <= len)
+            .unwrap_or(&self.ranges[0])
+    }
+
+    /// An Open MPI `coll_tuned` dynamic rules file (format 1, for Open MPI 4) for a
+    /// communicator of the measured size: per range the fastest correct candidate Open MPI has
+    /// itself (its own default where MPI_Bcast won), so a MagPIe range gets the best of the
+    /// rest. Use with `--mca coll_tuned_use_dynamic_rules 1 --mca
+    /// coll_tuned_dynamic_rules_filename FILE`.
+    pub fn openmpi_rules(&self) -> String {
+        let mut lines = Vec::new();
+        for r in &self.ranges {
+            let best = self
+                .timings
+                .iter()
+                .filter(|t| t.correct && t.size == r.measured_bytes)
+                .filter_map(|t| openmpi_algorithm(&t.candidate).map(|a| (t, a)))
+                .min_by(|a, b| a.0.trimmed_us.total_cmp(&b.0.trimmed_us));
+            let ((id, fan, segment), name) = match best {
+                Some((t, a)) => (a, t.candidate.clone()),
+                None => ((0, 0, 0), LIBRARY.to_string()),
+            };
+            lines.push(format!(
+                "{} {id} {fan} {segment} # from {} bytes: {name}",
+                r.from_bytes, r.from_bytes
+            ));
+        }
+        format!(
+            "# Open MPI coll_tuned dynamic rules for MPI_Bcast, written by lgate-plogp bcast bench\n\
+             1 # number of collectives\n\
+             7 # collective id: bcast\n\
+             1 # number of communicator sizes\n\
+             {} # communicator size\n\
+             {} # number of message sizes\n\
+             {}\n",
+            self.ranks,
+            lines.len(),
+            lines.join("\n")
+        )
+    }
+}
+
+/// Open MPI's bcast algorithm number, fan-out and segment size for a candidate it has.
+fn openmpi_algorithm(name: &str) -> Option<(u32, u32, usize)> {
+    if name == LIBRARY {
+        return Some((0, 0, 0));
+    }
+    Some(match name.parse::<BaseAlgorithm>().ok()? {
+        BaseAlgorithm::Flat => (1, 0, 0),
+        BaseAlgorithm::Chain => (2, 1, 0),
+        BaseAlgorithm::Pipeline { segment } => (3, 0, segment),
+        BaseAlgorithm::SplitBinary => (4, 0, 0),
+        BaseAlgorithm::Binary => (5, 0, 0),
+        BaseAlgorithm::Binomial => (6, 0, 0),
+        BaseAlgorithm::ScatterAllgather => (9, 0, 0),
+    })
+}
+
+/// Broadcasts `buf` from `root` with the choice the table makes for its length; the library's
+/// broadcast falls back to a binomial tree on a transport without one.
+pub fn broadcast_tuned(
+    t: &dyn Transport,
+    buf: &mut [u8],
+    root: Rank,
+    tuning: &Tuning,
+) -> Result<(), BcastError> {
+    let choice = &tuning.range_for(buf.len()).choice;
+    let tree = tuning.tree().map_err(|problem| BcastError::Topology {
+        size: t.size(),
+        problem,
+    })?;
+    let candidate =
+        parse_candidate(choice, tree.as_ref()).map_err(|problem| BcastError::Topology {
+            size: t.size(),
+            problem,
+        })?;
+    match candidate {
+        Candidate::Library => {
+            if !t.library_broadcast(buf, root)? {
+                broadcast(t, buf, root, &Plan::Flat(BaseAlgorithm::Binomial))?;
+            }
+            Ok(())
+        }
+        Candidate::Plan(plan) => broadcast(t, buf, root, &plan),
+    }
+}
