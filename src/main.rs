@@ -3,6 +3,7 @@
 //! This binary parses arguments and wires the library crates together; the work is done in
 //! `crates/`.
 
+mod bcast_cmd;
 mod cluster_cmd;
 mod measure_cmd;
 mod output;
@@ -37,6 +38,10 @@ enum Command {
     Plot(plot_cmd::PlotCommand),
     /// Write a one-page HTML report of a run (images inlined; opens with no network).
     Report(plot_cmd::ReportArgs),
+    /// Topology-aware broadcasts: benchmark them against MPI_Bcast, check them, apply a tuning
+    /// (run under mpirun or srun).
+    #[command(subcommand)]
+    Bcast(bcast_cmd::BcastCommand),
     /// Read, check and convert topology files (LGate, JSON, Newick).
     #[command(subcommand)]
     Topology(topology_cmd::TopologyCommand),
@@ -52,6 +57,7 @@ fn main() -> ExitCode {
         Command::Plot(cmd) => plot_cmd::run(cmd),
         Command::Report(args) => plot_cmd::report(args),
         Command::Topology(cmd) => topology_cmd::run(cmd),
+        Command::Bcast(cmd) => bcast_cmd::run(cmd),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -384,7 +384,7 @@ fn scatter_allgather(m: &Members<'_>, buf: &mut [u8]) -> Result<(), BcastError> 
             left,
             start(into)..start(into + 1),
             buf,
-            m.v % 2 == 0,
+            m.v.is_multiple_of(2),
         )?;
     }
     Ok(())

@@ -5,10 +5,10 @@
 use std::time::{Duration, Instant};
 
 use lgate_harness::{SubsetBarrier, Tag, Transport};
-use lgate_topology::Rank;
+use lgate_topology::{Rank, TopologyNode};
 use serde::{Deserialize, Serialize};
 
-use crate::{broadcast, BaseAlgorithm, BcastError, Plan};
+use crate::{broadcast, prune_to_depth, BaseAlgorithm, BcastError, Plan};
 
 /// The tag of the timings sent to rank 0.
 const TIMINGS: Tag = Tag(33);
@@ -230,4 +230,69 @@ pub fn bench(
         }
     }
     Ok((rank == 0).then_some(out))
+}
+
+/// The candidates of a default benchmark: every base algorithm over all ranks (pipelines with
+/// each segment size); with a topology, MagPIe at every depth with a flat, binomial or pipeline
+/// broadcast among coordinators and a binomial or pipeline one inside groups; and MPI_Bcast.
+pub fn default_candidates(tree: Option<&TopologyNode>, segments: &[usize]) -> Vec<Candidate> {
+    let mut out: Vec<Candidate> = BaseAlgorithm::all(segments)
+        .into_iter()
+        .map(|a| Candidate::Plan(Plan::Flat(a)))
+        .collect();
+    out.extend(magpie_candidates(tree, segments));
+    out.push(Candidate::Library);
+    out
+}
+
+/// The MagPIe candidates of [`default_candidates`].
+pub fn magpie_candidates(tree: Option<&TopologyNode>, segments: &[usize]) -> Vec<Candidate> {
+    let Some(tree) = tree else {
+        return Vec::new();
+    };
+    let pipelines = segments
+        .iter()
+        .map(|&segment| BaseAlgorithm::Pipeline { segment });
+    let between: Vec<BaseAlgorithm> = [BaseAlgorithm::Flat, BaseAlgorithm::Binomial]
+        .into_iter()
+        .chain(pipelines.clone())
+        .collect();
+    let inside: Vec<BaseAlgorithm> = std::iter::once(BaseAlgorithm::Binomial)
+        .chain(pipelines)
+        .collect();
+    let mut out = Vec::new();
+    for depth in 1..=tree.depth() {
+        let pruned = prune_to_depth(tree, depth);
+        for &b in &between {
+            for &i in &inside {
+                out.push(Candidate::Plan(Plan::Magpie {
+                    tree: pruned.clone(),
+                    between: b,
+                    inside: i,
+                }));
+            }
+        }
+    }
+    out
+}
+
+/// Gives every rank rank 0's bytes (of any length, known to rank 0 only); `None` on rank 0
+/// stands for a failure there, which the others learn as `Ok(None)` so they can stop quietly.
+pub fn share_from_rank0(
+    t: &dyn Transport,
+    bytes: Option<Vec<u8>>,
+) -> Result<Option<Vec<u8>>, BcastError> {
+    let plan = Plan::Flat(BaseAlgorithm::Binomial);
+    let mut len = bytes
+        .as_ref()
+        .map_or(u64::MAX, |b| b.len() as u64)
+        .to_le_bytes();
+    broadcast(t, &mut len, 0, &plan)?;
+    let len = u64::from_le_bytes(len);
+    if len == u64::MAX {
+        return Ok(None);
+    }
+    let mut buf = bytes.unwrap_or_else(|| vec![0; len as usize]);
+    broadcast(t, &mut buf, 0, &plan)?;
+    Ok(Some(buf))
 }

@@ -16,7 +16,7 @@ use lgate_topology::Rank;
 use lgate_topology::TopologyNode;
 
 pub use base::BaseAlgorithm;
-pub use bench::{bench, BenchOptions, Candidate, Timing};
+pub use bench::{bench, default_candidates, share_from_rank0, BenchOptions, Candidate, Timing};
 pub use hierarchy::{coordinator, prune_to_depth};
 pub use tuning::{broadcast_tuned, parse_candidate, Tuning};
 
@@ -133,6 +133,10 @@ pub fn broadcast(
         return Err(BcastError::BadRoot { root, size });
     }
     plan.check(size)?;
+    // Nothing to send: every rank has the same (empty) bytes already.
+    if buf.is_empty() {
+        return Ok(());
+    }
     match plan {
         Plan::Flat(algorithm) => {
             let all: Vec<Rank> = (0..size).collect();

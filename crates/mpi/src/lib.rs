@@ -13,6 +13,7 @@ pub use tools::{read_control_variables, ControlValue, ControlVariables, PROTOCOL
 
 use lgate_harness::{PoliteWait, Tag, Transport, TransportError};
 use lgate_topology::Rank;
+use mpi::collective::{CommunicatorCollectives, Root};
 use mpi::datatype::Equivalence;
 use mpi::point_to_point::{Destination, Source};
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -129,7 +130,12 @@ impl Transport for MpiTransport {
     }
 
     fn library_broadcast(&self, buf: &mut [u8], root: Rank) -> Result<bool, TransportError> {
-        self.peer(root)?.broadcast_into(buf);
+        let root = self.peer(root)?;
+        // Nothing to send (MPI_Bcast returns at once for a count of 0; rsmpi's empty slice is
+        // refused as an argument).
+        if !buf.is_empty() {
+            root.broadcast_into(buf);
+        }
         Ok(true)
     }
 
