@@ -17,6 +17,20 @@ pub enum PlotCommand {
     /// A topology as a dendrogram; for a run, the topology `cluster` finds on its default
     /// matrix.
     Dendrogram(DendrogramArgs),
+    /// Broadcast times and speedups over MPI_Bcast against message size, from the
+    /// bcast-tuning.json of `bcast bench`.
+    Bcast(BcastPlotArgs),
+}
+
+/// Options of `plot bcast`.
+#[derive(Debug, Args)]
+pub struct BcastPlotArgs {
+    /// The bcast-tuning.json that `bcast bench` wrote.
+    #[arg(value_name = "TUNING")]
+    tuning: PathBuf,
+    /// The image to write: .png or .svg.
+    #[arg(long, short, value_name = "FILE")]
+    output: PathBuf,
 }
 
 /// Options of `plot curves`.
@@ -73,7 +87,16 @@ pub fn run(command: PlotCommand) -> Result<()> {
         PlotCommand::Heatmap(args) => heatmap(args),
         PlotCommand::Dendrogram(args) => dendrogram(args),
         PlotCommand::Curves(args) => curves(args),
+        PlotCommand::Bcast(args) => bcast(args),
     }
+}
+
+fn bcast(args: BcastPlotArgs) -> Result<()> {
+    lgate_plot::ImageFormat::of(&args.output)?;
+    let figure = lgate_plot::BcastFigure::of_file(&args.tuning)?;
+    save(&figure, &args.output)?;
+    eprintln!("wrote {}", args.output.display());
+    Ok(())
 }
 
 fn dendrogram(args: DendrogramArgs) -> Result<()> {

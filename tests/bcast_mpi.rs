@@ -73,6 +73,19 @@ fn bench_writes_a_table_that_run_and_open_mpi_accept() {
     let timings = tuning["timings"].as_array().unwrap();
     assert_eq!(timings.len(), 3 * 4, "{timings:?}");
     assert!(timings.iter().all(|t| t["correct"] == true));
+    // The plot of the results.
+    let png = dir.path().join("bcast.png");
+    success(common::lgate_plogp_in(
+        dir.path(),
+        &[
+            "plot",
+            "bcast",
+            out.join("bcast-tuning.json").to_str().unwrap(),
+            "--output",
+            png.to_str().unwrap(),
+        ],
+    ));
+    assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
     // The tuned broadcast runs, and Open MPI takes the rules file.
     let ran = success(mpirun(
         4,

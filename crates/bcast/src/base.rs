@@ -33,6 +33,15 @@ pub enum BaseAlgorithm {
     ScatterAllgather,
     /// A binomial tree (member v receives from v less its lowest set bit).
     Binomial,
+    /// Flat, the root's sends all started at once (non-blocking).
+    FlatNonBlocking,
+    /// Pipeline whose members receive the next segment while they send the last one on.
+    PipelineNonBlocking {
+        /// Bytes per segment.
+        segment: usize,
+    },
+    /// Binomial, each member's sends to its children started at once.
+    BinomialNonBlocking,
 }
 
 impl BaseAlgorithm {
@@ -49,13 +58,20 @@ impl BaseAlgorithm {
             BaseAlgorithm::SplitBinary,
             BaseAlgorithm::ScatterAllgather,
             BaseAlgorithm::Binomial,
+            BaseAlgorithm::FlatNonBlocking,
         ]);
+        out.extend(
+            segments
+                .iter()
+                .map(|&segment| BaseAlgorithm::PipelineNonBlocking { segment }),
+        );
+        out.push(BaseAlgorithm::BinomialNonBlocking);
         out
     }
 }
 
 /// Bytes as the shortest of `B`, `KiB`, `MiB` that divides them.
-fn size_text(bytes: usize) -> String {
+pub(crate) fn size_text(bytes: usize) -> String {
     if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
         format!("{}MiB", bytes >> 20)
     } else if bytes >= 1 << 10 && bytes.is_multiple_of(1 << 10) {
@@ -75,6 +91,11 @@ impl fmt::Display for BaseAlgorithm {
             BaseAlgorithm::SplitBinary => f.write_str("split-binary"),
             BaseAlgorithm::ScatterAllgather => f.write_str("scatter-allgather"),
             BaseAlgorithm::Binomial => f.write_str("binomial"),
+            BaseAlgorithm::FlatNonBlocking => f.write_str("flat-nb"),
+            BaseAlgorithm::PipelineNonBlocking { segment } => {
+                write!(f, "pipeline-nb:{}", size_text(*segment))
+            }
+            BaseAlgorithm::BinomialNonBlocking => f.write_str("binomial-nb"),
         }
     }
 }
@@ -83,27 +104,40 @@ impl FromStr for BaseAlgorithm {
     type Err = String;
 
     /// `flat`, `chain`, `pipeline:SIZE` (e.g. `pipeline:64KiB`), `binary`, `split-binary`,
-    /// `scatter-allgather` or `binomial`.
+    /// `scatter-allgather`, `binomial`, or the non-blocking `flat-nb`, `pipeline-nb:SIZE`,
+    /// `binomial-nb`.
     fn from_str(s: &str) -> Result<Self, String> {
-        let known = "flat, chain, pipeline:SIZE, binary, split-binary, scatter-allgather, binomial";
+        let known = "flat, chain, pipeline:SIZE, binary, split-binary, scatter-allgather, \
+                     binomial, flat-nb, pipeline-nb:SIZE, binomial-nb";
         match s.trim() {
+            "flat-nb" => Ok(BaseAlgorithm::FlatNonBlocking),
+            "binomial-nb" => Ok(BaseAlgorithm::BinomialNonBlocking),
             "flat" => Ok(BaseAlgorithm::Flat),
             "chain" => Ok(BaseAlgorithm::Chain),
             "binary" => Ok(BaseAlgorithm::Binary),
             "split-binary" => Ok(BaseAlgorithm::SplitBinary),
             "scatter-allgather" => Ok(BaseAlgorithm::ScatterAllgather),
             "binomial" => Ok(BaseAlgorithm::Binomial),
-            other => match other.strip_prefix("pipeline:") {
-                Some(size) => {
-                    let segment = parse_size(size)
-                        .ok_or_else(|| format!("`{size}` is not a segment size (e.g. 64KiB)"))?;
-                    if segment == 0 {
-                        return Err("the segment size of a pipeline must be at least 1 byte".into());
-                    }
-                    Ok(BaseAlgorithm::Pipeline { segment })
+            other => {
+                let (size, blocking) = match (
+                    other.strip_prefix("pipeline:"),
+                    other.strip_prefix("pipeline-nb:"),
+                ) {
+                    (Some(size), _) => (size, true),
+                    (_, Some(size)) => (size, false),
+                    _ => return Err(format!("`{other}` is not a broadcast algorithm ({known})")),
+                };
+                let segment = parse_size(size)
+                    .ok_or_else(|| format!("`{size}` is not a segment size (e.g. 64KiB)"))?;
+                if segment == 0 {
+                    return Err("the segment size of a pipeline must be at least 1 byte".into());
                 }
-                None => Err(format!("`{other}` is not a broadcast algorithm ({known})")),
-            },
+                Ok(if blocking {
+                    BaseAlgorithm::Pipeline { segment }
+                } else {
+                    BaseAlgorithm::PipelineNonBlocking { segment }
+                })
+            }
         }
     }
 }
@@ -149,6 +183,35 @@ impl Members<'_> {
     fn recv(&self, from_v: usize, buf: &mut [u8]) -> Result<(), BcastError> {
         let from = self.rank_of(from_v);
         let got = self.t.recv(from, BCAST, buf)?;
+        if got != buf.len() {
+            return Err(BcastError::Length {
+                rank: self.t.rank(),
+                from,
+                expected: buf.len(),
+                got,
+            });
+        }
+        Ok(())
+    }
+
+    /// Sends `data` to every member of `to_v`, all started at once.
+    fn send_all(&self, to_v: &[usize], data: &[u8]) -> Result<(), BcastError> {
+        let messages: Vec<(Rank, &[u8])> = to_v.iter().map(|&v| (self.rank_of(v), data)).collect();
+        Ok(self.t.send_all(BCAST, &messages)?)
+    }
+
+    /// Sends to one member while receiving from another (MPI_Sendrecv).
+    fn send_recv(
+        &self,
+        to_v: usize,
+        data: &[u8],
+        from_v: usize,
+        buf: &mut [u8],
+    ) -> Result<(), BcastError> {
+        let from = self.rank_of(from_v);
+        let got = self
+            .t
+            .send_recv(BCAST, self.rank_of(to_v), data, from, buf)?;
         if got != buf.len() {
             return Err(BcastError::Length {
                 rank: self.t.rank(),
@@ -224,7 +287,56 @@ pub(crate) fn run(
         BaseAlgorithm::SplitBinary => split_binary(&m, buf),
         BaseAlgorithm::ScatterAllgather => scatter_allgather(&m, buf),
         BaseAlgorithm::Binomial => binomial(&m, buf),
+        BaseAlgorithm::FlatNonBlocking => flat_non_blocking(&m, buf),
+        BaseAlgorithm::PipelineNonBlocking { segment } => {
+            if segment == 0 {
+                return Err(BcastError::ZeroSegment);
+            }
+            pipeline_non_blocking(&m, buf, segment)
+        }
+        BaseAlgorithm::BinomialNonBlocking => binomial_non_blocking(&m, buf),
     }
+}
+
+fn flat_non_blocking(m: &Members<'_>, buf: &mut [u8]) -> Result<(), BcastError> {
+    if m.v == 0 {
+        let to: Vec<usize> = (1..m.n()).collect();
+        m.send_all(&to, buf)
+    } else {
+        m.recv(0, buf)
+    }
+}
+
+fn binomial_non_blocking(m: &Members<'_>, buf: &mut [u8]) -> Result<(), BcastError> {
+    let (parent, children) = binomial_links(m.v, m.n());
+    if let Some(p) = parent {
+        m.recv(p, buf)?;
+    }
+    m.send_all(&children, buf)
+}
+
+/// A pipeline whose inner members pass segment k on while segment k + 1 comes in.
+fn pipeline_non_blocking(
+    m: &Members<'_>,
+    buf: &mut [u8],
+    segment: usize,
+) -> Result<(), BcastError> {
+    let len = buf.len();
+    let segments = len.div_ceil(segment).max(1);
+    let range = |s: usize| (s * segment).min(len)..((s + 1) * segment).min(len);
+    let (first, last) = (m.v == 0, m.v + 1 == m.n());
+    if first || last {
+        // The ends only send or only receive: in order, as the blocking pipeline.
+        return pipeline(m, buf, segment);
+    }
+    m.recv(m.v - 1, &mut buf[range(0)])?;
+    for s in 0..segments - 1 {
+        let (done, rest) = buf.split_at_mut(range(s + 1).start);
+        let next = range(s + 1);
+        let into = &mut rest[..next.end - next.start];
+        m.send_recv(m.v + 1, &done[range(s)], m.v - 1, into)?;
+    }
+    m.send(m.v + 1, &buf[range(segments - 1)])
 }
 
 fn flat(m: &Members<'_>, buf: &mut [u8]) -> Result<(), BcastError> {

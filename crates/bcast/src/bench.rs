@@ -234,7 +234,8 @@ pub fn bench(
 
 /// The candidates of a default benchmark: every base algorithm over all ranks (pipelines with
 /// each segment size); with a topology, MagPIe at every depth with a flat, binomial or pipeline
-/// broadcast among coordinators and a binomial or pipeline one inside groups; and MPI_Bcast.
+/// broadcast among coordinators and a binomial or pipeline one inside groups, and Interpipe
+/// with each segment size; and MPI_Bcast.
 pub fn default_candidates(tree: Option<&TopologyNode>, segments: &[usize]) -> Vec<Candidate> {
     let mut out: Vec<Candidate> = BaseAlgorithm::all(segments)
         .into_iter()
@@ -269,6 +270,17 @@ pub fn magpie_candidates(tree: Option<&TopologyNode>, segments: &[usize]) -> Vec
                     tree: pruned.clone(),
                     between: b,
                     inside: i,
+                }));
+            }
+        }
+        // Interpipe: segments of MagPIe with a flat or binomial step between coordinators.
+        for &segment in segments {
+            for b in [BaseAlgorithm::Flat, BaseAlgorithm::Binomial] {
+                out.push(Candidate::Plan(Plan::Interpipe {
+                    tree: pruned.clone(),
+                    between: b,
+                    inside: BaseAlgorithm::Binomial,
+                    segment,
                 }));
             }
         }

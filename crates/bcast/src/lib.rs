@@ -1,6 +1,8 @@
 //! Broadcasts built from point-to-point messages over the harness's [`Transport`]: the base
-//! algorithms of the reference thesis's Table 6.1 and MagPIe (Table 6.2) over topology trees of
-//! any depth, from any root.
+//! algorithms of the reference thesis's Table 6.1 (blocking, and non-blocking where sends can
+//! start at once or overlap a receive) and MagPIe and Interpipe (Table 6.2) over topology trees
+//! of any depth, from any root; the benchmark that times them against the library's own
+//! broadcast ([`bench()`]) and the decision table made from it ([`Tuning`]).
 //!
 //! Every rank calls [`broadcast`] with the same plan and root; on return every rank's buffer
 //! holds the root's bytes. Messages use the tag [`BCAST`], and each pair of ranks exchanges
@@ -66,7 +68,7 @@ pub enum BcastError {
     },
 }
 
-/// How to broadcast: one base algorithm over all ranks, or MagPIe over a topology.
+/// How to broadcast: one base algorithm over all ranks, or MagPIe or Interpipe over a topology.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Plan {
     /// One base algorithm over all ranks in rank order.
@@ -82,6 +84,18 @@ pub enum Plan {
         /// The algorithm inside groups.
         inside: BaseAlgorithm,
     },
+    /// Interpipe: MagPIe over one segment of the message after another, so that groups pass
+    /// on early segments while later ones still cross the links between them.
+    Interpipe {
+        /// The topology, pruned to the levels to use.
+        tree: TopologyNode,
+        /// The algorithm among coordinators.
+        between: BaseAlgorithm,
+        /// The algorithm inside groups.
+        inside: BaseAlgorithm,
+        /// Bytes per segment.
+        segment: usize,
+    },
 }
 
 impl Plan {
@@ -94,6 +108,16 @@ impl Plan {
                 between,
                 inside,
             } => format!("magpie({between}/{inside})@{}", tree.depth()),
+            Plan::Interpipe {
+                tree,
+                between,
+                inside,
+                segment,
+            } => format!(
+                "interpipe:{}({between}/{inside})@{}",
+                base::size_text(*segment),
+                tree.depth()
+            ),
         }
     }
 
@@ -109,11 +133,26 @@ impl Plan {
                 hierarchy::check_tree(tree, size)?;
                 vec![*between, *inside]
             }
+            Plan::Interpipe {
+                tree,
+                between,
+                inside,
+                segment,
+            } => {
+                hierarchy::check_tree(tree, size)?;
+                if *segment == 0 {
+                    return Err(BcastError::ZeroSegment);
+                }
+                vec![*between, *inside]
+            }
         };
-        if algorithms
-            .iter()
-            .any(|a| matches!(a, BaseAlgorithm::Pipeline { segment: 0 }))
-        {
+        if algorithms.iter().any(|a| {
+            matches!(
+                a,
+                BaseAlgorithm::Pipeline { segment: 0 }
+                    | BaseAlgorithm::PipelineNonBlocking { segment: 0 }
+            )
+        }) {
             return Err(BcastError::ZeroSegment);
         }
         Ok(())
@@ -147,5 +186,13 @@ pub fn broadcast(
             between,
             inside,
         } => hierarchy::magpie(t, tree, root, buf, *between, *inside),
+        Plan::Interpipe {
+            tree,
+            between,
+            inside,
+            segment,
+        } => buf
+            .chunks_mut(*segment)
+            .try_for_each(|part| hierarchy::magpie(t, tree, root, part, *between, *inside)),
     }
 }

@@ -15,6 +15,9 @@ use crate::{broadcast, prune_to_depth, BaseAlgorithm, BcastError, Plan};
 /// The `format` field of a tuning file.
 pub const TUNING_FORMAT: &str = "lgate-bcast-tuning";
 
+/// How much slower than the fastest the library's broadcast may be and still be chosen.
+pub const LIBRARY_TIE: f64 = 1.05;
+
 /// One message-size range of a decision table.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TuningRange {
@@ -26,7 +29,8 @@ pub struct TuningRange {
     pub measured_bytes: usize,
     /// The chosen broadcast (a plan's name, or `MPI_Bcast`).
     pub choice: String,
-    /// The runner-up's time over the winner's (trimmed means); none without a runner-up.
+    /// The runner-up's time over the chosen one's (trimmed means; below 1 when MPI_Bcast won a
+    /// tie); none without a runner-up.
     pub lead: Option<f64>,
 }
 
@@ -51,14 +55,25 @@ pub struct Tuning {
     pub timings: Vec<Timing>,
 }
 
-/// A broadcast's name back as a candidate: `MPI_Bcast`, a base algorithm, or
-/// `magpie(BETWEEN/INSIDE)@DEPTH` over `tree` pruned to DEPTH levels.
+/// A broadcast's name back as a candidate: `MPI_Bcast`, a base algorithm,
+/// `magpie(BETWEEN/INSIDE)@DEPTH` or `interpipe:SEGMENT(BETWEEN/INSIDE)@DEPTH` over `tree`
+/// pruned to DEPTH levels.
 pub fn parse_candidate(name: &str, tree: Option<&TopologyNode>) -> Result<Candidate, String> {
     let name = name.trim();
     if name == LIBRARY {
         return Ok(Candidate::Library);
     }
-    let Some(rest) = name.strip_prefix("magpie(") else {
+    // magpie(BETWEEN/INSIDE)@DEPTH or interpipe:SEGMENT(BETWEEN/INSIDE)@DEPTH
+    let (rest, segment) = if let Some(rest) = name.strip_prefix("interpipe:") {
+        let bad = || format!("`{name}` is not interpipe:SEGMENT(BETWEEN/INSIDE)@DEPTH");
+        let (segment, rest) = rest.split_once('(').ok_or_else(bad)?;
+        let segment = crate::base::parse_size(segment)
+            .filter(|&s| s > 0)
+            .ok_or_else(bad)?;
+        (rest, Some(segment))
+    } else if let Some(rest) = name.strip_prefix("magpie(") {
+        (rest, None)
+    } else {
         return name
             .parse::<BaseAlgorithm>()
             .map(|a| Candidate::Plan(Plan::Flat(a)));
@@ -68,16 +83,30 @@ pub fn parse_candidate(name: &str, tree: Option<&TopologyNode>) -> Result<Candid
     let (between, inside) = algorithms.split_once('/').ok_or_else(bad)?;
     let depth: usize = depth.parse().map_err(|_| bad())?;
     let tree = tree.ok_or_else(|| format!("`{name}` needs a topology"))?;
-    Ok(Candidate::Plan(Plan::Magpie {
-        tree: prune_to_depth(tree, depth),
-        between: between.parse()?,
-        inside: inside.parse()?,
+    let (tree, between, inside) = (
+        prune_to_depth(tree, depth),
+        between.parse()?,
+        inside.parse()?,
+    );
+    Ok(Candidate::Plan(match segment {
+        None => Plan::Magpie {
+            tree,
+            between,
+            inside,
+        },
+        Some(segment) => Plan::Interpipe {
+            tree,
+            between,
+            inside,
+            segment,
+        },
     }))
 }
 
 impl Tuning {
     /// The table of a benchmark's timings: at each measured size the fastest correct candidate
-    /// by trimmed mean; a size between two measured ones takes the choice of the one below.
+    /// by trimmed mean (MPI_Bcast when within [`LIBRARY_TIE`] of it); a size between two
+    /// measured ones takes the choice of the one below.
     pub fn from_timings(
         timings: Vec<Timing>,
         ranks: usize,
@@ -96,6 +125,14 @@ impl Tuning {
             .map(|(k, (&size, list))| {
                 let mut list = list.clone();
                 list.sort_by(|a, b| a.trimmed_us.total_cmp(&b.trimmed_us));
+                // The library's own broadcast wins ties: within LIBRARY_TIE of the fastest it
+                // is chosen, as the choice that needs no trust in a few percent of noise.
+                if let Some(k) = list.iter().position(|t| t.candidate == LIBRARY) {
+                    if list[k].trimmed_us <= list[0].trimmed_us * LIBRARY_TIE {
+                        let library = list.remove(k);
+                        list.insert(0, library);
+                    }
+                }
                 let lead = list
                     .get(1)
                     .map(|second| second.trimmed_us / list[0].trimmed_us.max(1e-9));
@@ -215,6 +252,10 @@ fn openmpi_algorithm(name: &str) -> Option<(u32, u32, usize)> {
         BaseAlgorithm::Binary => (5, 0, 0),
         BaseAlgorithm::Binomial => (6, 0, 0),
         BaseAlgorithm::ScatterAllgather => (9, 0, 0),
+        // Open MPI's linear and pipeline broadcasts start their sends at once already.
+        BaseAlgorithm::FlatNonBlocking => (1, 0, 0),
+        BaseAlgorithm::PipelineNonBlocking { segment } => (3, 0, segment),
+        BaseAlgorithm::BinomialNonBlocking => (6, 0, 0),
     })
 }
 

@@ -110,6 +110,17 @@ fn magpie_delivers_over_two_and_three_levels() {
         }
     }
     let tree = three_levels_round_robin();
+    for segment in [1, 3, 64] {
+        for depth in 1..=2 {
+            let plan = Plan::Interpipe {
+                tree: prune_to_depth(&tree, depth),
+                between: BaseAlgorithm::Binomial,
+                inside: BaseAlgorithm::Pipeline { segment: 2 },
+                segment,
+            };
+            check(8, &plan, &LENGTHS);
+        }
+    }
     for a in algorithms() {
         for depth in 0..=2 {
             let plan = Plan::Magpie {

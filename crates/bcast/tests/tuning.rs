@@ -111,6 +111,18 @@ fn names_parse_back_to_their_plans() {
             "{name}"
         );
     }
+    let interpipe = Plan::Interpipe {
+        tree: prune_to_depth(&full, 2),
+        between: BaseAlgorithm::Flat,
+        inside: BaseAlgorithm::Binomial,
+        segment: 65536,
+    };
+    assert_eq!(interpipe.name(), "interpipe:64KiB(flat/binomial)@2");
+    assert_eq!(
+        parse_candidate(&interpipe.name(), Some(&full)),
+        Ok(Candidate::Plan(interpipe))
+    );
+    assert!(parse_candidate("interpipe:0(flat/flat)@1", Some(&full)).is_err());
     assert_eq!(parse_candidate("MPI_Bcast", None), Ok(Candidate::Library));
     assert!(parse_candidate("magpie(flat/flat)@1", None).is_err());
     assert!(parse_candidate("magpie(flat)@1", Some(&full)).is_err());

@@ -100,6 +100,29 @@ pub trait Transport {
     fn library_settings(&self) -> Option<serde_json::Value> {
         None
     }
+    /// Sends every message, all started at once, and returns when all are done (MPI_Isend
+    /// each, then MPI_Waitall). The default sends one after the other, which is the same only
+    /// for a transport whose sends never wait for the receiver.
+    fn send_all(&self, tag: Tag, messages: &[(Rank, &[u8])]) -> Result<(), TransportError> {
+        for &(to, data) in messages {
+            self.send(to, tag, data)?;
+        }
+        Ok(())
+    }
+    /// Sends `data` to `to` while receiving the next message from `from` into `buf`
+    /// (MPI_Sendrecv); returns the length received. The default sends first, which is the
+    /// same only for a transport whose sends never wait for the receiver.
+    fn send_recv(
+        &self,
+        tag: Tag,
+        to: Rank,
+        data: &[u8],
+        from: Rank,
+        buf: &mut [u8],
+    ) -> Result<usize, TransportError> {
+        self.send(to, tag, data)?;
+        self.recv(from, tag, buf)
+    }
     /// The message library's own broadcast (MPI_Bcast) of `buf` from `root`; false when the
     /// transport has none.
     fn library_broadcast(&self, _buf: &mut [u8], _root: Rank) -> Result<bool, TransportError> {

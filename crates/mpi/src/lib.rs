@@ -13,6 +13,9 @@ pub use tools::{read_control_variables, ControlValue, ControlVariables, PROTOCOL
 
 use lgate_harness::{PoliteWait, Tag, Transport, TransportError};
 use lgate_topology::Rank;
+/// rsmpi, for programs that run MPI themselves and hand a communicator to
+/// [`MpiTransport::from_communicator`].
+pub use mpi;
 use mpi::collective::{CommunicatorCollectives, Root};
 use mpi::datatype::Equivalence;
 use mpi::point_to_point::{Destination, Source};
@@ -27,10 +30,11 @@ pub enum MpiError {
     AlreadyInitialised,
 }
 
-/// `MPI_COMM_WORLD`, initialised for the life of this value (finalised when it is dropped).
+/// A communicator as a [`Transport`]: `MPI_COMM_WORLD` initialised for the life of this value
+/// (finalised when it is dropped), or a communicator of a program that runs MPI itself.
 pub struct MpiTransport {
-    // Dropped last: finalises MPI.
-    _universe: mpi::environment::Universe,
+    // Dropped last: finalises MPI (when this value started it).
+    _universe: Option<mpi::environment::Universe>,
     world: SimpleCommunicator,
     rank: Rank,
     size: usize,
@@ -44,11 +48,23 @@ impl MpiTransport {
         let world = universe.world();
         let (rank, size) = (world.rank() as Rank, world.size() as usize);
         Ok(MpiTransport {
-            _universe: universe,
+            _universe: Some(universe),
             world,
             rank,
             size,
         })
+    }
+
+    /// Uses a communicator of a program that started MPI itself (and finalises it), for
+    /// example a duplicate of its world, so that these messages never mix with its own.
+    pub fn from_communicator(comm: SimpleCommunicator) -> Self {
+        let (rank, size) = (comm.rank() as Rank, comm.size() as usize);
+        MpiTransport {
+            _universe: None,
+            world: comm,
+            rank,
+            size,
+        }
     }
 
     /// Stops every process of the job (MPI_Abort) with exit status `code`.
@@ -127,6 +143,38 @@ impl Transport for MpiTransport {
                     s.count(u8::equivalent_datatype()) as usize,
                 )
             }))
+    }
+
+    fn send_all(&self, tag: Tag, messages: &[(Rank, &[u8])]) -> Result<(), TransportError> {
+        let peers = messages
+            .iter()
+            .map(|&(to, _)| self.peer(to))
+            .collect::<Result<Vec<_>, _>>()?;
+        mpi::request::scope(|scope| {
+            let requests: Vec<_> = peers
+                .iter()
+                .zip(messages)
+                .map(|(peer, &(_, data))| peer.immediate_send_with_tag(scope, data, tag.0))
+                .collect();
+            for request in requests {
+                request.wait();
+            }
+        });
+        Ok(())
+    }
+
+    fn send_recv(
+        &self,
+        tag: Tag,
+        to: Rank,
+        data: &[u8],
+        from: Rank,
+        buf: &mut [u8],
+    ) -> Result<usize, TransportError> {
+        let (to, from) = (self.peer(to)?, self.peer(from)?);
+        let status =
+            mpi::point_to_point::send_receive_into_with_tags(data, &to, tag.0, buf, &from, tag.0);
+        Ok(status.count(u8::equivalent_datatype()) as usize)
     }
 
     fn library_broadcast(&self, buf: &mut [u8], root: Rank) -> Result<bool, TransportError> {

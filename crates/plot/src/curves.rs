@@ -24,13 +24,15 @@ const PARAMETERS: [(&str, &str); 4] = [
 /// Pairs per class at most (chosen evenly); enough for stable quantiles.
 const PAIRS_PER_CLASS: usize = 4000;
 /// Line colours, in class order.
-const COLOURS: [RGBColor; 6] = [
+pub(crate) const COLOURS: [RGBColor; 8] = [
     RGBColor(68, 1, 84),
     RGBColor(33, 145, 140),
     RGBColor(230, 97, 1),
     RGBColor(59, 82, 139),
     RGBColor(94, 201, 98),
     RGBColor(200, 30, 80),
+    RGBColor(150, 110, 20),
+    RGBColor(120, 120, 120),
 ];
 
 /// A curve: per size, (p10, median, p90) in microseconds.
@@ -366,7 +368,7 @@ impl PairClasses {
 }
 
 /// Ticks at 0 (drawn at 0.5) and every fourth power of two up to `max`.
-fn size_ticks(max: f64) -> Vec<f64> {
+pub(crate) fn size_ticks(max: f64) -> Vec<f64> {
     let mut t = vec![0.5];
     let mut m = 1.0;
     while m <= max {
@@ -376,7 +378,7 @@ fn size_ticks(max: f64) -> Vec<f64> {
     t
 }
 
-fn size_label(x: f64) -> String {
+pub(crate) fn size_label(x: f64) -> String {
     if x < 1.0 {
         return "0".into();
     }

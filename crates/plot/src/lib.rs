@@ -2,12 +2,14 @@
 //! message size, dendrograms of topologies, and a self-contained HTML report of a run. PNG or
 //! SVG by the output file's extension, drawn with plotters and an embedded font.
 
+pub mod bcast;
 pub mod curves;
 pub mod dendrogram;
 pub mod figure;
 pub mod heatmap;
 pub mod report;
 
+pub use bcast::BcastFigure;
 pub use curves::Curves;
 pub use dendrogram::Dendrogram;
 pub use figure::{save, to_png, to_svg, Figure, ImageFormat, PlotError};

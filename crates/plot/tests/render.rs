@@ -176,3 +176,57 @@ fn a_topology_of_other_ranks_is_an_error() {
 fn ndarray_like(n: usize) -> ndarray::Array2<f64> {
     ndarray::Array2::from_shape_fn((n, n), |(i, j)| (i as f64 - j as f64).abs())
 }
+
+#[test]
+fn broadcast_times_and_speedups() {
+    use lgate_bcast::{Timing, Tuning};
+    let dir = tempfile::tempdir().unwrap();
+    let mut timings = Vec::new();
+    for size in [0usize, 1024, 65536, 1 << 20] {
+        for (k, name) in [
+            "MPI_Bcast",
+            "binomial",
+            "chain",
+            "flat",
+            "binary",
+            "split-binary",
+            "scatter-allgather",
+            "pipeline:8KiB",
+            "pipeline:64KiB",
+            "magpie(flat/binomial)@1",
+        ]
+        .iter()
+        .enumerate()
+        {
+            let t = 5.0 + size as f64 * (0.01 + 0.002 * k as f64);
+            timings.push(Timing {
+                candidate: name.to_string(),
+                size,
+                rounds: 10,
+                min_us: t,
+                median_us: t,
+                p90_us: t,
+                mean_us: t,
+                trimmed_us: t,
+                correct: name != &"chain",
+            });
+        }
+    }
+    let tree = lgate_topology::TopologyNode::cluster(vec![
+        lgate_topology::TopologyNode::group(vec![0, 1]),
+        lgate_topology::TopologyNode::group(vec![2, 3]),
+    ]);
+    let tuning = Tuning::from_timings(timings, 4, 0, Some(&tree), serde_json::json!({}));
+    let path = dir.path().join("bcast-tuning.json");
+    std::fs::write(&path, serde_json::to_string(&tuning).unwrap()).unwrap();
+    let figure = lgate_plot::BcastFigure::of_file(&path).unwrap();
+    let names = figure.names();
+    assert_eq!(names[0], "MPI_Bcast");
+    assert_eq!(names.len(), 8, "MPI_Bcast and the 7 fastest: {names:?}");
+    assert!(!names.contains(&"chain"), "wrong broadcasts are not drawn");
+    check_png(&figure);
+    let svg = lgate_plot::to_svg(&figure).unwrap();
+    assert!(svg.contains("speedup over MPI_Bcast"));
+    std::fs::write(dir.path().join("x.json"), "{}").unwrap();
+    assert!(lgate_plot::BcastFigure::of_file(&dir.path().join("x.json")).is_err());
+}
