@@ -274,12 +274,30 @@ mod imp {
             root: args.root,
         };
         let quiet = args.quiet;
+        if !quiet && t.rank() == 0 {
+            eprintln!(
+                "{:>9} {:<42} {:>6} {:>11} {:>11} {:>11} {:>11} {:>11}",
+                "size",
+                "broadcast",
+                "rounds",
+                "min_us",
+                "median_us",
+                "p90_us",
+                "mean_us",
+                "trimmed_us"
+            );
+        }
         let timings = bench(t, &options, &mut |timing| {
             if !quiet {
                 eprintln!(
-                    "{:>9} {:<40} {:>12.1} us{}",
+                    "{:>9} {:<42} {:>6} {:>11.1} {:>11.1} {:>11.1} {:>11.1} {:>11.1}{}",
                     MessageSize(timing.size).to_string(),
                     timing.candidate,
+                    timing.rounds,
+                    timing.min_us,
+                    timing.median_us,
+                    timing.p90_us,
+                    timing.mean_us,
                     timing.trimmed_us,
                     if timing.correct { "" } else { "  WRONG BYTES" }
                 );

@@ -105,28 +105,33 @@ fn bench_writes_a_table_that_run_and_open_mpi_accept() {
     ));
     assert!(ran.contains("5 rounds"), "{ran}");
     let rules = out.join("openmpi-bcast-rules.conf");
-    let with_rules = std::process::Command::new("mpirun")
-        .args(["--oversubscribe", "-np", "4"])
-        .args(["--mca", "coll_tuned_use_dynamic_rules", "1"])
-        .args([
+    let with_rules = common::mpirun_with(
+        4,
+        &[
+            "--mca",
+            "coll_tuned_use_dynamic_rules",
+            "1",
             "--mca",
             "coll_tuned_dynamic_rules_filename",
             rules.to_str().unwrap(),
-        ])
-        .arg(env!("CARGO_BIN_EXE_lgate-plogp"))
-        .args([
+        ],
+        &[
             "bcast",
             "bench",
             "--sizes",
             "1000,65537",
             "--algos",
             "MPI_Bcast",
-        ])
-        .args(["--warmup", "2", "--rounds", "5", "-q", "--out"])
-        .arg(dir.path().join("with-rules"))
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
+            "--warmup",
+            "2",
+            "--rounds",
+            "5",
+            "-q",
+            "--out",
+            dir.path().join("with-rules").to_str().unwrap(),
+        ],
+        dir.path(),
+    );
     success(with_rules);
 }
 

@@ -8,6 +8,11 @@ use std::time::{Duration, Instant};
 
 /// Runs `mpirun --oversubscribe -np N lgate-plogp ARGS`, failing the test after `limit`.
 pub fn mpirun(np: usize, args: &[&str], cwd: &Path) -> Output {
+    mpirun_with(np, &[], args, cwd)
+}
+
+/// [`mpirun`] with more options for mpirun itself (such as `--mca NAME VALUE`).
+pub fn mpirun_with(np: usize, options: &[&str], args: &[&str], cwd: &Path) -> Output {
     let limit = Duration::from_secs(120);
     let mut child = Command::new("mpirun")
         .args([
@@ -17,6 +22,7 @@ pub fn mpirun(np: usize, args: &[&str], cwd: &Path) -> Output {
             "-np",
             &np.to_string(),
         ])
+        .args(options)
         .arg(env!("CARGO_BIN_EXE_lgate-plogp"))
         .args(args)
         .current_dir(cwd)
