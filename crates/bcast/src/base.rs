@@ -183,15 +183,7 @@ impl Members<'_> {
     fn recv(&self, from_v: usize, buf: &mut [u8]) -> Result<(), BcastError> {
         let from = self.rank_of(from_v);
         let got = self.t.recv(from, BCAST, buf)?;
-        if got != buf.len() {
-            return Err(BcastError::Length {
-                rank: self.t.rank(),
-                from,
-                expected: buf.len(),
-                got,
-            });
-        }
-        Ok(())
+        crate::check_length(self.t, from, buf.len(), got)
     }
 
     /// Sends `data` to every member of `to_v`, all started at once.
@@ -212,15 +204,7 @@ impl Members<'_> {
         let got = self
             .t
             .send_recv(BCAST, self.rank_of(to_v), data, from, buf)?;
-        if got != buf.len() {
-            return Err(BcastError::Length {
-                rank: self.t.rank(),
-                from,
-                expected: buf.len(),
-                got,
-            });
-        }
-        Ok(())
+        crate::check_length(self.t, from, buf.len(), got)
     }
 
     /// Sends to one member and receives from another without deadlock in a ring or a pairing:

@@ -207,14 +207,7 @@ pub fn bench(
             let mut bytes = vec![0u8; 8 * (rounds + 1)];
             for from in 1..size {
                 let got = t.recv(from, TIMINGS, &mut bytes)?;
-                if got != bytes.len() {
-                    return Err(BcastError::Length {
-                        rank,
-                        from,
-                        expected: bytes.len(),
-                        got,
-                    });
-                }
+                crate::check_length(t, from, bytes.len(), got)?;
                 let theirs: Vec<f64> = bytes
                     .chunks_exact(8)
                     .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))

@@ -68,6 +68,25 @@ pub enum BcastError {
     },
 }
 
+/// An error unless a message from `from` brought the `expected` number of bytes.
+pub(crate) fn check_length(
+    t: &dyn Transport,
+    from: Rank,
+    expected: usize,
+    got: usize,
+) -> Result<(), BcastError> {
+    if got == expected {
+        Ok(())
+    } else {
+        Err(BcastError::Length {
+            rank: t.rank(),
+            from,
+            expected,
+            got,
+        })
+    }
+}
+
 /// How to broadcast: one base algorithm over all ranks, or MagPIe or Interpipe over a topology.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Plan {

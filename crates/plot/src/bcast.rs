@@ -84,14 +84,7 @@ impl Figure for BcastFigure {
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), PlotError> {
         let e = PlotError::draw;
-        root.fill(&WHITE).map_err(e)?;
-        let (top, body) = root.split_vertically(46);
-        top.draw(&Text::new(
-            self.title.clone(),
-            (20, 14),
-            (FONT, 18.0).into_font(),
-        ))
-        .map_err(e)?;
+        let body = crate::figure::titled(root, &self.title, 46, 18.0)?;
         let (left, right) = body.split_horizontally(600);
         let max_size = self
             .lines

@@ -397,14 +397,7 @@ impl Figure for Curves {
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), PlotError> {
         let e = PlotError::draw;
-        root.fill(&WHITE).map_err(e)?;
-        let (top, body) = root.split_vertically(50);
-        top.draw(&Text::new(
-            self.title.clone(),
-            (20, 14),
-            (FONT, 19.0).into_font(),
-        ))
-        .map_err(e)?;
+        let body = crate::figure::titled(root, &self.title, 50, 19.0)?;
         let panels = body.split_evenly((2, 3));
         let max_size = self
             .lines

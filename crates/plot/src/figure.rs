@@ -83,6 +83,25 @@ impl ImageFormat {
     }
 }
 
+/// Fills `root` white and writes `title` in a band of `band` pixels at its top (in `points`
+/// type); returns the area below the band.
+pub(crate) fn titled<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    band: u32,
+    points: f64,
+) -> Result<DrawingArea<DB, Shift>, PlotError> {
+    root.fill(&WHITE).map_err(PlotError::draw)?;
+    let (top, body) = root.split_vertically(band);
+    top.draw(&Text::new(
+        title.to_string(),
+        (20, 14),
+        (FONT, points).into_font(),
+    ))
+    .map_err(PlotError::draw)?;
+    Ok(body)
+}
+
 /// The figure as PNG bytes.
 pub fn to_png(figure: &impl Figure) -> Result<Vec<u8>, PlotError> {
     register_font();
