@@ -8,6 +8,7 @@ mod cluster_cmd;
 mod measure_cmd;
 mod output;
 mod plot_cmd;
+mod score_cmd;
 mod simulate_cmd;
 mod topology_cmd;
 
@@ -32,7 +33,7 @@ enum Command {
     /// Write the run directory of a simulated machine with known topology (no MPI needed).
     Simulate(simulate_cmd::SimulateArgs),
     /// Compare a topology with known placement (adjusted Rand index and accuracy per level).
-    Score(cluster_cmd::ScoreArgs),
+    Score(score_cmd::ScoreArgs),
     /// Draw heat maps, PLogP curves and dendrograms (PNG or SVG).
     #[command(subcommand)]
     Plot(plot_cmd::PlotCommand),
@@ -52,7 +53,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Measure(args) => measure_cmd::run(args),
         Command::Cluster(args) => cluster_cmd::run(args),
-        Command::Score(args) => cluster_cmd::score(args),
+        Command::Score(args) => score_cmd::score(args),
         Command::Simulate(args) => simulate_cmd::run(args),
         Command::Plot(cmd) => plot_cmd::run(cmd),
         Command::Report(args) => plot_cmd::report(args),

@@ -172,6 +172,14 @@ fn print_summary(report: &RunReport) {
             100.0 * (1.0 - s.overhead_share),
             100.0 * s.overhead_share
         );
+        if let Some((mean, max)) = s.waiting_cpu_share() {
+            eprintln!(
+                "while waiting for their next test, ranks used {:.1}% of a core on average (at \
+                 most {:.1}%)",
+                100.0 * mean,
+                100.0 * max
+            );
+        }
     }
     let mut files = vec![
         lgate_rundir::META_FILE.to_string(),
@@ -188,7 +196,7 @@ pub fn run(args: MeasureArgs) -> Result<()> {
 
     let options = args.options();
     let mut test = args.test()?;
-    let mpi = lgate_mpi::MpiTransport::init()?;
+    let mpi = lgate_mpi::MpiTransport::init_for_pair_tests()?;
     let rank = mpi.rank();
     match lgate_harness::run(&mpi, test.as_mut(), &options) {
         Ok(Some(report)) => {

@@ -103,7 +103,7 @@ fn dendrogram(args: DendrogramArgs) -> Result<()> {
     lgate_plot::ImageFormat::of(&args.output)?;
     let (topology, title) = if args.input.is_dir() {
         (
-            crate::cluster_cmd::default_topology(&args.input)?,
+            lgate_cluster::default_topology(&args.input)?,
             format!("{}: the topology auto finds", args.input.display()),
         )
     } else {
@@ -197,7 +197,7 @@ pub fn report(args: ReportArgs) -> Result<()> {
             format!("The topology of {}.", path.display()),
         ),
         None => (
-            crate::cluster_cmd::default_topology(&args.run)?,
+            lgate_cluster::default_topology(&args.run)?,
             "What `lgate-plogp cluster` finds with its defaults on the run's default matrix \
              (levels named after the recorded placement where they match it)."
                 .to_string(),

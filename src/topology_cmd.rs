@@ -24,7 +24,7 @@ pub enum TopologyCommand {
         #[command(flatten)]
         input: Input,
         /// The format to write.
-        #[arg(long, value_name = "FORMAT", value_parser = clap::builder::PossibleValuesParser::new(["lgate", "json", "newick"]))]
+        #[arg(long, value_name = "FORMAT", value_parser = clap::builder::PossibleValuesParser::new(lgate_topology::export::names()))]
         to: String,
         /// Write here instead of stdout (replaced atomically).
         #[arg(long, short, value_name = "OUT")]
@@ -70,8 +70,18 @@ pub fn run(cmd: TopologyCommand) -> Result<()> {
         }
         TopologyCommand::Convert { input, to, output } => {
             let (topology, _) = input.read()?;
-            let to: TopologyFormat = to.parse().map_err(anyhow::Error::msg)?;
-            write_output(output.as_deref(), &format::to_string(&topology, to))
+            let writer = lgate_topology::export::writer(&to)
+                .with_context(|| format!("unknown --to {to}"))?;
+            // A topology's labels stand for the hosts of its ranks (a run's topology has them).
+            let source = input.file.display().to_string();
+            let context = lgate_topology::export::ExportContext {
+                hosts: topology.labels(),
+                source: &source,
+            };
+            let text = writer
+                .write(&topology, &context)
+                .with_context(|| source.clone())?;
+            write_output(output.as_deref(), &text)
         }
         TopologyCommand::Check { input } => {
             let (topology, found) = input.read()?;

@@ -326,3 +326,44 @@ fn convert_writes_atomically_and_reads_stdin() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(stdout(&out), "((0,1),(2));\n");
 }
+
+#[test]
+fn convert_writes_slurm_from_a_topology_with_host_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("hosts.json");
+    std::fs::write(
+        &file,
+        r#"{"format": "lgate-plogp-topology", "version": 1, "ranks": 4,
+            "tree": {"children": [{"ranks": [0, 1]}, {"ranks": [2, 3]}]},
+            "labels": ["n1", "n1", "n2", "n2"]}"#,
+    )
+    .unwrap();
+    let out = lgate_plogp(&[
+        "topology",
+        "convert",
+        file.to_str().unwrap(),
+        "--to",
+        "slurm",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("SwitchName="), "{text}");
+    assert!(text.contains("n1") && text.contains("n2"), "{text}");
+    // Without labels there are no hosts to name: one clear line.
+    let plain = fixture("four-groups.lgate");
+    let out = lgate_plogp(&[
+        "topology",
+        "convert",
+        plain.to_str().unwrap(),
+        "--to",
+        "slurm",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("needs host names"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}

@@ -95,6 +95,22 @@ pub enum Tree {
 }
 
 impl Tree {
+    /// The same tree with each item `i` renumbered as `ranks[i]`.
+    pub fn to_ranks(&self, ranks: &[usize]) -> Tree {
+        match self {
+            Tree::Leaf(items) => Tree::Leaf(items.iter().map(|&i| ranks[i]).collect()),
+            Tree::Node {
+                children,
+                separation,
+            } => Tree::Node {
+                children: children.iter().map(|c| c.to_ranks(ranks)).collect(),
+                separation: *separation,
+            },
+        }
+    }
+}
+
+impl Tree {
     /// Every rank under this tree.
     pub fn ranks(&self) -> Vec<usize> {
         match self {

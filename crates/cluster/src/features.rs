@@ -28,20 +28,15 @@ pub fn feature_vectors(run: &Path, size: Option<&str>) -> Result<FeatureVectors,
         Some(s) => s.to_string(),
         None => {
             // The smallest size with an o_s matrix.
-            let index: serde_json::Value = std::fs::read_to_string(run.join("matrices/index.json"))
-                .ok()
-                .and_then(|t| serde_json::from_str(&t).ok())
-                .unwrap_or_default();
-            index["matrices"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|m| m["name"].as_str().is_some_and(|n| n.starts_with("os:")))
-                .min_by_key(|m| m["size_bytes"].as_u64().unwrap_or(u64::MAX))
-                .and_then(|m| m["name"].as_str())
-                .and_then(|n| n.strip_prefix("os:"))
+            let index = lgate_rundir::MatrixIndex::read(&lgate_rundir::RunDir::open(run)?)?;
+            index
+                .matrices
+                .iter()
+                .filter(|m| m.kind() == "os")
+                .min_by_key(|m| m.size_bytes.unwrap_or(usize::MAX))
+                .and_then(|m| m.name.strip_prefix("os:"))
                 .ok_or_else(|| InputError::Invalid {
-                    path: run.join("matrices/index.json"),
+                    path: run.join(lgate_rundir::MATRIX_INDEX_FILE),
                     message: "no o_s matrices: measure this run again with this version to cluster in feature space".into(),
                 })?
                 .to_string()

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use lgate_matrix::{read_matrix, DistanceMatrix};
-use serde_json::Value;
+pub use lgate_rundir::KnownPlacement as Truth;
 
 /// An error of reading the input of a clustering.
 #[derive(Debug, thiserror::Error)]
@@ -14,6 +14,9 @@ pub enum InputError {
     /// The run directory is unusable.
     #[error(transparent)]
     RunDir(#[from] lgate_rundir::RunDirError),
+    /// The clustering does not make a topology of the job.
+    #[error(transparent)]
+    Topology(#[from] lgate_topology::TopologyError),
     /// Something else, said in full.
     #[error("{}: {message}", path.display())]
     Invalid {
@@ -39,6 +42,34 @@ pub struct ClusterInput {
     pub source: String,
     /// Things the user should know.
     pub warnings: Vec<String>,
+    /// The placement a run recorded (none for a plain matrix), to name the levels found.
+    pub placement: Option<Truth>,
+}
+
+impl ClusterInput {
+    /// The topology of a hierarchy over this input's items: items renumbered as the ranks they
+    /// stand for, labelled with the hosts (or the matrix's labels), its levels named after the
+    /// run's placement where they match it.
+    pub fn topology(&self, tree: &crate::Tree) -> Result<lgate_topology::Topology, InputError> {
+        let tree = tree.to_ranks(&self.ranks);
+        let labels = self
+            .hosts
+            .clone()
+            .or_else(|| Some(self.matrix.labels().to_vec()));
+        let topology = crate::topology_of(&tree, self.job_size, labels)?;
+        Ok(match &self.placement {
+            Some(placement) => crate::score::name_levels(topology, placement)?,
+            None => topology,
+        })
+    }
+}
+
+/// The topology `cluster` finds with its defaults on a run's default matrix, its levels named
+/// after the run's placement where they match it.
+pub fn default_topology(run: &Path) -> Result<lgate_topology::Topology, InputError> {
+    let input = load(run, None)?;
+    let tree = crate::auto(input.matrix.values(), &crate::AutoParams::default());
+    input.topology(&tree)
 }
 
 /// Reads a run directory (choosing `matrix`, default `t`) or a matrix file.
@@ -66,47 +97,23 @@ pub fn load(path: &Path, matrix: Option<&str>) -> Result<ClusterInput, InputErro
             source: path.display().to_string(),
             warnings: read.warnings,
             matrix: read.matrix,
+            placement: None,
         });
     }
     let run = lgate_rundir::RunDir::open(path)?;
     let meta = run.read_meta()?;
-    let index_path = run.file("matrices/index.json");
-    let index: Value = std::fs::read_to_string(&index_path)
-        .map_err(|e| {
-            invalid(
-                &index_path,
-                format!("{e}: this run has no distance matrices (a ping-pong run?); measure with the PLogP test"),
-            )
-        })
-        .and_then(|t| serde_json::from_str(&t).map_err(|e| invalid(&index_path, format!("not JSON: {e}"))))?;
-    let entries = index["matrices"]
-        .as_array()
-        .ok_or_else(|| invalid(&index_path, "no `matrices` list".into()))?;
+    let index = lgate_rundir::MatrixIndex::read(&run)?;
     let name = matrix.unwrap_or("t");
-    let chosen = entries
-        .iter()
-        .find(|e| e["name"] == name)
-        .or_else(|| {
-            // `t` and `features` alone: the smallest size.
-            entries
-                .iter()
-                .filter(|e| {
-                    e["name"]
-                        .as_str()
-                        .is_some_and(|n| n.split(':').next() == Some(name))
-                })
-                .min_by_key(|e| e["size_bytes"].as_u64().unwrap_or(0))
-        })
-        .ok_or_else(|| {
-            let names: Vec<&str> = entries.iter().filter_map(|e| e["name"].as_str()).collect();
-            invalid(
-                &index_path,
-                format!("no matrix `{name}`; this run has {}", names.join(", ")),
-            )
-        })?;
-    let file = run
-        .file("matrices")
-        .join(chosen["file"].as_str().unwrap_or_default());
+    let chosen = index.find(name).ok_or_else(|| {
+        invalid(
+            &run.file(lgate_rundir::MATRIX_INDEX_FILE),
+            format!(
+                "no matrix `{name}`; this run has {}",
+                index.names().join(", ")
+            ),
+        )
+    })?;
+    let file = run.file(&chosen.path());
     let read = read_matrix(&file)?;
     let ranks = read
         .matrix
@@ -128,131 +135,14 @@ pub fn load(path: &Path, matrix: Option<&str>) -> Result<ClusterInput, InputErro
         ranks,
         job_size: meta.ranks.len(),
         hosts: Some(meta.ranks.iter().map(|r| r.host.clone()).collect()),
-        source: format!(
-            "{} ({})",
-            file.display(),
-            chosen["name"].as_str().unwrap_or(name)
-        ),
+        source: format!("{} ({})", file.display(), chosen.name),
         warnings: read.warnings,
+        placement: Some(meta.known_placement()),
     })
 }
 
-/// Known placement: named levels of labels, one label per rank.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Truth {
-    /// Level name and one label per rank, coarsest first when known.
-    pub levels: Vec<(String, Vec<usize>)>,
-}
-
-fn labels_of(values: impl Iterator<Item = String>) -> Vec<usize> {
-    let mut ids: Vec<String> = Vec::new();
-    values
-        .map(|v| match ids.iter().position(|x| *x == v) {
-            Some(k) => k,
-            None => {
-                ids.push(v);
-                ids.len() - 1
-            }
-        })
-        .collect()
-}
-
-/// Reads known placement: a run directory or its meta.json (levels `node` from hosts, `socket`
-/// and `core` within hosts, and any extra placement field such as a simulated `switch`), or a
-/// JSON object with `levels` mapping a level name to one label per rank.
+/// Reads known placement: a run directory or its meta.json, or a JSON object with `levels`
+/// (see [`lgate_rundir::KnownPlacement::read`]).
 pub fn read_truth(path: &Path) -> Result<Truth, InputError> {
-    let invalid = |message: String| InputError::Invalid {
-        path: path.to_path_buf(),
-        message,
-    };
-    let meta_path = if path.is_dir() {
-        path.join(lgate_rundir::META_FILE)
-    } else {
-        path.to_path_buf()
-    };
-    let text = std::fs::read_to_string(&meta_path).map_err(|e| InputError::Invalid {
-        path: meta_path.clone(),
-        message: e.to_string(),
-    })?;
-    let value: Value =
-        serde_json::from_str(&text).map_err(|e| invalid(format!("not JSON: {e}")))?;
-    if value.get("format").and_then(Value::as_str) == Some(lgate_rundir::RUN_FORMAT) {
-        let meta = lgate_rundir::RunMeta::read(&meta_path)?;
-        let mut levels = Vec::new();
-        let extra: std::collections::BTreeSet<String> = meta
-            .ranks
-            .iter()
-            .flat_map(|r| r.extra.keys().cloned())
-            .collect();
-        for key in extra {
-            levels.push((
-                key.clone(),
-                labels_of(
-                    meta.ranks
-                        .iter()
-                        .map(|r| r.extra.get(&key).map_or(String::new(), |v| v.to_string())),
-                ),
-            ));
-        }
-        levels.push((
-            "node".into(),
-            labels_of(meta.ranks.iter().map(|r| r.host.clone())),
-        ));
-        if meta.ranks.iter().all(|r| r.socket.is_some()) {
-            levels.push((
-                "socket".into(),
-                labels_of(
-                    meta.ranks
-                        .iter()
-                        .map(|r| format!("{}/{:?}", r.host, r.socket)),
-                ),
-            ));
-        }
-        if meta.ranks.iter().all(|r| r.numa.is_some()) {
-            let numa = labels_of(
-                meta.ranks
-                    .iter()
-                    .map(|r| format!("{}/{:?}", r.host, r.numa)),
-            );
-            // Only where NUMA nodes are not simply the sockets.
-            if levels.last().is_none_or(|(_, socket)| *socket != numa) {
-                levels.push(("numa".into(), numa));
-            }
-        }
-        if meta.ranks.iter().all(|r| r.cpu.is_some()) {
-            levels.push((
-                "core".into(),
-                labels_of(meta.ranks.iter().map(|r| format!("{}/{:?}", r.host, r.cpu))),
-            ));
-        }
-        return Ok(Truth { levels });
-    }
-    let levels = value
-        .get("levels")
-        .and_then(Value::as_object)
-        .ok_or_else(|| {
-            invalid(
-                "expected a run's meta.json or an object with `levels`: {name: [label per rank]}"
-                    .into(),
-            )
-        })?;
-    let mut out = Vec::new();
-    for (name, v) in levels {
-        let list = v
-            .get("labels")
-            .unwrap_or(v)
-            .as_array()
-            .ok_or_else(|| invalid(format!("levels.{name} is not a list")))?;
-        let labels = list
-            .iter()
-            .map(|x| match x {
-                Value::String(s) => Some(s.clone()),
-                Value::Number(n) => Some(n.to_string()),
-                _ => None,
-            })
-            .collect::<Option<Vec<String>>>()
-            .ok_or_else(|| invalid(format!("levels.{name} holds something other than labels")))?;
-        out.push((name.clone(), labels_of(labels.into_iter())));
-    }
-    Ok(Truth { levels: out })
+    Ok(Truth::read(path)?)
 }

@@ -20,6 +20,7 @@ pub mod features;
 pub mod hdbscan;
 pub mod input;
 pub mod linkage;
+pub mod methods;
 pub mod score;
 
 #[cfg(test)]
@@ -27,9 +28,9 @@ mod test_matrices;
 
 pub use auto::{auto, separation_of, AutoParams, Tree, View};
 pub use hdbscan::{hdbscan, Hdbscan, HdbscanParams};
-pub use input::{load, read_truth, ClusterInput, InputError, Truth};
+pub use input::{default_topology, load, read_truth, ClusterInput, InputError, Truth};
 pub use linkage::{profile_distances, Dendrogram, Linkage};
-pub use score::{accuracy, adjusted_rand_index};
+pub use score::{accuracy, adjusted_rand_index, name_levels, score_levels, LevelScore, ScoreError};
 
 use lgate_topology::{default_level_name, Level, Topology, TopologyError, TopologyNode};
 

@@ -89,3 +89,142 @@ mod tests {
         assert_eq!(accuracy(&[0, 0, 0, 1], &[0, 0, 1, 1]), 0.75);
     }
 }
+
+/// How one known level is matched by a topology.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LevelScore {
+    /// The known level's name (`node`, `socket`, ...).
+    pub level: String,
+    /// Its number of groups.
+    pub groups: usize,
+    /// The topology's level that matches it best, `(one group)` or `(one rank each)`.
+    pub best_match: String,
+    /// The adjusted Rand index of that match.
+    pub ari: f64,
+    /// The share of ranks that match placed as the known level does.
+    pub accuracy: f64,
+}
+
+/// An error of scoring a topology.
+#[derive(Debug, thiserror::Error)]
+pub enum ScoreError {
+    /// The topology and the known placement are of different jobs.
+    #[error("the topology has {found} ranks, the truth {truth}")]
+    RankCount {
+        /// Ranks of the topology.
+        found: usize,
+        /// Ranks of the known placement.
+        truth: usize,
+    },
+    /// The topology cannot be read over the truth's ranks.
+    #[error(transparent)]
+    Topology(#[from] lgate_topology::TopologyError),
+}
+
+/// Scores each known level against the best-matching level of `topology` (its levels over the
+/// truth's ranks, plus one group of all and one group per rank), keeping the file's level names.
+pub fn score_levels(
+    truth: &lgate_rundir::KnownPlacement,
+    topology: &lgate_topology::Topology,
+) -> Result<Vec<LevelScore>, ScoreError> {
+    use lgate_topology::Topology;
+    let n = truth.levels.first().map_or(topology.ranks(), |l| l.1.len());
+    if truth.levels.iter().any(|l| l.1.len() != n) || topology.ranks() > n {
+        return Err(ScoreError::RankCount {
+            found: topology.ranks(),
+            truth: n,
+        });
+    }
+    // Over the truth's ranks, keeping the file's level names where the levels are the same.
+    let named = topology.levels().to_vec();
+    let topology = Topology::from_tree(topology.tree().clone(), Some(n))?;
+    let levels: Vec<_> = topology
+        .levels()
+        .iter()
+        .map(|l| {
+            let mut l = l.clone();
+            if let Some(same) = named.iter().find(|m| m.groups == l.groups) {
+                l.name = same.name.clone();
+            }
+            l
+        })
+        .collect();
+    let topology = topology.with_levels(levels)?;
+    let mut found: Vec<(String, Vec<usize>)> = topology
+        .levels()
+        .iter()
+        .map(|l| (l.name.clone(), l.labels(n)))
+        .collect();
+    found.push(("(one group)".into(), vec![0; n]));
+    // A level of one rank per group (cores, when each rank has its own) is matched by the
+    // leaves themselves.
+    found.push(("(one rank each)".into(), (0..n).collect()));
+    let mut rows = Vec::new();
+    for (name, labels) in &truth.levels {
+        let (best, ari) = found
+            .iter()
+            .map(|(f, l)| (f, l, adjusted_rand_index(labels, l)))
+            .max_by(|a, b| a.2.total_cmp(&b.2))
+            .map(|(f, l, ari)| ((f, l), ari))
+            .expect("one level at least");
+        rows.push(LevelScore {
+            level: name.clone(),
+            groups: labels.iter().max().map_or(0, |&m| m + 1),
+            best_match: best.0.clone(),
+            ari,
+            accuracy: accuracy(labels, best.1),
+        });
+    }
+    Ok(rows)
+}
+
+/// The scores as JSON, one object per known level.
+pub fn scores_json(rows: &[LevelScore]) -> serde_json::Value {
+    rows.iter()
+        .map(|r| {
+            serde_json::json!({"level": r.level, "groups": r.groups, "best_match": r.best_match, "ari": r.ari, "accuracy": r.accuracy})
+        })
+        .collect()
+}
+
+/// The scores as a table for people.
+pub fn scores_table(rows: &[LevelScore]) -> String {
+    use std::fmt::Write as _;
+    let mut t = format!(
+        "{:<24} {:>7}  {:<14} {:>6} {:>9}\n",
+        "true level", "groups", "best match", "ARI", "accuracy"
+    );
+    for r in rows {
+        let _ = writeln!(
+            t,
+            "{:<24} {:>7}  {:<14} {:>6.3} {:>8.1}%",
+            r.level,
+            r.groups,
+            r.best_match,
+            r.ari,
+            100.0 * r.accuracy
+        );
+    }
+    t
+}
+
+/// Names each level of `topology` after the known level (node, socket, core, ...) whose groups
+/// it has exactly.
+pub fn name_levels(
+    topology: lgate_topology::Topology,
+    truth: &lgate_rundir::KnownPlacement,
+) -> Result<lgate_topology::Topology, lgate_topology::TopologyError> {
+    let n = topology.ranks();
+    let mut levels = topology.levels().to_vec();
+    for level in &mut levels {
+        let found = level.labels(n);
+        if let Some((name, _)) = truth
+            .levels
+            .iter()
+            .find(|(_, t)| t.len() == n && adjusted_rand_index(t, &found) >= 1.0 - 1e-12)
+        {
+            level.name = name.clone();
+        }
+    }
+    topology.with_levels(levels)
+}

@@ -44,6 +44,7 @@ impl<'a> SubsetBarrier<'a> {
             let to = self.members[(self.me + distance) % n];
             let from = self.members[(self.me + n - distance) % n];
             transport.send(to, Tag::BARRIER, &id.to_le_bytes())?;
+            transport.notify(to);
             let mut wait = PoliteWait::new(transport.wait_limit());
             loop {
                 if transport.probe(from, Tag::BARRIER)?.is_some() {
@@ -64,7 +65,7 @@ impl<'a> SubsetBarrier<'a> {
                     break;
                 }
                 idle()?;
-                wait.pause(rank, from, Tag::BARRIER)?;
+                wait.pause(transport, Some(from), Tag::BARRIER)?;
             }
             distance *= 2;
         }

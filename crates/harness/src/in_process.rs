@@ -374,6 +374,10 @@ impl Transport for InProcessTransport {
     fn wait_limit(&self) -> Option<Duration> {
         Some(self.world.timeout)
     }
+
+    fn cpu_scope(&self) -> crate::usage::CpuScope {
+        crate::usage::CpuScope::Thread
+    }
 }
 
 #[cfg(test)]

@@ -32,6 +32,7 @@ pub mod run;
 pub mod schedule;
 pub mod stats;
 pub mod transport;
+pub mod usage;
 
 pub use barrier::SubsetBarrier;
 pub use in_process::{InProcessTransport, InProcessWorld, LinkModel};
@@ -42,6 +43,7 @@ pub use run::{
 pub use schedule::{Pair, Schedule, ScheduleError, Step, SweepPair};
 pub use stats::Summary;
 pub use transport::{PoliteWait, Tag, Transport, TransportError};
+pub use usage::{cpu_time, Activity, CpuScope, RankClock};
 
 /// An error of a harness run.
 #[derive(Debug, thiserror::Error)]

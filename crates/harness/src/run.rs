@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
 use lgate_rundir::{
-    JournalEntry, RunDir, RunMeta, RunStatus, RunSummary, ScheduleInfo, TestInfo, RUN_FORMAT,
-    RUN_VERSION,
+    JournalEntry, RankTime, RunDir, RunMeta, RunStatus, RunSummary, ScheduleInfo, TestInfo,
+    RUN_FORMAT, RUN_VERSION,
 };
 use lgate_topology::{format, Rank, Topology, TopologyFormat, TopologyNode};
 use serde::{Deserialize, Serialize};
@@ -17,6 +17,7 @@ use crate::pair_test::{PairTest, Role};
 use crate::placement;
 use crate::schedule::{Pair, Schedule, Step, SweepPair};
 use crate::transport::{PoliteWait, Tag, Transport, TransportError};
+use crate::usage::{Activity, RankClock};
 use crate::HarnessError;
 
 /// Where the topology that schedules the pairs comes from.
@@ -202,6 +203,7 @@ fn measure(
     let everyone = SubsetBarrier::new(&all, rank).expect("every rank is in the job");
     everyone.wait(t, u64::MAX - 1, &mut || Ok(()))?;
     let t0 = Instant::now();
+    let mut clock = RankClock::start(rank, t.cpu_scope());
     let expected = schedule.pairs_per_sweep() * options.sweeps as usize - done.len();
     let mut collector = match prepared {
         Some(p) => Some(Collector::new(
@@ -225,9 +227,11 @@ fn measure(
                 } else {
                     Role::Receiver
                 };
+                clock.charge(Activity::Waiting);
                 let start_s = t0.elapsed().as_secs_f64();
                 let result = test.run(t, sp.pair, role)?;
                 let end_s = t0.elapsed().as_secs_f64();
+                clock.charge(Activity::Testing);
                 if role == Role::Sender {
                     let entry = JournalEntry {
                         sweep: sp.sweep,
@@ -253,15 +257,37 @@ fn measure(
         while c.received < c.expected {
             c.drain(t)?;
             if c.received < c.expected {
-                wait.pause(rank, 0, Tag::RESULT)?;
+                wait.pause(t, None, Tag::RESULT)?;
             }
         }
     }
+    clock.charge(Activity::Waiting);
+    let rank_time = gather_rank_time(t, clock.totals())?;
     everyone.wait(t, u64::MAX, &mut || drain(t, collector.as_mut()))?;
     match collector {
-        Some(c) => c.finish(t0.elapsed(), test).map(Some),
+        Some(c) => c.finish(t0.elapsed(), rank_time, test).map(Some),
         None => Ok(None),
     }
+}
+
+/// Sends every rank's waiting and testing time to rank 0, which returns them in rank order.
+fn gather_rank_time(t: &dyn Transport, mine: RankTime) -> Result<Vec<RankTime>, HarnessError> {
+    if t.rank() != 0 {
+        let bytes = serde_json::to_vec(&mine).expect("rank times serialise");
+        t.send_polite(0, Tag::USAGE, &bytes)?;
+        return Ok(Vec::new());
+    }
+    let mut out = vec![mine];
+    for r in 1..t.size() {
+        let bytes = t.recv_vec(r, Tag::USAGE)?;
+        let theirs: RankTime =
+            serde_json::from_slice(&bytes).map_err(|e| TransportError::Protocol {
+                rank: 0,
+                message: format!("rank {r} sent a time record that does not parse: {e}"),
+            })?;
+        out.push(theirs);
+    }
+    Ok(out)
 }
 
 fn drain(t: &dyn Transport, collector: Option<&mut Collector>) -> Result<(), HarnessError> {
@@ -560,7 +586,12 @@ impl Collector {
         Ok(())
     }
 
-    fn finish(mut self, wall: Duration, test: &dyn PairTest) -> Result<RunReport, HarnessError> {
+    fn finish(
+        mut self,
+        wall: Duration,
+        rank_time: Vec<RankTime>,
+        test: &dyn PairTest,
+    ) -> Result<RunReport, HarnessError> {
         self.journal.sync()?;
         self.progress.done();
         let wall_s = wall.as_secs_f64();
@@ -576,6 +607,7 @@ impl Collector {
             } else {
                 0.0
             },
+            rank_time,
         };
         let files = test.finish(&self.prepared.run, &journal.entries)?;
         let meta = RunMeta {

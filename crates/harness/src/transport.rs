@@ -4,6 +4,8 @@ use std::time::{Duration, Instant};
 
 use lgate_topology::Rank;
 
+use crate::usage::CpuScope;
+
 /// A message tag. The harness reserves the tags below [`Tag::TEST`]; pair tests use tags from
 /// [`Tag::TEST`] up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -18,6 +20,8 @@ impl Tag {
     pub const GATHER: Tag = Tag(3);
     /// The run plan travelling from rank 0 to every rank.
     pub const PLAN: Tag = Tag(4);
+    /// Each rank's waiting and testing time travelling to rank 0 at the end.
+    pub const USAGE: Tag = Tag(5);
     /// The first tag free for pair tests.
     pub const TEST: Tag = Tag(16);
 }
@@ -137,6 +141,24 @@ pub trait Transport {
     fn wait_limit(&self) -> Option<Duration> {
         None
     }
+    /// Whose CPU time counts as this rank's: the process (a rank per process, as under MPI)
+    /// or the calling thread (a rank per thread).
+    fn cpu_scope(&self) -> CpuScope {
+        CpuScope::Process
+    }
+    /// Whether `from` wakes this rank ([`Transport::notify`]) after each untimed send to it,
+    /// so that a wait for it can sleep until then.
+    fn notifies(&self, _from: Rank) -> bool {
+        false
+    }
+    /// Wakes `to` if it sleeps in [`Transport::sleep`] and can be woken from here; call it
+    /// after an untimed send, never in timed code.
+    fn notify(&self, _to: Rank) {}
+    /// Sleeps for `duration` or until another rank's [`Transport::notify`]; true when woken.
+    fn sleep(&self, duration: Duration) -> bool {
+        std::thread::sleep(duration);
+        false
+    }
 
     /// Receives the next message from `from` with `tag` whatever its length.
     fn recv_vec(&self, from: Rank, tag: Tag) -> Result<Vec<u8>, TransportError> {
@@ -148,64 +170,127 @@ pub trait Transport {
                 buf.truncate(n);
                 return Ok(buf);
             }
-            wait.pause(self.rank(), from, tag)?;
+            wait.pause(self, Some(from), tag)?;
         }
     }
 }
 
-/// Waiting without spinning: a few quick polls, then sleeps that grow to a cap.
+/// Waiting without spinning: a few quick polls, then sleeps.
 ///
-/// When ranks outnumber cores, a spinning idle rank lands on the core of the pair being measured
-/// and adds scheduler steps of 100 µs to its times; sleeping ranks do not.
+/// When ranks outnumber cores, every wake-up of an idle rank lands on a core of the pair being
+/// measured: it preempts a timed operation and adds scheduler noise to its times, even though
+/// the idle rank uses little CPU (six processes waking every 100 µs made 2-rank pair tests here
+/// 10-40x slower; every millisecond, no slower). So a waiting rank sleeps:
+/// - until woken, when the peer it waits for wakes it after sending ([`Transport::notify`]:
+///   ranks on the same host, the ones that share cores), with [`PoliteWait::NOTIFIED_SLEEP`]
+///   as a safety net;
+/// - otherwise for a share of the time it has already waited ([`PoliteWait::SLACK`]): a wait
+///   of T wakes about ln(T) / SLACK times, not T / constant times, and notices the awaited
+///   message at most SLACK x T late.
 #[derive(Debug)]
 pub struct PoliteWait {
     started: Instant,
     polls: u32,
-    sleep: Duration,
     limit: Option<Duration>,
 }
 
 impl PoliteWait {
     /// Quick polls before the first sleep.
-    const QUICK_POLLS: u32 = 16;
-    /// The first sleep.
-    const FIRST_SLEEP: Duration = Duration::from_micros(20);
-    /// The longest sleep.
-    const MAX_SLEEP: Duration = Duration::from_micros(500);
+    const QUICK_POLLS: u32 = 4;
+    /// The shortest sleep.
+    const MIN_SLEEP: Duration = Duration::from_micros(50);
+    /// The longest sleep while waiting for a peer that cannot wake this rank.
+    const MAX_SLEEP: Duration = Duration::from_millis(10);
+    /// Each sleep lasts this share of the time waited so far.
+    pub const SLACK: f64 = 1.0 / 32.0;
+    /// The longest sleep while waiting for a peer that wakes this rank when it sends.
+    pub const NOTIFIED_SLEEP: Duration = Duration::from_millis(25);
 
     /// A wait that gives up after `limit`, or never.
     pub fn new(limit: Option<Duration>) -> Self {
         PoliteWait {
             started: Instant::now(),
             polls: 0,
-            sleep: Self::FIRST_SLEEP,
             limit,
         }
     }
 
-    /// Pauses before the next poll; errors once the wait has lasted longer than its limit.
-    pub fn pause(&mut self, rank: Rank, peer: Rank, tag: Tag) -> Result<(), TransportError> {
+    /// Pauses before the next poll for a message from `peer` (or from anyone, `None`) with
+    /// `tag`; errors once the wait has lasted longer than its limit.
+    pub fn pause<T: Transport + ?Sized>(
+        &mut self,
+        t: &T,
+        peer: Option<Rank>,
+        tag: Tag,
+    ) -> Result<(), TransportError> {
         let waited = self.started.elapsed();
         if self.limit.is_some_and(|limit| waited > limit) {
             return Err(TransportError::Timeout {
-                rank,
-                peer,
+                rank: t.rank(),
+                peer: peer.unwrap_or(t.rank()),
                 tag: tag.0,
                 waited,
             });
         }
-        self.nap();
+        if self.quick_poll() {
+            return Ok(());
+        }
+        let sleep = match peer {
+            Some(p) if t.notifies(p) => Self::NOTIFIED_SLEEP,
+            _ => self.proportional_sleep(),
+        };
+        if t.sleep(sleep) {
+            // Woken: the message is on its way. A poll may need a second look before it sees
+            // it (MPI_Iprobe can pull a message in without reporting it), so poll quickly again.
+            self.polls = 0;
+        }
         Ok(())
     }
 
-    /// Pauses before the next poll, whatever the limit.
+    /// Pauses before the next poll of something no peer wakes this rank for.
     pub fn nap(&mut self) {
+        if !self.quick_poll() {
+            std::thread::sleep(self.proportional_sleep());
+        }
+    }
+
+    fn quick_poll(&mut self) -> bool {
         if self.polls < Self::QUICK_POLLS {
             self.polls += 1;
             std::hint::spin_loop();
-            return;
+            return true;
         }
-        std::thread::sleep(self.sleep);
-        self.sleep = (self.sleep * 2).min(Self::MAX_SLEEP);
+        false
+    }
+
+    fn proportional_sleep(&self) -> Duration {
+        self.started
+            .elapsed()
+            .mul_f64(Self::SLACK)
+            .clamp(Self::MIN_SLEEP, Self::MAX_SLEEP)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sleeps_grow_with_the_time_waited_up_to_a_cap() {
+        let mut wait = PoliteWait::new(None);
+        assert_eq!(wait.proportional_sleep(), PoliteWait::MIN_SLEEP);
+        for _ in 0..PoliteWait::QUICK_POLLS {
+            assert!(wait.quick_poll());
+        }
+        assert!(!wait.quick_poll());
+        wait.started -= Duration::from_millis(64);
+        // 64 ms waited (and the microseconds this test took): a 32nd of it.
+        let sleep = wait.proportional_sleep();
+        assert!(
+            sleep >= Duration::from_millis(2) && sleep < Duration::from_micros(2200),
+            "{sleep:?}"
+        );
+        wait.started -= Duration::from_secs(10);
+        assert_eq!(wait.proportional_sleep(), PoliteWait::MAX_SLEEP);
     }
 }

@@ -7,8 +7,10 @@
 //! println!("rank {} of {} on {}", mpi.rank(), mpi.size(), mpi.processor_name());
 //! ```
 
+mod doorbell;
 mod tools;
 
+pub use doorbell::Doorbells;
 pub use tools::{read_control_variables, ControlValue, ControlVariables, PROTOCOL_PATTERNS};
 
 use lgate_harness::{PoliteWait, Tag, Transport, TransportError};
@@ -38,20 +40,69 @@ pub struct MpiTransport {
     world: SimpleCommunicator,
     rank: Rank,
     size: usize,
+    idle_yield: Option<IdleYield>,
+    doorbells: Option<Doorbells>,
 }
 
+/// Open MPI's `mpi_yield_when_idle` as this process started MPI with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdleYield {
+    /// The value in force (`0` or `1`, or whatever the user gave).
+    pub value: String,
+    /// Who chose it: `lgate-plogp` or `environment` (the user or the launcher).
+    pub set_by: &'static str,
+}
+
+/// The environment variable that sets Open MPI's `mpi_yield_when_idle`.
+pub const IDLE_YIELD_VARIABLE: &str = "OMPI_MCA_mpi_yield_when_idle";
+
 impl MpiTransport {
-    /// Initialises MPI (single-threaded) and takes the world communicator.
+    /// Initialises MPI (single-threaded) with the library's own settings and takes the world
+    /// communicator: for programs in which every rank is busy at once (broadcasts).
     pub fn init() -> Result<Self, MpiError> {
+        Self::start(None)
+    }
+
+    /// Initialises MPI for pair tests, in which most ranks wait while one pair (or a few) is
+    /// measured: Open MPI's `mpi_yield_when_idle` is turned off unless the environment sets it.
+    /// mpirun turns it on when ranks outnumber cores, and then every MPI call of the pair being
+    /// measured hands its core to any other runnable rank (measured on 8 ranks over 2 cores:
+    /// pair tests 2-10x slower and noisier). Waiting ranks do not need it: they sleep in
+    /// [`PoliteWait`], outside MPI. Call this before any other thread starts.
+    pub fn init_for_pair_tests() -> Result<Self, MpiError> {
+        let idle_yield = match std::env::var(IDLE_YIELD_VARIABLE) {
+            Ok(value) => IdleYield {
+                value,
+                set_by: "environment",
+            },
+            Err(_) => {
+                // Single-threaded here: nothing else reads the environment while it changes.
+                std::env::set_var(IDLE_YIELD_VARIABLE, "0");
+                IdleYield {
+                    value: "0".into(),
+                    set_by: "lgate-plogp",
+                }
+            }
+        };
+        Self::start(Some(idle_yield))
+    }
+
+    fn start(idle_yield: Option<IdleYield>) -> Result<Self, MpiError> {
         let (universe, _) = mpi::initialize_with_threading(Threading::Single)
             .ok_or(MpiError::AlreadyInitialised)?;
         let world = universe.world();
         let (rank, size) = (world.rank() as Rank, world.size() as usize);
+        let is_open_mpi = mpi::environment::library_version()
+            .map(|v| v.contains("Open MPI"))
+            .unwrap_or(false);
+        let doorbells = Doorbells::open(&world);
         Ok(MpiTransport {
             _universe: Some(universe),
             world,
             rank,
             size,
+            idle_yield: idle_yield.filter(|_| is_open_mpi),
+            doorbells,
         })
     }
 
@@ -64,6 +115,8 @@ impl MpiTransport {
             world: comm,
             rank,
             size,
+            idle_yield: None,
+            doorbells: None,
         }
     }
 
@@ -106,6 +159,9 @@ impl Transport for MpiTransport {
         let peer = self.peer(to)?;
         mpi::request::scope(|scope| {
             let mut request = peer.immediate_send_with_tag(scope, data, tag.0);
+            // Wake the receiver now: a message above the eager limit completes only once it
+            // has started receiving it.
+            self.notify(to);
             let mut wait = PoliteWait::new(None);
             loop {
                 match request.test() {
@@ -115,6 +171,7 @@ impl Transport for MpiTransport {
                 wait.nap();
             }
         });
+        self.notify(to);
         Ok(())
     }
 
@@ -197,27 +254,47 @@ impl Transport for MpiTransport {
     }
 
     fn library_settings(&self) -> Option<serde_json::Value> {
-        let cvars = read_control_variables()?;
-        let protocol: serde_json::Map<String, serde_json::Value> = cvars
-            .protocol
-            .into_iter()
-            .map(|(name, value)| {
-                let v = match value {
-                    ControlValue::Integer(i) => i64::try_from(i).map_or_else(
-                        |_| serde_json::Value::from(i.to_string()),
-                        serde_json::Value::from,
-                    ),
-                    ControlValue::Float(f) => serde_json::Value::from(f),
-                    ControlValue::Text(t) => serde_json::Value::from(t),
-                };
-                (name, v)
-            })
-            .collect();
-        Some(serde_json::json!({
-            "total": cvars.total,
-            "selected": PROTOCOL_PATTERNS,
-            "protocol": protocol,
-        }))
+        let mut settings = match read_control_variables() {
+            Some(cvars) => {
+                let protocol: serde_json::Map<String, serde_json::Value> = cvars
+                    .protocol
+                    .into_iter()
+                    .map(|(name, value)| (name, control_value_json(value)))
+                    .collect();
+                serde_json::json!({
+                    "total": cvars.total,
+                    "selected": PROTOCOL_PATTERNS,
+                    "protocol": protocol,
+                })
+            }
+            None if self.idle_yield.is_none() => return None,
+            None => serde_json::json!({}),
+        };
+        if let Some(y) = &self.idle_yield {
+            settings["mpi_yield_when_idle"] =
+                serde_json::json!({"value": y.value, "set_by": y.set_by});
+        }
+        Some(settings)
+    }
+
+    fn notifies(&self, from: Rank) -> bool {
+        self.doorbells.as_ref().is_some_and(|d| d.is_local(from))
+    }
+
+    fn notify(&self, to: Rank) {
+        if let Some(d) = &self.doorbells {
+            d.ring(to);
+        }
+    }
+
+    fn sleep(&self, duration: std::time::Duration) -> bool {
+        match &self.doorbells {
+            Some(d) => d.sleep(duration),
+            None => {
+                std::thread::sleep(duration);
+                false
+            }
+        }
     }
 
     fn library_version(&self) -> String {
@@ -227,5 +304,17 @@ impl Transport for MpiTransport {
                     .to_string()
             })
             .unwrap_or_else(|_| "unknown".into())
+    }
+}
+
+/// A control variable's value as JSON (integers beyond i64 as text).
+fn control_value_json(value: ControlValue) -> serde_json::Value {
+    match value {
+        ControlValue::Integer(i) => i64::try_from(i).map_or_else(
+            |_| serde_json::Value::from(i.to_string()),
+            serde_json::Value::from,
+        ),
+        ControlValue::Float(f) => serde_json::Value::from(f),
+        ControlValue::Text(t) => serde_json::Value::from(t),
     }
 }

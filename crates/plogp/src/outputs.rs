@@ -6,10 +6,10 @@ use std::collections::BTreeSet;
 use lgate_harness::stats::quantile_of_sorted;
 use lgate_harness::{Pair, Summary};
 use lgate_matrix::DistanceMatrix;
-use lgate_rundir::{JournalEntry, RunDir, RunDirError};
+use lgate_rundir::table_layout as col;
+use lgate_rundir::{JournalEntry, MatrixEntry, MatrixIndex, RunDir, RunDirError};
 use ndarray::Array2;
 use rayon::prelude::*;
-use serde::Serialize;
 
 use crate::params::{Estimator, Method, PairParams, Parameter};
 use crate::procedures::PairMeasurement;
@@ -313,15 +313,15 @@ impl OutputBuilder {
         let mut written = Vec::new();
         let table = if options.table {
             let csv = if options.csv {
-                written.push("measurements.csv".to_string());
-                Some(run.create_file("measurements.csv")?)
+                written.push(col::MEASUREMENTS_CSV_FILE.to_string());
+                Some(run.create_file(col::MEASUREMENTS_CSV_FILE)?)
             } else {
                 None
             };
-            written.insert(0, "measurements.parquet".to_string());
+            written.insert(0, col::MEASUREMENTS_FILE.to_string());
             Some(TableWriter::new(
                 &TableColumns::default().into_table(),
-                run.create_file("measurements.parquet")?,
+                run.create_file(col::MEASUREMENTS_FILE)?,
                 csv,
             )?)
         } else {
@@ -437,10 +437,10 @@ impl OutputBuilder {
             };
             let writer = TableWriter::new(
                 &RawColumns::default().into_table(),
-                self.run.create_file("raw.parquet")?,
+                self.run.create_file(col::RAW_FILE)?,
                 csv,
             )?;
-            self.written.push("raw.parquet".to_string());
+            self.written.push(col::RAW_FILE.to_string());
             if self.options.csv {
                 self.written.push("raw.csv".to_string());
             }
@@ -549,13 +549,12 @@ impl OutputBuilder {
                 file.commit().map_err(io)?;
                 Ok(())
             })?;
-        let index = serde_json::json!({
-            "estimator": self.options.estimator.name(),
-            "combine_sweeps": "median",
-            "matrices": all.iter().map(|(m, _)| m).collect::<Vec<_>>(),
-        });
-        self.run
-            .write_file("matrices/index.json", format!("{index:#}\n").as_bytes())?;
+        MatrixIndex {
+            estimator: self.options.estimator.name().to_string(),
+            combine_sweeps: "median".into(),
+            matrices: all.iter().map(|(m, _)| m.clone()).collect(),
+        }
+        .write(&self.run)?;
         self.written.push("matrices/".to_string());
 
         let placement = self.run.read_meta().map(|m| m.ranks).unwrap_or_default();
@@ -685,11 +684,11 @@ impl KeyColumns {
 
     fn into_table(self) -> Table {
         Table::new()
-            .with("sweep", Column::Int32(self.sweep))
-            .with("i", Column::Int32(self.i))
-            .with("j", Column::Int32(self.j))
-            .with("size_bytes", Column::Int64(self.size))
-            .with("parameter", Column::Symbol(self.parameter))
+            .with(col::SWEEP, Column::Int32(self.sweep))
+            .with(col::I, Column::Int32(self.i))
+            .with(col::J, Column::Int32(self.j))
+            .with(col::SIZE_BYTES, Column::Int64(self.size))
+            .with(col::PARAMETER, Column::Symbol(self.parameter))
     }
 }
 
@@ -741,16 +740,16 @@ impl TableColumns {
         let [min, p10, median, p90, mean, max] = self.stats;
         self.key
             .into_table()
-            .with("method", Column::Symbol(self.method))
-            .with("min_us", Column::Float64(min))
-            .with("p10_us", Column::Float64(p10))
-            .with("median_us", Column::Float64(median))
-            .with("p90_us", Column::Float64(p90))
-            .with("mean_us", Column::Float64(mean))
-            .with("max_us", Column::Float64(max))
-            .with("samples", Column::Int32(self.count))
-            .with("warmup", Column::Int32(self.warmup))
-            .with("outliers", Column::Int32(self.outliers))
+            .with(col::METHOD, Column::Symbol(self.method))
+            .with(col::MIN_US, Column::Float64(min))
+            .with(col::P10_US, Column::Float64(p10))
+            .with(col::MEDIAN_US, Column::Float64(median))
+            .with(col::P90_US, Column::Float64(p90))
+            .with(col::MEAN_US, Column::Float64(mean))
+            .with(col::MAX_US, Column::Float64(max))
+            .with(col::SAMPLES, Column::Int32(self.count))
+            .with(col::WARMUP, Column::Int32(self.warmup))
+            .with(col::OUTLIERS, Column::Int32(self.outliers))
     }
 }
 
@@ -774,25 +773,9 @@ impl RawColumns {
     fn into_table(self) -> Table {
         self.key
             .into_table()
-            .with("repetition", Column::Int32(self.repetition))
-            .with("value_us", Column::Float64(self.value))
+            .with(col::REPETITION, Column::Int32(self.repetition))
+            .with(col::VALUE_US, Column::Float64(self.value))
     }
-}
-
-/// One matrix of the run, as listed in `matrices/index.json`.
-#[derive(Debug, Clone, Serialize)]
-pub struct MatrixEntry {
-    /// The name `cluster --matrix` takes: `latency`, `rtt:0`, `t:1KiB`, `features:0`.
-    pub name: String,
-    /// The file in `matrices/`.
-    pub file: String,
-    /// What the entries are.
-    pub description: String,
-    /// Always `us`.
-    pub unit: &'static str,
-    /// The message size, for size-dependent matrices.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub size_bytes: Option<usize>,
 }
 
 /// Writes `measurements.parquet` (and `.csv`), `raw.parquet` with raw samples, `matrices/`
@@ -859,11 +842,5 @@ pub fn write_outputs(
 }
 
 fn entry(name: &str, file: &str, description: &str, size: Option<usize>) -> MatrixEntry {
-    MatrixEntry {
-        name: name.to_string(),
-        file: file.to_string(),
-        description: description.to_string(),
-        unit: "us",
-        size_bytes: size,
-    }
+    MatrixEntry::in_us(name, file, description, size)
 }

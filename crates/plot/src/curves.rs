@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
+use lgate_rundir::table_layout as col;
 use parquet::column::reader::ColumnReader;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use plotters::coord::Shift;
@@ -128,7 +129,7 @@ impl Curves {
     /// Reads a run's measurements.parquet and meta.json: one line per placement class, or
     /// per pair of `pairs` when given.
     pub fn of_run(run: &Path, pairs: Option<&[(usize, usize)]>) -> Result<Curves, PlotError> {
-        let table = run.join("measurements.parquet");
+        let table = run.join(col::MEASUREMENTS_FILE);
         let err = io(&table);
         let file = std::fs::File::open(&table).map_err(|e| {
             err(format!(
@@ -155,13 +156,13 @@ impl Curves {
             })
         };
         let cols = [
-            at("i")?,
-            at("j")?,
-            at("size_bytes")?,
-            at("parameter")?,
-            at("p10_us")?,
-            at("median_us")?,
-            at("p90_us")?,
+            at(col::I)?,
+            at(col::J)?,
+            at(col::SIZE_BYTES)?,
+            at(col::PARAMETER)?,
+            at(col::P10_US)?,
+            at(col::MEDIAN_US)?,
+            at(col::P90_US)?,
         ];
         // (line, parameter, size) -> values; for single pairs, (p10, median, p90) directly.
         let mut values: HashMap<(usize, String, usize), Vec<f64>> = HashMap::new();
@@ -311,7 +312,8 @@ struct PairClasses {
 
 impl PairClasses {
     fn of_run(run: &Path, ranks: usize) -> Result<PairClasses, PlotError> {
-        let truth = lgate_cluster::read_truth(run).map_err(|e| PlotError::Input(e.to_string()))?;
+        let truth =
+            lgate_rundir::KnownPlacement::read(run).map_err(|e| PlotError::Input(e.to_string()))?;
         // Levels that group something, finest (most groups) first.
         let mut levels: Vec<(String, Vec<usize>, usize)> = truth
             .levels

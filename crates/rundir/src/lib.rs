@@ -10,15 +10,20 @@
 //! produced them. [`RunMeta`] also serves as the ground truth of rank placement.
 
 mod journal;
+mod matrices;
 mod meta;
+mod placement;
+pub mod table_layout;
 
 use std::path::{Path, PathBuf};
 
 pub use journal::{read_journal, Journal, JournalEntry, JournalRead, JOURNAL_FILE};
+pub use matrices::{MatrixEntry, MatrixIndex, MATRICES_DIR, MATRIX_INDEX_FILE};
 pub use meta::{
-    LauncherInfo, RankInfo, RunMeta, RunStatus, RunSummary, ScheduleInfo, SystemInfo, TestInfo,
-    META_FILE, RUN_FORMAT, RUN_VERSION,
+    LauncherInfo, RankInfo, RankTime, RunMeta, RunStatus, RunSummary, ScheduleInfo, SystemInfo,
+    TestInfo, META_FILE, RUN_FORMAT, RUN_VERSION,
 };
+pub use placement::KnownPlacement;
 
 /// An error of creating, reading or writing a run directory.
 #[derive(Debug, thiserror::Error)]
@@ -47,6 +52,14 @@ pub enum RunDirError {
     #[error("{}: {message}", path.display())]
     BadMeta {
         /// The meta.json file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// Another file of the run is missing or malformed.
+    #[error("{}: {message}", path.display())]
+    BadFile {
+        /// The file.
         path: PathBuf,
         /// What is wrong.
         message: String,

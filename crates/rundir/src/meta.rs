@@ -165,6 +165,56 @@ pub struct RunSummary {
     pub testing_s: f64,
     /// Share of wall time with no pair test running: barriers, bookkeeping, I/O.
     pub overhead_share: f64,
+    /// How each rank spent this invocation: waiting for its next test or testing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rank_time: Vec<RankTime>,
+}
+
+/// One rank's wall and CPU time while waiting for its next test and while testing.
+///
+/// CPU time is the whole process's (every thread, user and system) from getrusage, read
+/// between steps, never inside timed code.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct RankTime {
+    /// The rank.
+    pub rank: usize,
+    /// Wall time spent waiting (barriers, the final collection), seconds.
+    pub waiting_s: f64,
+    /// CPU time used while waiting, seconds.
+    pub waiting_cpu_s: f64,
+    /// Wall time spent in pair tests, seconds.
+    pub testing_s: f64,
+    /// CPU time used in pair tests, seconds.
+    pub testing_cpu_s: f64,
+}
+
+impl RankTime {
+    /// The share of one core this rank used while waiting (0 when it never waited).
+    pub fn waiting_cpu_share(&self) -> f64 {
+        if self.waiting_s > 0.0 {
+            self.waiting_cpu_s / self.waiting_s
+        } else {
+            0.0
+        }
+    }
+}
+
+impl RunSummary {
+    /// The mean and the largest share of a core that ranks used while waiting, if recorded.
+    pub fn waiting_cpu_share(&self) -> Option<(f64, f64)> {
+        let waited: Vec<f64> = self
+            .rank_time
+            .iter()
+            .filter(|t| t.waiting_s > 0.0)
+            .map(RankTime::waiting_cpu_share)
+            .collect();
+        if waited.is_empty() {
+            return None;
+        }
+        let mean = waited.iter().sum::<f64>() / waited.len() as f64;
+        let max = waited.iter().copied().fold(0.0, f64::max);
+        Some((mean, max))
+    }
 }
 
 impl RunMeta {

@@ -557,6 +557,7 @@ impl<'a> Simulation<'a> {
             wall_s: predicted.wall_s,
             testing_s: predicted.pair_tests_s.min(predicted.wall_s),
             overhead_share: 0.0,
+            rank_time: Vec::new(),
         });
         let wall_s = started.elapsed().as_secs_f64();
         run.write_meta(&meta)?;

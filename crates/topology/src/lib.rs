@@ -21,6 +21,7 @@
 //! ```
 
 pub mod error;
+pub mod export;
 pub mod format;
 pub mod json;
 pub mod lgate;

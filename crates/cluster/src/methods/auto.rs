@@ -1,0 +1,48 @@
+//! `auto`: every level the data supports, found per subtree; nothing to give.
+
+use ndarray::Array2;
+
+use super::{ClusterMethod, MethodParams, MethodSpec, ParamError};
+use crate::auto::{auto, AutoParams, Tree};
+
+/// The registry entry.
+pub(super) const SPEC: MethodSpec = MethodSpec {
+    name: "auto",
+    description: "Every level the data supports, found per subtree; nothing to give",
+    build,
+    search: None,
+};
+
+/// `auto` with its two thresholds.
+#[derive(Debug)]
+struct Auto(AutoParams);
+
+fn build(p: &MethodParams) -> Result<Box<dyn ClusterMethod>, ParamError> {
+    let bad = |message: String| ParamError::Invalid {
+        method: "auto",
+        message,
+    };
+    if !(p.min_ratio.is_finite() && p.min_ratio >= 1.0) {
+        return Err(bad(format!(
+            "--min-ratio {} must be at least 1",
+            p.min_ratio
+        )));
+    }
+    if !(p.min_gap.is_finite() && p.min_gap >= 0.0) {
+        return Err(bad(format!("--min-gap {} must be at least 0", p.min_gap)));
+    }
+    Ok(Box::new(Auto(AutoParams {
+        min_ratio: p.min_ratio,
+        min_gap: p.min_gap,
+        ..AutoParams::default()
+    })))
+}
+
+impl ClusterMethod for Auto {
+    fn name(&self) -> &'static str {
+        SPEC.name
+    }
+    fn fit(&self, d: &Array2<f64>) -> Tree {
+        auto(d, &self.0)
+    }
+}

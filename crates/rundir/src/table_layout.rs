@@ -1,0 +1,44 @@
+//! The columns of a run's tables (`measurements.parquet`/`.csv`, `raw.parquet`): one name per
+//! column, shared by the writers and every reader.
+
+/// The measurements table of a PLogP run: one row per pair, sweep, size and parameter.
+pub const MEASUREMENTS_FILE: &str = "measurements.parquet";
+/// The same table as CSV, when asked for.
+pub const MEASUREMENTS_CSV_FILE: &str = "measurements.csv";
+/// Every repetition, when asked for (`--raw`).
+pub const RAW_FILE: &str = "raw.parquet";
+
+/// The sweep, from 0.
+pub const SWEEP: &str = "sweep";
+/// The sender, the smaller rank of the pair.
+pub const I: &str = "i";
+/// The receiver, the larger rank of the pair.
+pub const J: &str = "j";
+/// The message size in bytes.
+pub const SIZE_BYTES: &str = "size_bytes";
+/// The PLogP parameter: `rtt`, `os`, `or`, `g`, `latency`.
+pub const PARAMETER: &str = "parameter";
+/// How the value was found (`measured`, `saturation`, `derived`, ...).
+pub const METHOD: &str = "method";
+/// The least repetition, µs.
+pub const MIN_US: &str = "min_us";
+/// The 10th percentile of the repetitions, µs.
+pub const P10_US: &str = "p10_us";
+/// The median of the repetitions, µs.
+pub const MEDIAN_US: &str = "median_us";
+/// The 90th percentile of the repetitions, µs.
+pub const P90_US: &str = "p90_us";
+/// The mean of the repetitions, µs.
+pub const MEAN_US: &str = "mean_us";
+/// The largest repetition, µs.
+pub const MAX_US: &str = "max_us";
+/// The repetitions kept.
+pub const SAMPLES: &str = "samples";
+/// The repetitions dropped as warm-up.
+pub const WARMUP: &str = "warmup";
+/// The repetitions flagged as outliers.
+pub const OUTLIERS: &str = "outliers";
+/// In `raw.parquet`: the repetition, from 0.
+pub const REPETITION: &str = "repetition";
+/// In `raw.parquet`: the repetition's value, µs.
+pub const VALUE_US: &str = "value_us";

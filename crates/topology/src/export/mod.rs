@@ -1,0 +1,107 @@
+//! Writing a topology for the programs that consume it: one [`TopologyWriter`] per format,
+//! listed in [`WRITERS`]. `cluster --format` and `topology convert --to` both take their
+//! choices from this list.
+//!
+//! A new format is one module here implementing [`TopologyWriter`] and one line in
+//! [`WRITERS`].
+//!
+//! ```
+//! use lgate_topology::export::{writer, ExportContext};
+//! use lgate_topology::{Topology, TopologyNode};
+//!
+//! let tree = TopologyNode::cluster(vec![TopologyNode::group(vec![0, 1]), TopologyNode::group(vec![2, 3])]);
+//! let topology = Topology::from_tree(tree, Some(4)).unwrap();
+//! let text = writer("lgate").unwrap().write(&topology, &ExportContext::default()).unwrap();
+//! assert!(text.contains("group { 0-1 }"));
+//! ```
+
+mod formats;
+mod slurm;
+
+use crate::tree::Topology;
+
+pub use formats::{JsonWriter, LgateWriter, NewickWriter};
+pub use slurm::SlurmWriter;
+
+/// What a writer may need beyond the topology.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ExportContext<'a> {
+    /// The host of each rank of the job, when known (a run directory has them).
+    pub hosts: Option<&'a [String]>,
+    /// Where the topology came from, for a header line (a file, a run's matrix).
+    pub source: &'a str,
+}
+
+/// Why a topology cannot be written in a format.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExportError {
+    /// The format needs the ranks' host names and none were given.
+    #[error("--format {format} needs host names, which a run directory has and a matrix file or a topology without labels does not")]
+    NeedsHosts {
+        /// The format.
+        format: &'static str,
+    },
+    /// The host list does not cover the topology's ranks.
+    #[error("{hosts} host names for a topology of {ranks} ranks")]
+    HostCount {
+        /// Host names given.
+        hosts: usize,
+        /// Ranks of the topology.
+        ranks: usize,
+    },
+}
+
+/// A topology file format that can be written.
+pub trait TopologyWriter: Sync {
+    /// The format's name as users type it (`lgate`, `json`, `newick`, `slurm`).
+    fn name(&self) -> &'static str;
+    /// What the format is and who reads it, in one line.
+    fn description(&self) -> &'static str;
+    /// The topology in this format.
+    fn write(&self, topology: &Topology, context: &ExportContext) -> Result<String, ExportError>;
+}
+
+/// Every writer, in the order they are documented.
+pub static WRITERS: &[&dyn TopologyWriter] =
+    &[&LgateWriter, &JsonWriter, &NewickWriter, &SlurmWriter];
+
+/// The writer of the format called `name`.
+pub fn writer(name: &str) -> Option<&'static dyn TopologyWriter> {
+    WRITERS
+        .iter()
+        .copied()
+        .find(|w| w.name().eq_ignore_ascii_case(name))
+}
+
+/// The names of every format that can be written.
+pub fn names() -> Vec<&'static str> {
+    WRITERS.iter().map(|w| w.name()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::TopologyNode;
+
+    #[test]
+    fn every_writer_is_found_by_its_name_and_writes() {
+        let tree = TopologyNode::cluster(vec![
+            TopologyNode::group(vec![0, 1]),
+            TopologyNode::group(vec![2, 3]),
+        ]);
+        let topology = Topology::from_tree(tree, Some(4)).unwrap();
+        let hosts: Vec<String> = ["a", "a", "b", "b"].iter().map(|h| h.to_string()).collect();
+        let context = ExportContext {
+            hosts: Some(&hosts),
+            source: "test",
+        };
+        for w in WRITERS {
+            assert_eq!(writer(w.name()).unwrap().name(), w.name());
+            assert!(!w.description().is_empty());
+            let text = w.write(&topology, &context).unwrap();
+            assert!(!text.is_empty(), "{}", w.name());
+        }
+        assert!(writer("yaml").is_none());
+        assert_eq!(names(), ["lgate", "json", "newick", "slurm"]);
+    }
+}
