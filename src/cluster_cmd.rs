@@ -17,7 +17,7 @@ pub struct ClusterArgs {
     #[arg(value_name = "RUN_OR_MATRIX")]
     input: PathBuf,
     /// The matrix of a run: latency, rtt:0, t:1KiB, features:0, ... (`t` and `features` alone
-    /// take the smallest size) [default: t].
+    /// take the smallest size) [default: t; rtt for a ping-pong run].
     #[arg(long, value_name = "NAME")]
     matrix: Option<String>,
     /// The algorithm.

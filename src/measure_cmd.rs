@@ -54,11 +54,11 @@ pub struct MeasureArgs {
     /// neighbours.
     #[arg(long)]
     no_adaptive: bool,
-    /// PLogP: sizes of the t(m) and feature matrices [default: 0,1KiB,64KiB,1MiB up to
-    /// --max-size].
+    /// Sizes of the matrices: PLogP's t(m), o_s, o_r, g and features, ping-pong's RTT(m)
+    /// [default: 0,1KiB,64KiB,1MiB up to the largest size measured].
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     matrix_sizes: Option<Vec<MessageSize>>,
-    /// PLogP: the statistic of the repetitions used in matrices.
+    /// The statistic of the repetitions used in matrices.
     #[arg(long, default_value = "median", value_parser = ["min", "p10", "median", "p90", "mean"])]
     estimator: String,
     /// PLogP: keep every repetition (raw.parquet).
@@ -85,15 +85,16 @@ enum TestKind {
 }
 
 impl MeasureArgs {
-    /// The pair test the arguments ask for, with its options checked.
-    fn test(&self) -> Result<Box<dyn PairTest>> {
-        Ok(match self.test {
+    /// The pair test the arguments ask for and what is derived from it, checked.
+    fn test(&self) -> Result<(Box<dyn PairTest>, OutputOptions)> {
+        let (test, largest): (Box<dyn PairTest>, usize) = match self.test {
             TestKind::Pingpong => {
-                let sizes = match &self.sizes {
+                let sizes: Vec<usize> = match &self.sizes {
                     Some(s) => s.iter().map(|m| m.0).collect(),
                     None => PingPong::default_sizes(),
                 };
-                Box::new(PingPong::new(sizes, self.reps)?)
+                let largest = sizes.iter().copied().max().unwrap_or(0);
+                (Box::new(PingPong::new(sizes, self.reps)?), largest)
             }
             TestKind::Plogp => {
                 let max = self.max_size.0;
@@ -104,16 +105,18 @@ impl MeasureArgs {
                     raw: self.raw,
                     ..PLogPOptions::new(max)
                 };
-                let outputs = OutputOptions::from_flags(
-                    self.matrix_sizes.clone(),
-                    max,
-                    &self.estimator,
-                    self.csv,
-                )
-                .map_err(anyhow::Error::msg)?;
-                Box::new(PLogP::new(options)?.with_outputs(outputs)?)
+                (Box::new(PLogP::new(options)?), max)
             }
-        })
+        };
+        let outputs = OutputOptions::from_flags(
+            self.matrix_sizes.clone(),
+            largest,
+            &self.estimator,
+            self.csv,
+        )
+        .map_err(anyhow::Error::msg)?;
+        outputs.check_largest(largest)?;
+        Ok((test, outputs))
     }
 
     fn options(&self) -> RunOptions {
@@ -151,7 +154,7 @@ impl MeasureArgs {
 }
 
 #[cfg(feature = "mpi")]
-fn print_summary(report: &RunReport) {
+fn print_summary(report: &RunReport, derived: &[String]) {
     let s = &report.summary;
     let resumed = if report.resumed_pairs > 0 {
         format!(" (resumed: {} measured before)", report.resumed_pairs)
@@ -185,7 +188,7 @@ fn print_summary(report: &RunReport) {
         lgate_rundir::META_FILE.to_string(),
         lgate_rundir::JOURNAL_FILE.to_string(),
     ];
-    files.extend(report.files.iter().cloned());
+    files.extend(derived.iter().cloned());
     eprintln!("wrote {}/ ({})", report.run_dir.display(), files.join(", "));
 }
 
@@ -195,13 +198,16 @@ pub fn run(args: MeasureArgs) -> Result<()> {
     use lgate_harness::Transport;
 
     let options = args.options();
-    let mut test = args.test()?;
+    let (mut test, outputs) = args.test()?;
     let mpi = lgate_mpi::MpiTransport::init_for_pair_tests()?;
     let rank = mpi.rank();
     match lgate_harness::run(&mpi, test.as_mut(), &options) {
         Ok(Some(report)) => {
+            // Measured; now derived, on rank 0 alone, once every rank is done.
+            let run = lgate_rundir::RunDir::open(&report.run_dir)?;
+            let derived = lgate_plogp_bench::derive(&run, &outputs)?;
             if !args.quiet {
-                print_summary(&report);
+                print_summary(&report, &derived);
             }
             Ok(())
         }

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Output;
 
-use common::mpirun;
+use common::{lgate_plogp_in, mpirun, success};
 
 use serde_json::Value;
 
@@ -99,6 +99,38 @@ fn four_ranks_measure_every_pair_with_complete_metadata() {
     let err = stderr(&out);
     assert!(err.contains("measured 6 pairs in"), "{err}");
     assert!(err.contains("the harness took"), "{err}");
+    // Every rank's waiting and testing time, and the waiting share in the summary.
+    let times = summary["rank_time"].as_array().unwrap();
+    assert_eq!(times.len(), 4, "{summary}");
+    for (k, t) in times.iter().enumerate() {
+        assert_eq!(t["rank"], k);
+        assert!(t["testing_s"].as_f64().unwrap() > 0.0, "{t}");
+        assert!(t["waiting_cpu_s"].as_f64().unwrap() >= 0.0, "{t}");
+    }
+    assert!(err.contains("while waiting for their next test"), "{err}");
+    assert_eq!(
+        meta["mpi"]["control_variables"]["mpi_yield_when_idle"]["set_by"],
+        "lgate-plogp"
+    );
+
+    // A ping-pong run has matrices too (RTT(m) at the default matrix sizes), and `cluster`
+    // reads them with nothing given.
+    let index: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("matrices/index.json")).unwrap())
+            .unwrap();
+    let names: Vec<&str> = index["matrices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["rtt:0", "rtt:1KiB", "rtt:64KiB", "rtt:1MiB"]);
+    let clustered = lgate_plogp_in(dir.path(), &["cluster", "run", "--quiet"]);
+    let topology = success(clustered);
+    assert!(
+        topology.contains("\"format\": \"lgate-plogp-topology\""),
+        "{topology}"
+    );
 }
 
 #[test]

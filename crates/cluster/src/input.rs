@@ -72,7 +72,8 @@ pub fn default_topology(run: &Path) -> Result<lgate_topology::Topology, InputErr
     input.topology(&tree)
 }
 
-/// Reads a run directory (choosing `matrix`, default `t`) or a matrix file.
+/// Reads a run directory (choosing `matrix`; by default `t`, or `rtt` for a ping-pong run) or a
+/// matrix file.
 ///
 /// Matrix names are those of `matrices/index.json` (`latency`, `rtt:0`, `t:1KiB`,
 /// `features:0`, ...); `t` and `features` alone take the smallest size.
@@ -104,7 +105,11 @@ pub fn load(path: &Path, matrix: Option<&str>) -> Result<ClusterInput, InputErro
     let meta = run.read_meta()?;
     let index = lgate_rundir::MatrixIndex::read(&run)?;
     let name = matrix.unwrap_or("t");
-    let chosen = index.find(name).ok_or_else(|| {
+    let chosen = match matrix {
+        Some(name) => index.find(name),
+        None => index.default_matrix(),
+    };
+    let chosen = chosen.ok_or_else(|| {
         invalid(
             &run.file(lgate_rundir::MATRIX_INDEX_FILE),
             format!(

@@ -20,7 +20,8 @@
 //! });
 //! let report = reports[0].as_ref().unwrap();
 //! assert_eq!(report.summary.pairs_measured, 3);
-//! assert!(dir.path().join("run/pingpong.csv").exists());
+//! // The journal holds the results; tables and matrices are derived from it afterwards.
+//! assert!(dir.path().join("run/journal.jsonl").exists());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 

@@ -1,9 +1,7 @@
 //! The pair test the harness runs for each pair, and the ping-pong test.
 
-use std::fmt::Write as _;
 use std::time::Instant;
 
-use lgate_rundir::{JournalEntry, RunDir};
 use serde::{Deserialize, Serialize};
 
 use crate::schedule::Pair;
@@ -34,15 +32,6 @@ pub trait PairTest {
         pair: Pair,
         role: Role,
     ) -> Result<serde_json::Value, TransportError>;
-    /// Writes the test's own files from every journal entry at the end of a run (on rank 0) and
-    /// returns their names.
-    fn finish(
-        &self,
-        _run: &RunDir,
-        _entries: &[JournalEntry],
-    ) -> Result<Vec<String>, HarnessError> {
-        Ok(Vec::new())
-    }
 }
 
 /// Round-trip times for a list of message sizes: the sender sends m bytes, the receiver sends
@@ -74,7 +63,7 @@ pub struct PingPongResult {
 impl PingPong {
     /// Repetitions per size unless told otherwise.
     pub const DEFAULT_REPS: usize = 32;
-    /// The file `finish` writes.
+    /// The table a ping-pong run derives (`lgate_plogp_bench::derive`).
     pub const TABLE: &'static str = "pingpong.csv";
 
     /// Sizes 0 and 1 B to 1 MiB in powers of two.
@@ -143,47 +132,5 @@ impl PairTest for PingPong {
             }
             Role::Receiver => serde_json::Value::Null,
         })
-    }
-
-    fn finish(&self, run: &RunDir, entries: &[JournalEntry]) -> Result<Vec<String>, HarnessError> {
-        let mut rows: Vec<(u32, usize, usize, RoundTrips)> = Vec::new();
-        for e in entries {
-            let result: PingPongResult =
-                serde_json::from_value(e.result.clone()).map_err(|err| {
-                    HarnessError::Setup(format!(
-                        "{}: pair {}-{} of sweep {} is not a ping-pong result: {err}",
-                        run.file(lgate_rundir::JOURNAL_FILE).display(),
-                        e.i,
-                        e.j,
-                        e.sweep
-                    ))
-                })?;
-            rows.extend(result.sizes.into_iter().map(|s| (e.sweep, e.i, e.j, s)));
-        }
-        rows.sort_by_key(|(sweep, i, j, s)| (*sweep, *i, *j, s.size));
-        let mut csv = String::from(
-            "sweep,i,j,size_bytes,rtt_min_us,rtt_p10_us,rtt_median_us,rtt_p90_us,rtt_mean_us,\
-             rtt_max_us,samples,warmup,outliers\n",
-        );
-        for (sweep, i, j, s) in rows {
-            let r = &s.rtt;
-            let us = |x: f64| x * 1e6;
-            let _ = writeln!(
-                csv,
-                "{sweep},{i},{j},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{},{},{}",
-                s.size,
-                us(r.min),
-                us(r.p10),
-                us(r.median),
-                us(r.p90),
-                us(r.mean),
-                us(r.max),
-                r.count,
-                r.warmup,
-                r.outliers
-            );
-        }
-        run.write_file(Self::TABLE, csv.as_bytes())?;
-        Ok(vec![Self::TABLE.to_string()])
     }
 }

@@ -113,8 +113,6 @@ pub struct RunReport {
     pub run_dir: PathBuf,
     /// Totals.
     pub summary: RunSummary,
-    /// Files the pair test wrote.
-    pub files: Vec<String>,
     /// Pairs that a previous invocation had measured.
     pub resumed_pairs: usize,
 }
@@ -265,7 +263,7 @@ fn measure(
     let rank_time = gather_rank_time(t, clock.totals())?;
     everyone.wait(t, u64::MAX, &mut || drain(t, collector.as_mut()))?;
     match collector {
-        Some(c) => c.finish(t0.elapsed(), rank_time, test).map(Some),
+        Some(c) => c.finish(t0.elapsed(), rank_time).map(Some),
         None => Ok(None),
     }
 }
@@ -590,7 +588,6 @@ impl Collector {
         mut self,
         wall: Duration,
         rank_time: Vec<RankTime>,
-        test: &dyn PairTest,
     ) -> Result<RunReport, HarnessError> {
         self.journal.sync()?;
         self.progress.done();
@@ -609,7 +606,6 @@ impl Collector {
             },
             rank_time,
         };
-        let files = test.finish(&self.prepared.run, &journal.entries)?;
         let meta = RunMeta {
             status: RunStatus::Complete,
             end: Some(now_rfc3339()),
@@ -620,7 +616,6 @@ impl Collector {
         Ok(RunReport {
             run_dir: self.prepared.run.path().to_path_buf(),
             summary,
-            files,
             resumed_pairs: self.prepared.done.len(),
         })
     }

@@ -63,6 +63,19 @@ impl OutputOptions {
     }
 }
 
+impl OutputOptions {
+    /// Checks the matrix sizes against the largest size a run measures, before it measures.
+    pub fn check_largest(&self, largest: usize) -> Result<(), OutputError> {
+        match self.matrix_sizes.iter().find(|m| m.0 > largest) {
+            Some(&size) => Err(OutputError::AboveLargest {
+                size,
+                largest: MessageSize(largest),
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
 impl Default for OutputOptions {
     fn default() -> Self {
         OutputOptions {
@@ -115,6 +128,14 @@ pub enum OutputError {
         /// That pair's largest size.
         max: MessageSize,
     },
+    /// A matrix size above the largest size a run measures.
+    #[error("matrix size {size} is above the largest measured size {largest}: lower --matrix-sizes or raise --max-size")]
+    AboveLargest {
+        /// The size asked for.
+        size: MessageSize,
+        /// The largest measured size.
+        largest: MessageSize,
+    },
     /// A pair handed to the outputs does not belong to the run.
     #[error("pair {i}-{j} of sweep {sweep}: {message}")]
     BadPair {
@@ -130,6 +151,16 @@ pub enum OutputError {
     /// A table could not be written.
     #[error(transparent)]
     Table(#[from] TableWriteError),
+    /// A run of a pair test this build cannot derive outputs from.
+    #[error(
+        "{path}: the run's pair test is `{test}`, which this build does not know (plogp, pingpong)"
+    )]
+    UnknownTest {
+        /// meta.json.
+        path: String,
+        /// The test's name.
+        test: String,
+    },
 }
 
 /// A matrix a run writes: which value of a pair it holds.
@@ -524,37 +555,12 @@ impl OutputBuilder {
                 feature_distances(parts, &labels),
             ));
         }
-        let matrices_dir = self.run.file("matrices");
-        std::fs::create_dir_all(&matrices_dir).map_err(|error| RunDirError::Io {
-            path: matrices_dir.clone(),
-            error,
-        })?;
         let all: Vec<(MatrixEntry, &DistanceMatrix)> = matrices
             .iter()
             .map(|(k, m)| (k.entry(), m))
             .chain(features.iter().map(|(e, m)| (e.clone(), m)))
             .collect();
-        // Several files at once: one file's writing overlaps another's formatting.
-        all.par_iter()
-            .try_for_each(|(meta, m)| -> Result<(), OutputError> {
-                let name = format!("matrices/{}", meta.file);
-                let path = self.run.file(&name);
-                let io = |error| RunDirError::Io {
-                    path: path.clone(),
-                    error,
-                };
-                let mut file = self.run.create_file(&name)?;
-                // Microseconds to 0.1 ns: far below what timing can resolve.
-                m.write_csv_rounded(&mut file, 4).map_err(io)?;
-                file.commit().map_err(io)?;
-                Ok(())
-            })?;
-        MatrixIndex {
-            estimator: self.options.estimator.name().to_string(),
-            combine_sweeps: "median".into(),
-            matrices: all.iter().map(|(m, _)| m.clone()).collect(),
-        }
-        .write(&self.run)?;
+        write_matrix_set(&self.run, self.options.estimator.name(), &all)?;
         self.written.push("matrices/".to_string());
 
         let placement = self.run.read_meta().map(|m| m.ranks).unwrap_or_default();
@@ -590,7 +596,10 @@ impl OutputBuilder {
 }
 
 /// The element-wise median of the sweeps' matrices.
-fn median_over_sweeps(mut per_sweep: Vec<Array2<f64>>, labels: &[String]) -> DistanceMatrix {
+pub(crate) fn median_over_sweeps(
+    mut per_sweep: Vec<Array2<f64>>,
+    labels: &[String],
+) -> DistanceMatrix {
     let mut values = if per_sweep.len() == 1 {
         per_sweep.pop().expect("one sweep")
     } else {
@@ -843,4 +852,41 @@ pub fn write_outputs(
 
 fn entry(name: &str, file: &str, description: &str, size: Option<usize>) -> MatrixEntry {
     MatrixEntry::in_us(name, file, description, size)
+}
+
+/// Writes a run's distance matrices into `matrices/`, several files at once, and their index
+/// `matrices/index.json`: every pair test's matrices go through here.
+pub fn write_matrix_set(
+    run: &RunDir,
+    estimator: &str,
+    matrices: &[(MatrixEntry, &DistanceMatrix)],
+) -> Result<(), OutputError> {
+    let matrices_dir = run.file(lgate_rundir::MATRICES_DIR);
+    std::fs::create_dir_all(&matrices_dir).map_err(|error| RunDirError::Io {
+        path: matrices_dir.clone(),
+        error,
+    })?;
+    // Several files at once: one file's writing overlaps another's formatting.
+    matrices
+        .par_iter()
+        .try_for_each(|(meta, m)| -> Result<(), OutputError> {
+            let name = meta.path();
+            let path = run.file(&name);
+            let io = |error| RunDirError::Io {
+                path: path.clone(),
+                error,
+            };
+            let mut file = run.create_file(&name)?;
+            // Microseconds to 0.1 ns: far below what timing can resolve.
+            m.write_csv_rounded(&mut file, 4).map_err(io)?;
+            file.commit().map_err(io)?;
+            Ok(())
+        })?;
+    MatrixIndex {
+        estimator: estimator.to_string(),
+        combine_sweeps: "median".into(),
+        matrices: matrices.iter().map(|(m, _)| m.clone()).collect(),
+    }
+    .write(run)?;
+    Ok(())
 }

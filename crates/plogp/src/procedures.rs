@@ -163,7 +163,6 @@ pub struct PairMeasurement {
 #[derive(Debug, Clone)]
 pub struct PLogP {
     options: PLogPOptions,
-    outputs: crate::outputs::OutputOptions,
     buf: Vec<u8>,
 }
 
@@ -200,30 +199,8 @@ impl PLogP {
         let largest = *options.sizes.last().expect("0 is a size");
         Ok(PLogP {
             buf: vec![0xa5; largest.max(1)],
-            outputs: crate::outputs::OutputOptions {
-                matrix_sizes: crate::outputs::OutputOptions::default_matrix_sizes(largest),
-                ..Default::default()
-            },
             options,
         })
-    }
-
-    /// The same test writing these outputs at the end of a run; matrix sizes must not exceed
-    /// the largest measured size.
-    pub fn with_outputs(
-        mut self,
-        outputs: crate::outputs::OutputOptions,
-    ) -> Result<Self, OptionsError> {
-        let largest = *self.options.sizes.last().expect("0 is a size");
-        if let Some(too_big) = outputs.matrix_sizes.iter().find(|m| m.0 > largest) {
-            return Err(OptionsError(format!(
-                "matrix size {too_big} is above the largest measured size {}: lower \
-                 --matrix-sizes or raise --max-size",
-                crate::size::MessageSize(largest)
-            )));
-        }
-        self.outputs = outputs;
-        Ok(self)
     }
 
     /// The options.
@@ -565,14 +542,5 @@ impl PairTest for PLogP {
                 Ok(serde_json::Value::Null)
             }
         }
-    }
-
-    fn finish(
-        &self,
-        run: &lgate_rundir::RunDir,
-        entries: &[lgate_rundir::JournalEntry],
-    ) -> Result<Vec<String>, lgate_harness::HarnessError> {
-        crate::outputs::write_outputs(run, entries, &self.outputs)
-            .map_err(|e| lgate_harness::HarnessError::Setup(e.to_string()))
     }
 }

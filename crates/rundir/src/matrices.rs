@@ -108,6 +108,12 @@ impl MatrixIndex {
         })
     }
 
+    /// The matrix `cluster` takes when none is named: t(m) at the smallest size (PLogP), else
+    /// RTT(m) at the smallest size (ping-pong).
+    pub fn default_matrix(&self) -> Option<&MatrixEntry> {
+        self.find("t").or_else(|| self.find("rtt"))
+    }
+
     /// The names of the matrices, in index order.
     pub fn names(&self) -> Vec<&str> {
         self.matrices.iter().map(|e| e.name.as_str()).collect()
@@ -139,6 +145,7 @@ mod tests {
         let back = MatrixIndex::read(&run).unwrap();
         assert_eq!(back, index());
         assert_eq!(back.find("t").unwrap().name, "t:0");
+        assert_eq!(back.default_matrix().unwrap().name, "t:0");
         assert_eq!(back.find("t:1KiB").unwrap().path(), "matrices/t_1024.csv");
         assert!(back.find("features").is_none());
         let text = std::fs::read_to_string(run.file(MATRIX_INDEX_FILE)).unwrap();
