@@ -149,7 +149,7 @@ mod imp {
 
     /// The hosts of every rank, on every rank.
     fn hosts(t: &dyn Transport) -> Result<Vec<String>> {
-        let tag = lgate_harness::Tag(34);
+        let tag = lgate_harness::Tag::HOSTS;
         let mine = t.processor_name();
         if t.rank() != 0 {
             t.send(0, tag, mine.as_bytes())?;
@@ -420,7 +420,7 @@ mod imp {
 
     /// Rank 0 learns what went wrong on every rank.
     fn share_verdicts(t: &dyn Transport, wrong: &[String]) -> Result<Vec<String>> {
-        let tag = lgate_harness::Tag(35);
+        let tag = lgate_harness::Tag::VERDICTS;
         let mine = serde_json::to_vec(wrong)?;
         if t.rank() != 0 {
             t.send(0, tag, &mine)?;

@@ -147,3 +147,47 @@ fn without_default_features_nothing_needs_mpi() {
         .collect();
     assert!(mpi.is_empty(), "the no-MPI build pulls in {mpi:?}");
 }
+
+#[test]
+fn analysis_crates_need_neither_the_harness_nor_mpi() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    for package in [
+        "lgate-plot",
+        "lgate-cluster",
+        "lgate-matrix",
+        "lgate-topology",
+        "lgate-bcast",
+        "lgate-transport",
+    ] {
+        let out = Command::new(&cargo)
+            .args([
+                "tree",
+                "--locked",
+                "-p",
+                package,
+                "-e",
+                "normal,build",
+                "--prefix",
+                "none",
+            ])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .expect("cargo tree runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let tree = String::from_utf8(out.stdout).unwrap();
+        let unwanted: Vec<&str> = tree
+            .lines()
+            .filter(|l| {
+                l.starts_with("lgate-harness ")
+                    || l.starts_with("lgate-mpi ")
+                    || l.starts_with("mpi ")
+                    || l.starts_with("mpi-sys ")
+            })
+            .collect();
+        assert!(unwanted.is_empty(), "{package} pulls in {unwanted:?}");
+    }
+}

@@ -5,8 +5,8 @@
 use std::fmt;
 use std::str::FromStr;
 
-use lgate_harness::Transport;
 use lgate_topology::Rank;
+use lgate_transport::Transport;
 use serde::{Deserialize, Serialize};
 
 use crate::{BcastError, BCAST};

@@ -4,14 +4,14 @@
 
 use std::time::{Duration, Instant};
 
-use lgate_harness::{SubsetBarrier, Tag, Transport};
 use lgate_topology::{Rank, TopologyNode};
+use lgate_transport::{SubsetBarrier, Tag, Transport};
 use serde::{Deserialize, Serialize};
 
 use crate::{broadcast, prune_to_depth, BaseAlgorithm, BcastError, Plan};
 
 /// The tag of the timings sent to rank 0.
-const TIMINGS: Tag = Tag(33);
+const TIMINGS: Tag = Tag::BCAST_TIMINGS;
 
 /// A broadcast that takes part in the benchmark.
 #[derive(Debug, Clone, PartialEq)]
@@ -111,13 +111,7 @@ fn timing(candidate: String, size: usize, mut rounds: Vec<f64>, correct: bool) -
 fn barrier(t: &dyn Transport, all: &[Rank], id: u64) -> Result<(), BcastError> {
     if !t.library_barrier()? {
         let b = SubsetBarrier::new(all, t.rank()).expect("every rank is in the job");
-        b.wait(t, id, &mut || Ok(())).map_err(|e| match e {
-            lgate_harness::HarnessError::Transport(e) => BcastError::Transport(e),
-            other => BcastError::Transport(lgate_harness::TransportError::Protocol {
-                rank: t.rank(),
-                message: other.to_string(),
-            }),
-        })?;
+        b.wait::<BcastError>(t, id, &mut || Ok(()))?;
     }
     Ok(())
 }

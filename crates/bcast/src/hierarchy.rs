@@ -1,9 +1,9 @@
 //! MagPIe over a topology tree of any depth: coordinators of the children of each cluster
 //! broadcast among themselves, then each child broadcasts inside from its coordinator.
 
-use lgate_harness::Transport;
 use lgate_topology::Rank;
 use lgate_topology::TopologyNode;
+use lgate_transport::Transport;
 
 use crate::base::{self, BaseAlgorithm};
 use crate::BcastError;

@@ -13,9 +13,9 @@ pub mod bench;
 mod hierarchy;
 pub mod tuning;
 
-use lgate_harness::{Tag, Transport, TransportError};
 use lgate_topology::Rank;
 use lgate_topology::TopologyNode;
+use lgate_transport::{Tag, Transport, TransportError};
 
 pub use base::BaseAlgorithm;
 pub use bench::{bench, default_candidates, share_from_rank0, BenchOptions, Candidate, Timing};
@@ -23,7 +23,7 @@ pub use hierarchy::{coordinator, prune_to_depth};
 pub use tuning::{broadcast_tuned, parse_candidate, Tuning};
 
 /// The tag of broadcast messages.
-pub const BCAST: Tag = Tag(32);
+pub const BCAST: Tag = Tag::BCAST;
 
 /// An error of a broadcast.
 #[derive(Debug, thiserror::Error)]

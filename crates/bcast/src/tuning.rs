@@ -5,8 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use lgate_harness::Transport;
 use lgate_topology::{Rank, Topology, TopologyNode};
+use lgate_transport::Transport;
 use serde::{Deserialize, Serialize};
 
 use crate::bench::{Candidate, Timing, LIBRARY};

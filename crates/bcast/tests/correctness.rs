@@ -2,8 +2,8 @@
 //! flat and over 2- and 3-level topologies: every rank ends with exactly the root's bytes.
 
 use lgate_bcast::{broadcast, prune_to_depth, BaseAlgorithm, BcastError, Plan};
-use lgate_harness::{InProcessWorld, Transport};
 use lgate_topology::TopologyNode;
+use lgate_transport::{InProcessWorld, Transport};
 
 /// The root's bytes: different for every root and length.
 fn payload(root: usize, len: usize) -> Vec<u8> {

@@ -8,8 +8,8 @@ use lgate_bcast::{
     bench, broadcast_tuned, parse_candidate, prune_to_depth, BaseAlgorithm, BenchOptions,
     Candidate, Plan, Tuning,
 };
-use lgate_harness::{InProcessWorld, Transport};
 use lgate_topology::TopologyNode;
+use lgate_transport::{InProcessWorld, Transport};
 
 fn tree() -> TopologyNode {
     TopologyNode::cluster(vec![

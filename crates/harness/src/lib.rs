@@ -25,25 +25,23 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-pub mod barrier;
-pub mod in_process;
 pub mod pair_test;
 pub mod placement;
 pub mod run;
 pub mod schedule;
 pub mod stats;
-pub mod transport;
 pub mod usage;
 
-pub use barrier::SubsetBarrier;
-pub use in_process::{InProcessTransport, InProcessWorld, LinkModel};
+pub use lgate_transport::{
+    barrier, in_process, transport, InProcessTransport, InProcessWorld, LinkModel, PoliteWait,
+    SubsetBarrier, Tag, Transport, TransportError,
+};
 pub use pair_test::{PairTest, PingPong, Role};
 pub use run::{
     resolve_topology, run, topology_by_host, ProgressStyle, RunOptions, RunReport, TopologySource,
 };
 pub use schedule::{Pair, Schedule, ScheduleError, Step, SweepPair};
 pub use stats::Summary;
-pub use transport::{PoliteWait, Tag, Transport, TransportError};
 pub use usage::{cpu_time, Activity, CpuScope, RankClock};
 
 /// An error of a harness run.

@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::schedule::Pair;
 use crate::stats::Summary;
-use crate::transport::{Tag, Transport, TransportError};
 use crate::HarnessError;
+use lgate_transport::{Tag, Transport, TransportError};
 
 /// Which side of a pair a rank is on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use lgate_rundir::{LauncherInfo, RankInfo, SystemInfo};
 
-use crate::transport::Transport;
+use lgate_transport::Transport;
 
 fn read_trimmed(path: impl AsRef<Path>) -> Option<String> {
     std::fs::read_to_string(path)
@@ -157,7 +157,7 @@ pub fn system() -> SystemInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::in_process::InProcessWorld;
+    use lgate_transport::InProcessWorld;
 
     #[test]
     fn reads_this_machine() {

@@ -12,13 +12,13 @@ use lgate_rundir::{
 use lgate_topology::{format, Rank, Topology, TopologyFormat, TopologyNode};
 use serde::{Deserialize, Serialize};
 
-use crate::barrier::SubsetBarrier;
 use crate::pair_test::{PairTest, Role};
 use crate::placement;
 use crate::schedule::{Pair, Schedule, Step, SweepPair};
-use crate::transport::{PoliteWait, Tag, Transport, TransportError};
 use crate::usage::{Activity, RankClock};
 use crate::HarnessError;
+use lgate_transport::SubsetBarrier;
+use lgate_transport::{PoliteWait, Tag, Transport, TransportError};
 
 /// Where the topology that schedules the pairs comes from.
 #[derive(Debug, Clone, PartialEq)]
@@ -199,7 +199,7 @@ fn measure(
 
     let all: Vec<Rank> = (0..size).collect();
     let everyone = SubsetBarrier::new(&all, rank).expect("every rank is in the job");
-    everyone.wait(t, u64::MAX - 1, &mut || Ok(()))?;
+    everyone.wait::<HarnessError>(t, u64::MAX - 1, &mut || Ok(()))?;
     let t0 = Instant::now();
     let mut clock = RankClock::start(rank, t.cpu_scope());
     let expected = schedule.pairs_per_sweep() * options.sweeps as usize - done.len();

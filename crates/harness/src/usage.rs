@@ -3,41 +3,7 @@
 use std::time::{Duration, Instant};
 
 use lgate_rundir::RankTime;
-
-/// Whose CPU time a rank's clock reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CpuScope {
-    /// The whole process, every thread: a rank that is a process (MPI), whose library's helper
-    /// threads count too.
-    Process,
-    /// The calling thread alone: a rank that is a thread (the in-process world). Where the
-    /// system has no per-thread figure this reads the process's.
-    Thread,
-}
-
-/// The CPU time (user and system) used so far in `scope`.
-pub fn cpu_time(scope: CpuScope) -> Duration {
-    #[cfg(target_os = "linux")]
-    let who = match scope {
-        CpuScope::Process => libc::RUSAGE_SELF,
-        CpuScope::Thread => libc::RUSAGE_THREAD,
-    };
-    #[cfg(not(target_os = "linux"))]
-    let who = {
-        let _ = scope;
-        libc::RUSAGE_SELF
-    };
-    // SAFETY: an all-zero rusage is a valid value of this plain C struct.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: getrusage writes only the struct it is given, which lives for the call.
-    if unsafe { libc::getrusage(who, &mut usage) } != 0 {
-        return Duration::ZERO;
-    }
-    let time = |t: libc::timeval| {
-        Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
-    };
-    time(usage.ru_utime) + time(usage.ru_stime)
-}
+pub use lgate_transport::{cpu_time, CpuScope};
 
 /// What a rank is doing between two readings of its clocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

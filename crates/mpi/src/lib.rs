@@ -1,7 +1,7 @@
 //! The MPI transport of the lgate-plogp harness, over rsmpi and the system's MPI library.
 //!
 //! ```no_run
-//! use lgate_harness::Transport;
+//! use lgate_transport::Transport;
 //!
 //! let mpi = lgate_mpi::MpiTransport::init().expect("MPI starts once per process");
 //! println!("rank {} of {} on {}", mpi.rank(), mpi.size(), mpi.processor_name());
@@ -13,8 +13,8 @@ mod tools;
 pub use doorbell::Doorbells;
 pub use tools::{read_control_variables, ControlValue, ControlVariables, PROTOCOL_PATTERNS};
 
-use lgate_harness::{PoliteWait, Tag, Transport, TransportError};
 use lgate_topology::Rank;
+use lgate_transport::{PoliteWait, Tag, Transport, TransportError};
 /// rsmpi, for programs that run MPI themselves and hand a communicator to
 /// [`MpiTransport::from_communicator`].
 pub use mpi;

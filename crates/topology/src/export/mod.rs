@@ -9,10 +9,11 @@
 //! use lgate_topology::export::{writer, ExportContext};
 //! use lgate_topology::{Topology, TopologyNode};
 //!
-//! let tree = TopologyNode::cluster(vec![TopologyNode::group(vec![0, 1]), TopologyNode::group(vec![2, 3])]);
-//! let topology = Topology::from_tree(tree, Some(4)).unwrap();
+//! let tree = TopologyNode::cluster(vec![TopologyNode::group(vec![0, 1, 2]), TopologyNode::group(vec![3, 4, 5])]);
+//! let topology = Topology::from_tree(tree, Some(6)).unwrap();
 //! let text = writer("lgate").unwrap().write(&topology, &ExportContext::default()).unwrap();
-//! assert!(text.contains("group { 0-1 }"));
+//! assert!(text.contains("group { 0-2 }"), "{text}");
+//! assert!(writer("slurm").unwrap().write(&topology, &ExportContext::default()).is_err(), "no hosts");
 //! ```
 
 mod formats;

@@ -4,7 +4,6 @@
 use lgate_topology::Rank;
 
 use crate::transport::{PoliteWait, Tag, Transport, TransportError};
-use crate::HarnessError;
 
 /// A dissemination barrier among `members` (Hensgen, Finkel and Manber): in round k each
 /// member signals the member 2^k places after it and waits for the one 2^k places before it,
@@ -31,12 +30,12 @@ impl<'a> SubsetBarrier<'a> {
     ///
     /// Waits without spinning; `idle` runs between polls (rank 0 uses it to collect results).
     /// A message carrying another `id` means the ranks disagree about the schedule: an error.
-    pub fn wait(
+    pub fn wait<E: From<TransportError>>(
         &self,
         transport: &dyn Transport,
         id: u64,
-        idle: &mut dyn FnMut() -> Result<(), HarnessError>,
-    ) -> Result<(), HarnessError> {
+        idle: &mut dyn FnMut() -> Result<(), E>,
+    ) -> Result<(), E> {
         let n = self.members.len();
         let rank = self.members[self.me];
         let mut distance = 1;
@@ -110,7 +109,9 @@ mod tests {
                     // Adversarial arrival: each rank comes late by a random amount.
                     std::thread::sleep(Duration::from_micros(rng.random_range(0..4000)));
                     let entered = origin.elapsed();
-                    barrier.wait(&t, round, &mut || Ok(())).unwrap();
+                    barrier
+                        .wait::<TransportError>(&t, round, &mut || Ok(()))
+                        .unwrap();
                     out.push((entered, origin.elapsed()));
                 }
                 out
@@ -141,7 +142,9 @@ mod tests {
                 std::thread::sleep(Duration::from_millis(200));
             }
             let start = Instant::now();
-            barrier.wait(&t, 0, &mut || Ok(())).unwrap();
+            barrier
+                .wait::<TransportError>(&t, 0, &mut || Ok(()))
+                .unwrap();
             start.elapsed()
         });
         assert!(times[0] < Duration::from_millis(100), "{times:?}");
@@ -154,7 +157,7 @@ mod tests {
         let results = world.run(|t| {
             let members = [0, 1];
             let barrier = SubsetBarrier::new(&members, t.rank()).unwrap();
-            barrier.wait(&t, t.rank() as u64, &mut || Ok(()))
+            barrier.wait::<TransportError>(&t, t.rank() as u64, &mut || Ok(()))
         });
         let err = results[0].as_ref().unwrap_err().to_string();
         assert!(err.contains("disagree about the schedule"), "{err}");
@@ -166,7 +169,7 @@ mod tests {
         world.run(|t| {
             SubsetBarrier::new(&[0], 0)
                 .unwrap()
-                .wait(&t, 9, &mut || Ok(()))
+                .wait::<TransportError>(&t, 9, &mut || Ok(()))
                 .unwrap()
         });
         assert!(SubsetBarrier::new(&[1, 2], 0).is_none());

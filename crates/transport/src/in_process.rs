@@ -375,8 +375,8 @@ impl Transport for InProcessTransport {
         Some(self.world.timeout)
     }
 
-    fn cpu_scope(&self) -> crate::usage::CpuScope {
-        crate::usage::CpuScope::Thread
+    fn cpu_scope(&self) -> crate::CpuScope {
+        crate::CpuScope::Thread
     }
 }
 

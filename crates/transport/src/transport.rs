@@ -4,10 +4,10 @@ use std::time::{Duration, Instant};
 
 use lgate_topology::Rank;
 
-use crate::usage::CpuScope;
+use crate::CpuScope;
 
-/// A message tag. The harness reserves the tags below [`Tag::TEST`]; pair tests use tags from
-/// [`Tag::TEST`] up.
+/// A message tag. Every tag lgate-plogp uses is one of the constants here: the harness's below
+/// [`Tag::TEST`], pair tests' from [`Tag::TEST`], broadcasts' from [`Tag::BCAST`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Tag(pub i32);
 
@@ -22,8 +22,16 @@ impl Tag {
     pub const PLAN: Tag = Tag(4);
     /// Each rank's waiting and testing time travelling to rank 0 at the end.
     pub const USAGE: Tag = Tag(5);
-    /// The first tag free for pair tests.
+    /// The first tag free for pair tests (PLogP uses it and the next for control and data).
     pub const TEST: Tag = Tag(16);
+    /// Broadcast payloads and their segments.
+    pub const BCAST: Tag = Tag(32);
+    /// Broadcast timings travelling to the root of a benchmark.
+    pub const BCAST_TIMINGS: Tag = Tag(33);
+    /// Host names travelling to rank 0 (broadcast commands).
+    pub const HOSTS: Tag = Tag(34);
+    /// Broadcast checks' verdicts travelling to rank 0.
+    pub const VERDICTS: Tag = Tag(35);
 }
 
 /// An error of the message layer.
