@@ -3,7 +3,6 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
 use clap::{Args, Subcommand};
 use lgate_plogp_bench::MessageSize;
 
@@ -116,15 +115,11 @@ pub struct RunArgs {
 }
 
 /// Runs a `bcast` subcommand on this rank.
-pub fn run(cmd: BcastCommand) -> Result<()> {
-    imp::run(cmd)
-}
+pub use imp::run;
 
 #[cfg(not(feature = "mpi"))]
 mod imp {
-    use super::*;
-
-    pub fn run(_cmd: BcastCommand) -> Result<()> {
+    pub fn run(_cmd: super::BcastCommand) -> anyhow::Result<()> {
         anyhow::bail!(
             "this lgate-plogp was built without MPI (--no-default-features), so it cannot \
              broadcast; build it with the default features on a machine with an MPI library"
@@ -136,87 +131,14 @@ mod imp {
 mod imp {
     use super::*;
 
+    use anyhow::Result;
     use std::time::Duration;
 
-    use anyhow::Context;
-    use lgate_bcast::bench::{magpie_candidates, payload};
-    use lgate_bcast::{
-        bench, broadcast, broadcast_tuned, default_candidates, parse_candidate, share_from_rank0,
-        BaseAlgorithm, BenchOptions, Candidate, Plan, Tuning,
-    };
-    use lgate_harness::{resolve_topology, TopologySource, Transport};
-    use lgate_topology::TopologyNode;
-
-    /// The hosts of every rank, on every rank.
-    fn hosts(t: &dyn Transport) -> Result<Vec<String>> {
-        let tag = lgate_harness::Tag::HOSTS;
-        let mine = t.processor_name();
-        if t.rank() != 0 {
-            t.send(0, tag, mine.as_bytes())?;
-        }
-        let all = if t.rank() == 0 {
-            let mut all = vec![mine];
-            for from in 1..t.size() {
-                all.push(String::from_utf8_lossy(&t.recv_vec(from, tag)?).into_owned());
-            }
-            Some(serde_json::to_vec(&all)?)
-        } else {
-            None
-        };
-        let bytes = share_from_rank0(t, all)?.context("rank 0 could not list the hosts")?;
-        Ok(serde_json::from_slice(&bytes)?)
-    }
-
-    /// The topology on every rank, resolved on rank 0 (which reports a bad file); `Ok(None)`
-    /// on the other ranks when rank 0 failed, so that they stop quietly.
-    fn topology(
-        t: &dyn Transport,
-        flag: Option<&str>,
-        hosts: &[String],
-    ) -> Result<Option<Option<TopologyNode>>> {
-        let Some(flag) = flag else {
-            return Ok(Some(None));
-        };
-        let (text, failure) = if t.rank() == 0 {
-            match resolve_topology(&TopologySource::from_flag(Some(flag)), hosts) {
-                Ok(top) => (
-                    Some(lgate_topology::lgate::to_string(&top).into_bytes()),
-                    None,
-                ),
-                Err(e) => (None, Some(e)),
-            }
-        } else {
-            (None, None)
-        };
-        match share_from_rank0(t, text)? {
-            Some(bytes) => {
-                let text = String::from_utf8(bytes)?;
-                let top = lgate_topology::lgate::parse(&text, Some(t.size()))?;
-                Ok(Some(Some(top.tree().clone())))
-            }
-            None => match failure {
-                Some(e) => Err(anyhow::Error::from(e).context(format!("--topology {flag}"))),
-                None => Ok(None),
-            },
-        }
-    }
-
-    /// A result every rank computes alike (from the same arguments and files), settled by rank
-    /// 0's: when rank 0 failed, it reports the error and the others return `Ok(None)` to stop
-    /// quietly, so that one line is printed.
-    fn agreed<T>(t: &dyn Transport, result: Result<T>) -> Result<Option<T>> {
-        let ok = if t.rank() == 0 {
-            Some(vec![u8::from(result.is_ok())])
-        } else {
-            None
-        };
-        let ok = share_from_rank0(t, ok)?.is_some_and(|b| b == [1]);
-        match (ok, result) {
-            (true, r) => r.map(Some),
-            (false, Err(e)) if t.rank() == 0 => Err(e),
-            (false, _) => Ok(None),
-        }
-    }
+    use lgate_bcast::bench::candidates_named;
+    use lgate_bcast::check::check_all;
+    use lgate_bcast::share::{agreed, hosts_and_topology, tuning_file, Agreed, ShareError};
+    use lgate_bcast::{bench, time_tuned, BenchOptions, Timing, Tuning};
+    use lgate_harness::Transport;
 
     fn sizes(list: &[MessageSize]) -> Vec<usize> {
         list.iter().map(|s| s.0).collect()
@@ -240,29 +162,15 @@ mod imp {
         result
     }
 
-    fn candidates(args: &BenchArgs, tree: Option<&TopologyNode>) -> Result<Vec<Candidate>> {
-        let segments = sizes(&args.segments);
-        let Some(list) = &args.algos else {
-            return Ok(default_candidates(tree, &segments));
-        };
-        let mut out = Vec::new();
-        for name in list {
-            if name == "magpie" {
-                anyhow::ensure!(tree.is_some(), "--algos magpie needs --topology");
-                out.extend(magpie_candidates(tree, &segments));
-            } else {
-                out.push(parse_candidate(name, tree).map_err(|e| anyhow::anyhow!("--algos: {e}"))?);
-            }
-        }
-        Ok(out)
-    }
-
     fn bench_cmd(t: &dyn Transport, args: BenchArgs) -> Result<()> {
-        let hosts = hosts(t)?;
-        let Some(tree) = topology(t, args.topology.topology.as_deref(), &hosts)? else {
+        let Agreed::Yes((hosts, tree)) = hosts_and_topology(t, args.topology.topology.as_deref())?
+        else {
             return Ok(());
         };
-        let Some(candidates) = agreed(t, candidates(&args, tree.as_ref()))? else {
+        let candidates =
+            candidates_named(args.algos.as_deref(), tree.as_ref(), &sizes(&args.segments))
+                .map_err(ShareError::Invalid);
+        let Agreed::Yes(candidates) = agreed(t, candidates)? else {
             return Ok(());
         };
         let options = BenchOptions {
@@ -275,57 +183,26 @@ mod imp {
         };
         let quiet = args.quiet;
         if !quiet && t.rank() == 0 {
-            eprintln!(
-                "{:>9} {:<42} {:>6} {:>11} {:>11} {:>11} {:>11} {:>11}",
-                "size",
-                "broadcast",
-                "rounds",
-                "min_us",
-                "median_us",
-                "p90_us",
-                "mean_us",
-                "trimmed_us"
-            );
+            eprintln!("{}", Timing::progress_header());
         }
         let timings = bench(t, &options, &mut |timing| {
             if !quiet {
-                eprintln!(
-                    "{:>9} {:<42} {:>6} {:>11.1} {:>11.1} {:>11.1} {:>11.1} {:>11.1}{}",
-                    MessageSize(timing.size).to_string(),
-                    timing.candidate,
-                    timing.rounds,
-                    timing.min_us,
-                    timing.median_us,
-                    timing.p90_us,
-                    timing.mean_us,
-                    timing.trimmed_us,
-                    if timing.correct { "" } else { "  WRONG BYTES" }
-                );
+                eprintln!("{}", timing.progress_line(|b| MessageSize(b).to_string()));
             }
         })?;
         let Some(timings) = timings else {
             return Ok(());
         };
-        let wrong: Vec<String> = timings
-            .iter()
-            .filter(|t| !t.correct)
-            .map(|t| format!("{} at {} bytes", t.candidate, t.size))
-            .collect();
+
         let machine = serde_json::json!({
             "hosts": hosts,
             "library": t.library_version(),
         });
         let tuning = Tuning::from_timings(timings, t.size(), args.root, tree.as_ref(), machine);
-        std::fs::create_dir_all(&args.out)
-            .with_context(|| format!("{}: cannot create the directory", args.out.display()))?;
-        let json = args.out.join("bcast-tuning.json");
-        lgate_output::write_atomic(&json, serde_json::to_string_pretty(&tuning)?.as_bytes())
-            .with_context(|| format!("{}: cannot write", json.display()))?;
-        let rules = args.out.join("openmpi-bcast-rules.conf");
-        lgate_output::write_atomic(&rules, tuning.openmpi_rules().as_bytes())
-            .with_context(|| format!("{}: cannot write", rules.display()))?;
-        print_table(&tuning);
+        let [json, rules] = tuning.write_to(&args.out)?;
+        print!("{}", tuning.table(|b| MessageSize(b).to_string()));
         eprintln!("wrote {} and {}", json.display(), rules.display());
+        let wrong = tuning.wrong_bytes();
         anyhow::ensure!(
             wrong.is_empty(),
             "broadcasts that delivered other bytes than the root's (a failure, not a result): {}",
@@ -334,164 +211,35 @@ mod imp {
         Ok(())
     }
 
-    /// The decision table with MPI_Bcast's time beside the choice.
-    fn print_table(tuning: &Tuning) {
-        println!(
-            "{:>9}  {:<40} {:>12} {:>12} {:>8} {:>6}",
-            "size", "fastest", "time_us", "MPI_Bcast_us", "speedup", "lead"
-        );
-        for r in &tuning.ranges {
-            let time = |name: &str| {
-                tuning
-                    .timings
-                    .iter()
-                    .find(|t| t.size == r.measured_bytes && t.candidate == name)
-                    .map(|t| t.trimmed_us)
-            };
-            let best = time(&r.choice).unwrap_or(f64::NAN);
-            let library = time(lgate_bcast::bench::LIBRARY);
-            println!(
-                "{:>9}  {:<40} {:>12.1} {:>12} {:>8} {:>6}",
-                MessageSize(r.measured_bytes).to_string(),
-                r.choice,
-                best,
-                library.map_or("-".into(), |l| format!("{l:.1}")),
-                library.map_or("-".into(), |l| format!("{:.2}x", l / best)),
-                r.lead.map_or("-".into(), |l| format!("{:.2}", l)),
-            );
-        }
-    }
-
     fn check_cmd(t: &dyn Transport, args: CheckArgs) -> Result<()> {
-        let hosts = hosts(t)?;
-        let Some(tree) = topology(t, args.topology.topology.as_deref(), &hosts)? else {
+        let Agreed::Yes((_, tree)) = hosts_and_topology(t, args.topology.topology.as_deref())?
+        else {
             return Ok(());
         };
-        let segments = sizes(&args.segments);
-        let plans: Vec<Plan> = default_candidates(tree.as_ref(), &segments)
-            .into_iter()
-            .chain(
-                // Every base algorithm also inside groups and between coordinators.
-                BaseAlgorithm::all(&segments).into_iter().flat_map(|a| {
-                    tree.iter().map(move |tree| {
-                        Candidate::Plan(Plan::Magpie {
-                            tree: tree.clone(),
-                            between: a,
-                            inside: a,
-                        })
-                    })
-                }),
-            )
-            .filter_map(|c| match c {
-                Candidate::Plan(p) => Some(p),
-                Candidate::Library => None,
-            })
-            .collect();
-        let mut wrong = Vec::new();
-        for plan in &plans {
-            for root in 0..t.size() {
-                for &len in &sizes(&args.sizes) {
-                    let mut buf = if t.rank() == root {
-                        payload(root, len)
-                    } else {
-                        vec![0xee; len]
-                    };
-                    broadcast(t, &mut buf, root, plan)?;
-                    if buf != payload(root, len) {
-                        wrong.push(format!("{} from root {root} at {len} bytes", plan.name()));
-                    }
-                }
-            }
-        }
-        // Every rank's verdict to rank 0.
-        let verdicts = share_verdicts(t, &wrong)?;
+        let report = check_all(
+            t,
+            tree.as_ref(),
+            &sizes(&args.sizes),
+            &sizes(&args.segments),
+        )?;
         if t.rank() == 0 {
-            anyhow::ensure!(verdicts.is_empty(), "wrong bytes: {}", verdicts.join("; "));
-            println!(
-                "{} broadcasts x {} roots x {} sizes on {} ranks: every rank held the root's bytes",
-                plans.len(),
-                t.size(),
-                args.sizes.len(),
-                t.size()
-            );
+            println!("{}", report.verdict().map_err(anyhow::Error::msg)?);
         }
         Ok(())
     }
 
-    /// Rank 0 learns what went wrong on every rank.
-    fn share_verdicts(t: &dyn Transport, wrong: &[String]) -> Result<Vec<String>> {
-        let tag = lgate_harness::Tag::VERDICTS;
-        let mine = serde_json::to_vec(wrong)?;
-        if t.rank() != 0 {
-            t.send(0, tag, &mine)?;
-            return Ok(Vec::new());
-        }
-        let mut all: Vec<String> = wrong.iter().map(|w| format!("rank 0: {w}")).collect();
-        for from in 1..t.size() {
-            let theirs: Vec<String> = serde_json::from_slice(&t.recv_vec(from, tag)?)?;
-            all.extend(theirs.into_iter().map(|w| format!("rank {from}: {w}")));
-        }
-        Ok(all)
-    }
-
     fn run_cmd(t: &dyn Transport, args: RunArgs) -> Result<()> {
-        let text = if t.rank() == 0 {
-            match std::fs::read_to_string(&args.tuning) {
-                Ok(text) => Some(text),
-                Err(e) => {
-                    share_from_rank0(t, None)?;
-                    return Err(anyhow::anyhow!("{}: {e}", args.tuning.display()));
-                }
-            }
-        } else {
-            None
-        };
-        let Some(bytes) = share_from_rank0(t, text.map(String::into_bytes))? else {
+        let Agreed::Yes(tuning) = tuning_file(t, &args.tuning)? else {
             return Ok(());
         };
-        let parsed = String::from_utf8(bytes)
-            .map_err(anyhow::Error::from)
-            .and_then(|text| Tuning::parse(&text).map_err(anyhow::Error::msg))
-            .and_then(|tuning| {
-                anyhow::ensure!(
-                    tuning.ranks == t.size(),
-                    "the tuning was measured on {} ranks, this job has {}",
-                    tuning.ranks,
-                    t.size()
-                );
-                Ok(tuning)
-            })
-            .with_context(|| args.tuning.display().to_string());
-        let Some(tuning) = agreed(t, parsed)? else {
-            return Ok(());
-        };
-        let len = args.size.0;
-        let expected = payload(args.root, len);
-        let mut buf = vec![0u8; len];
-        let mut slowest = Duration::ZERO;
-        for _ in 0..args.rounds.max(1) {
-            if t.rank() == args.root {
-                buf.copy_from_slice(&expected);
-            } else {
-                buf.fill(0);
-            }
-            t.library_barrier()?;
-            let s = std::time::Instant::now();
-            broadcast_tuned(t, &mut buf, args.root, &tuning)?;
-            slowest = slowest.max(s.elapsed());
-            anyhow::ensure!(
-                buf == expected,
-                "rank {}: wrong bytes after the broadcast",
-                t.rank()
-            );
-        }
+        let timing = time_tuned(t, &tuning, args.size.0, args.root, args.rounds)?;
         if t.rank() == 0 {
             println!(
                 "{} at {}: {} rounds, slowest on rank 0 {:.1} us",
-                tuning.range_for(len).choice,
+                tuning.range_for(args.size.0).choice,
                 args.size,
-                args.rounds.max(1),
-                slowest.as_secs_f64() * 1e6
+                timing.rounds,
+                timing.slowest.as_secs_f64() * 1e6
             );
         }
         Ok(())

@@ -75,6 +75,58 @@ pub struct Timing {
     pub correct: bool,
 }
 
+impl Timing {
+    /// The header of [`Timing::progress_line`]'s columns.
+    pub fn progress_header() -> String {
+        format!(
+            "{:>9} {:<42} {:>6} {:>11} {:>11} {:>11} {:>11} {:>11}",
+            "size", "broadcast", "rounds", "min_us", "median_us", "p90_us", "mean_us", "trimmed_us"
+        )
+    }
+
+    /// One line of progress: size (named by `size`), broadcast, rounds and every statistic.
+    pub fn progress_line(&self, size: impl Fn(usize) -> String) -> String {
+        format!(
+            "{:>9} {:<42} {:>6} {:>11.1} {:>11.1} {:>11.1} {:>11.1} {:>11.1}{}",
+            size(self.size),
+            self.candidate,
+            self.rounds,
+            self.min_us,
+            self.median_us,
+            self.p90_us,
+            self.mean_us,
+            self.trimmed_us,
+            if self.correct { "" } else { "  WRONG BYTES" }
+        )
+    }
+}
+
+/// The broadcasts `--algos` names (`magpie` for every MagPIe combination over `tree`), or the
+/// default set without a list.
+pub fn candidates_named(
+    names: Option<&[String]>,
+    tree: Option<&TopologyNode>,
+    segments: &[usize],
+) -> Result<Vec<Candidate>, String> {
+    let Some(names) = names else {
+        return Ok(default_candidates(tree, segments));
+    };
+    let mut out = Vec::new();
+    for name in names {
+        if name == "magpie" {
+            if tree.is_none() {
+                return Err("--algos magpie needs --topology".into());
+            }
+            out.extend(magpie_candidates(tree, segments));
+        } else {
+            out.push(
+                crate::tuning::parse_candidate(name, tree).map_err(|e| format!("--algos: {e}"))?,
+            );
+        }
+    }
+    Ok(out)
+}
+
 /// The root's bytes at a size: different for every root and size.
 pub fn payload(root: Rank, len: usize) -> Vec<u8> {
     (0..len)

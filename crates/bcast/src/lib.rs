@@ -10,7 +10,9 @@
 
 mod base;
 pub mod bench;
+pub mod check;
 mod hierarchy;
+pub mod share;
 pub mod tuning;
 
 use lgate_topology::Rank;
@@ -20,7 +22,7 @@ use lgate_transport::{Tag, Transport, TransportError};
 pub use base::BaseAlgorithm;
 pub use bench::{bench, default_candidates, share_from_rank0, BenchOptions, Candidate, Timing};
 pub use hierarchy::{coordinator, prune_to_depth};
-pub use tuning::{broadcast_tuned, parse_candidate, Tuning};
+pub use tuning::{broadcast_tuned, parse_candidate, time_tuned, TunedTiming, Tuning};
 
 /// The tag of broadcast messages.
 pub const BCAST: Tag = Tag::BCAST;
@@ -54,6 +56,12 @@ pub enum BcastError {
         expected: usize,
         /// Bytes received.
         got: usize,
+    },
+    /// A broadcast left this rank with other bytes than the root's.
+    #[error("rank {rank}: wrong bytes after the broadcast")]
+    WrongBytes {
+        /// This rank.
+        rank: Rank,
     },
     /// A segment size of zero.
     #[error("the segment size of a pipeline must be at least 1 byte")]

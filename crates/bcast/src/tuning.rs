@@ -287,3 +287,105 @@ pub fn broadcast_tuned(
         Candidate::Plan(plan) => broadcast(t, buf, root, &plan),
     }
 }
+
+/// What timing the tuned broadcast found: the slowest round on this rank.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TunedTiming {
+    /// Rounds run.
+    pub rounds: usize,
+    /// The slowest round on this rank.
+    pub slowest: std::time::Duration,
+}
+
+/// Broadcasts `len` bytes from `root` `rounds` times (at least once) with the table's choice,
+/// each round after a barrier, and checks every rank's bytes after each.
+pub fn time_tuned(
+    t: &dyn Transport,
+    tuning: &Tuning,
+    len: usize,
+    root: Rank,
+    rounds: usize,
+) -> Result<TunedTiming, BcastError> {
+    let expected = crate::bench::payload(root, len);
+    let mut buf = vec![0u8; len];
+    let mut slowest = std::time::Duration::ZERO;
+    for _ in 0..rounds.max(1) {
+        if t.rank() == root {
+            buf.copy_from_slice(&expected);
+        } else {
+            buf.fill(0);
+        }
+        t.library_barrier()?;
+        let s = std::time::Instant::now();
+        broadcast_tuned(t, &mut buf, root, tuning)?;
+        slowest = slowest.max(s.elapsed());
+        if buf != expected {
+            return Err(BcastError::WrongBytes { rank: t.rank() });
+        }
+    }
+    Ok(TunedTiming {
+        rounds: rounds.max(1),
+        slowest,
+    })
+}
+
+impl Tuning {
+    /// The broadcasts that left a rank with other bytes than the root's, as `NAME at N bytes`.
+    pub fn wrong_bytes(&self) -> Vec<String> {
+        self.timings
+            .iter()
+            .filter(|t| !t.correct)
+            .map(|t| format!("{} at {} bytes", t.candidate, t.size))
+            .collect()
+    }
+
+    /// The file names [`Tuning::write_to`] writes.
+    pub const FILES: [&'static str; 2] = ["bcast-tuning.json", "openmpi-bcast-rules.conf"];
+
+    /// Writes the table (`bcast-tuning.json`) and its Open MPI rules file into `dir`, creating
+    /// it, each file atomically; returns their paths.
+    pub fn write_to(&self, dir: &std::path::Path) -> std::io::Result<[std::path::PathBuf; 2]> {
+        let named = |e: std::io::Error, p: &std::path::Path| {
+            std::io::Error::new(e.kind(), format!("{}: {e}", p.display()))
+        };
+        std::fs::create_dir_all(dir).map_err(|e| named(e, dir))?;
+        let json = dir.join(Self::FILES[0]);
+        let text = serde_json::to_string_pretty(self).expect("the table serialises");
+        lgate_output::write_atomic(&json, text.as_bytes()).map_err(|e| named(e, &json))?;
+        let rules = dir.join(Self::FILES[1]);
+        lgate_output::write_atomic(&rules, self.openmpi_rules().as_bytes())
+            .map_err(|e| named(e, &rules))?;
+        Ok([json, rules])
+    }
+
+    /// The decision table for people: per measured size the fastest broadcast, its time,
+    /// MPI_Bcast's time, the speed-up and the lead over the runner-up; `size` names a size.
+    pub fn table(&self, size: impl Fn(usize) -> String) -> String {
+        use std::fmt::Write as _;
+        let mut out = format!(
+            "{:>9}  {:<40} {:>12} {:>12} {:>8} {:>6}\n",
+            "size", "fastest", "time_us", "MPI_Bcast_us", "speedup", "lead"
+        );
+        for r in &self.ranges {
+            let time = |name: &str| {
+                self.timings
+                    .iter()
+                    .find(|t| t.size == r.measured_bytes && t.candidate == name)
+                    .map(|t| t.trimmed_us)
+            };
+            let best = time(&r.choice).unwrap_or(f64::NAN);
+            let library = time(LIBRARY);
+            let _ = writeln!(
+                out,
+                "{:>9}  {:<40} {:>12.1} {:>12} {:>8} {:>6}",
+                size(r.measured_bytes),
+                r.choice,
+                best,
+                library.map_or("-".into(), |l| format!("{l:.1}")),
+                library.map_or("-".into(), |l| format!("{:.2}x", l / best)),
+                r.lead.map_or("-".into(), |l| format!("{:.2}", l)),
+            );
+        }
+        out
+    }
+}

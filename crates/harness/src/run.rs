@@ -507,23 +507,7 @@ fn prepare(
 
 /// One group per host, in the order hosts first appear; a single host is one group.
 pub fn topology_by_host(hosts: &[String]) -> Result<Topology, HarnessError> {
-    let mut order: Vec<&str> = Vec::new();
-    let mut groups: Vec<Vec<Rank>> = Vec::new();
-    for (rank, host) in hosts.iter().enumerate() {
-        match order.iter().position(|h| h == host) {
-            Some(k) => groups[k].push(rank),
-            None => {
-                order.push(host);
-                groups.push(vec![rank]);
-            }
-        }
-    }
-    let tree = if groups.len() == 1 {
-        TopologyNode::group(groups.pop().expect("one group"))
-    } else {
-        TopologyNode::cluster(groups.into_iter().map(TopologyNode::group).collect())
-    };
-    Ok(Topology::from_tree(tree, Some(hosts.len()))?)
+    Ok(Topology::one_group_per_host(hosts)?)
 }
 
 /// Rank 0's side: results in, journal out, progress on stderr.

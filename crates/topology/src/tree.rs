@@ -199,6 +199,27 @@ pub struct Topology {
 }
 
 impl Topology {
+    /// One group per host, in the order hosts first appear; a single host is one group. `hosts` holds each rank's host.
+    pub fn one_group_per_host(hosts: &[String]) -> Result<Self, TopologyError> {
+        let mut order: Vec<&str> = Vec::new();
+        let mut groups: Vec<Vec<Rank>> = Vec::new();
+        for (rank, host) in hosts.iter().enumerate() {
+            match order.iter().position(|h| h == host) {
+                Some(k) => groups[k].push(rank),
+                None => {
+                    order.push(host);
+                    groups.push(vec![rank]);
+                }
+            }
+        }
+        let tree = if groups.len() == 1 {
+            TopologyNode::group(groups.pop().expect("one group"))
+        } else {
+            TopologyNode::cluster(groups.into_iter().map(TopologyNode::group).collect())
+        };
+        Self::from_tree(tree, Some(hosts.len()))
+    }
+
     /// Validates a tree and derives its levels; the rank count defaults to the largest rank + 1.
     pub fn from_tree(tree: TopologyNode, ranks: Option<usize>) -> Result<Self, TopologyError> {
         validate_tree(&tree, ranks)?;
