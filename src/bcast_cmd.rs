@@ -134,9 +134,9 @@ mod imp {
     use anyhow::Result;
     use std::time::Duration;
 
-    use lgate_bcast::bench::candidates_named;
     use lgate_bcast::check::check_all;
     use lgate_bcast::share::{agreed, hosts_and_topology, tuning_file, Agreed, ShareError};
+    use lgate_bcast::tuning::candidates_named;
     use lgate_bcast::{bench, time_tuned, BenchOptions, Timing, Tuning};
     use lgate_harness::Transport;
 

@@ -192,7 +192,13 @@ pub fn run(args: SimulateArgs) -> Result<()> {
     );
     if args.estimate_time {
         let (_, schedule) = sim.schedule()?;
-        let e = lgate_simulate::estimate(&sim, &schedule, options.sweeps);
+        let e = lgate_simulate::estimate(
+            sim.model(),
+            sim.layout(),
+            &sim.plogp_options(),
+            &schedule,
+            options.sweeps,
+        );
         let text = format!(
             "machine: {describe}\n\
              schedule: {}, {} sweep(s)\n\

@@ -191,3 +191,97 @@ fn analysis_crates_need_neither_the_harness_nor_mpi() {
         assert!(unwanted.is_empty(), "{package} pulls in {unwanted:?}");
     }
 }
+
+/// The top-level modules of a crate's `src/` and, for each, the other top-level modules its
+/// code (outside `#[cfg(test)]` modules) names through `crate::`.
+fn module_graph(src: &std::path::Path) -> std::collections::BTreeMap<String, Vec<String>> {
+    fn files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                files(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let mut all = Vec::new();
+    files(src, &mut all);
+    let top = |path: &std::path::Path| -> String {
+        let rel = path.strip_prefix(src).unwrap();
+        let first = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy();
+        first.trim_end_matches(".rs").to_string()
+    };
+    let modules: std::collections::BTreeSet<String> = all.iter().map(|p| top(p)).collect();
+    let mut graph: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for path in &all {
+        let text = std::fs::read_to_string(path).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap_or("");
+        let from = top(path);
+        for (k, _) in code.match_indices("crate::") {
+            let name: String = code[k + 7..]
+                .chars()
+                .take_while(|c| c.is_ascii_lowercase() || *c == '_' || c.is_ascii_digit())
+                .collect();
+            if name != from && name != "lib" && modules.contains(&name) {
+                let deps = graph.entry(from.clone()).or_default();
+                if !deps.contains(&name) {
+                    deps.push(name);
+                }
+            }
+        }
+    }
+    graph
+}
+
+#[test]
+fn no_module_circle_inside_any_crate() {
+    let crates = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("crates");
+    let mut circles = Vec::new();
+    for entry in std::fs::read_dir(&crates).unwrap() {
+        let src = entry.unwrap().path().join("src");
+        if !src.is_dir() {
+            continue;
+        }
+        let graph = module_graph(&src);
+        // A circle: a module reachable from one of the modules it names.
+        for (from, deps) in &graph {
+            let mut stack: Vec<&String> = deps.iter().collect();
+            let mut seen = std::collections::BTreeSet::new();
+            while let Some(m) = stack.pop() {
+                if m == from {
+                    circles.push(format!("{}: {from}", src.display()));
+                    break;
+                }
+                if seen.insert(m) {
+                    stack.extend(graph.get(m).into_iter().flatten());
+                }
+            }
+        }
+    }
+    assert!(
+        circles.is_empty(),
+        "modules that reach themselves: {circles:#?}"
+    );
+}
+
+#[test]
+fn the_circle_check_sees_a_circle() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.rs"), "use crate::b::B;\n").unwrap();
+    std::fs::write(
+        dir.path().join("b.rs"),
+        "use crate::a::A;\n#[cfg(test)]\nuse crate::c;\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("c.rs"), "use crate::b::B;\n").unwrap();
+    let graph = module_graph(dir.path());
+    assert_eq!(graph["a"], ["b"]);
+    assert_eq!(graph["b"], ["a"], "test-only uses do not count");
+    assert_eq!(graph["c"], ["b"]);
+}

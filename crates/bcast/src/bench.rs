@@ -9,6 +9,7 @@ use lgate_transport::{SubsetBarrier, Tag, Transport};
 use serde::{Deserialize, Serialize};
 
 use crate::{broadcast, prune_to_depth, BaseAlgorithm, BcastError, Plan};
+use lgate_stats::quantile_of_sorted as quantile;
 
 /// The tag of the timings sent to rank 0.
 const TIMINGS: Tag = Tag::BCAST_TIMINGS;
@@ -101,43 +102,11 @@ impl Timing {
     }
 }
 
-/// The broadcasts `--algos` names (`magpie` for every MagPIe combination over `tree`), or the
-/// default set without a list.
-pub fn candidates_named(
-    names: Option<&[String]>,
-    tree: Option<&TopologyNode>,
-    segments: &[usize],
-) -> Result<Vec<Candidate>, String> {
-    let Some(names) = names else {
-        return Ok(default_candidates(tree, segments));
-    };
-    let mut out = Vec::new();
-    for name in names {
-        if name == "magpie" {
-            if tree.is_none() {
-                return Err("--algos magpie needs --topology".into());
-            }
-            out.extend(magpie_candidates(tree, segments));
-        } else {
-            out.push(
-                crate::tuning::parse_candidate(name, tree).map_err(|e| format!("--algos: {e}"))?,
-            );
-        }
-    }
-    Ok(out)
-}
-
 /// The root's bytes at a size: different for every root and size.
 pub fn payload(root: Rank, len: usize) -> Vec<u8> {
     (0..len)
         .map(|k| ((k * 131 + root * 7 + len) % 251) as u8)
         .collect()
-}
-
-fn quantile(sorted: &[f64], q: f64) -> f64 {
-    let pos = q * (sorted.len() - 1) as f64;
-    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
-    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
 }
 
 /// The statistics of round times in seconds.

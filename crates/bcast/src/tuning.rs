@@ -259,6 +259,30 @@ fn openmpi_algorithm(name: &str) -> Option<(u32, u32, usize)> {
     })
 }
 
+/// The broadcasts `--algos` names (`magpie` for every MagPIe combination over `tree`), or the
+/// default set without a list.
+pub fn candidates_named(
+    names: Option<&[String]>,
+    tree: Option<&TopologyNode>,
+    segments: &[usize],
+) -> Result<Vec<Candidate>, String> {
+    let Some(names) = names else {
+        return Ok(crate::bench::default_candidates(tree, segments));
+    };
+    let mut out = Vec::new();
+    for name in names {
+        if name == "magpie" {
+            if tree.is_none() {
+                return Err("--algos magpie needs --topology".into());
+            }
+            out.extend(crate::bench::magpie_candidates(tree, segments));
+        } else {
+            out.push(parse_candidate(name, tree).map_err(|e| format!("--algos: {e}"))?);
+        }
+    }
+    Ok(out)
+}
+
 /// Broadcasts `buf` from `root` with the choice the table makes for its length; the library's
 /// broadcast falls back to a binomial tree on a transport without one.
 pub fn broadcast_tuned(

@@ -30,6 +30,7 @@
 //! The price of `min_gap`: a level whose gap is below a fifth of the set's median distance is
 //! not reported, so sockets at 0.6 against 0.8 us (BETZY) need medians quieter than about 2 %.
 
+use lgate_stats::quantile;
 use ndarray::Array2;
 use rayon::prelude::*;
 
@@ -131,20 +132,6 @@ fn median(v: &mut [f64]) -> f64 {
         return 0.0;
     }
     quantile(v, 0.5)
-}
-
-/// The q-quantile of unsorted values, interpolating linearly; reorders `v` (linear time: two
-/// order statistics by selection, no sort).
-fn quantile(v: &mut [f64], q: f64) -> f64 {
-    let len = v.len();
-    let pos = q * (len - 1) as f64;
-    let lo = pos.floor() as usize;
-    let (_, &mut at_lo, above) = v.select_nth_unstable_by(lo, f64::total_cmp);
-    if lo + 1 >= len || pos == lo as f64 {
-        return at_lo;
-    }
-    let at_hi = above.iter().copied().fold(f64::INFINITY, f64::min);
-    at_lo + (at_hi - at_lo) * (pos - lo as f64)
 }
 
 /// The median distance between distinct items, from every `stride`-th pair when there are more

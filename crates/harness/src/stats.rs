@@ -70,37 +70,7 @@ fn sorted(samples: &[f64]) -> Vec<f64> {
     v
 }
 
-/// The q-quantile of sorted values, interpolating linearly (NumPy's default).
-pub fn quantile_of_sorted(sorted: &[f64], q: f64) -> f64 {
-    match sorted.len() {
-        0 => f64::NAN,
-        1 => sorted[0],
-        n => {
-            let pos = q * (n - 1) as f64;
-            let lo = pos.floor() as usize;
-            let hi = (lo + 1).min(n - 1);
-            sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
-        }
-    }
-}
-
-/// The q-quantile of unsorted values as [`quantile_of_sorted`] gives it, in linear time; the
-/// values are reordered.
-pub fn quantile(values: &mut [f64], q: f64) -> f64 {
-    let n = values.len();
-    if n < 2 {
-        return values.first().copied().unwrap_or(f64::NAN);
-    }
-    let pos = q.clamp(0.0, 1.0) * (n - 1) as f64;
-    let lo = pos.floor() as usize;
-    let (_, &mut a, above) = values.select_nth_unstable_by(lo, f64::total_cmp);
-    let frac = pos - lo as f64;
-    if frac == 0.0 || above.is_empty() {
-        return a;
-    }
-    let b = above.iter().copied().fold(f64::INFINITY, f64::min);
-    a + (b - a) * frac
-}
+pub use lgate_stats::{quantile, quantile_of_sorted};
 
 impl Summary {
     /// Summarises a series in the order it was measured; `None` when it is empty.

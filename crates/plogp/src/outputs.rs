@@ -3,11 +3,11 @@
 
 use std::collections::BTreeSet;
 
-use lgate_harness::stats::quantile_of_sorted;
 use lgate_harness::{Pair, Summary};
 use lgate_matrix::DistanceMatrix;
 use lgate_rundir::table_layout as col;
 use lgate_rundir::{JournalEntry, MatrixEntry, MatrixIndex, RunDir, RunDirError};
+use lgate_stats::quantile_of_sorted;
 use ndarray::Array2;
 use rayon::prelude::*;
 

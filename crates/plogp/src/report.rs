@@ -10,20 +10,17 @@
 
 use std::collections::BTreeMap;
 
-use lgate_harness::stats::quantile;
 use lgate_matrix::DistanceMatrix;
 use lgate_rundir::RankInfo;
+use lgate_stats::quantile;
 use serde_json::{json, Value};
 
 use crate::params::Estimator;
 use crate::size::MessageSize;
+use lgate_stats::median;
 
 /// Flagged pairs listed in full at most; the count is always given.
 const LISTED: usize = 100;
-
-fn median(v: &mut [f64]) -> f64 {
-    quantile(v, 0.5)
-}
 
 /// 1.4826 times the median absolute deviation: a standard deviation that outliers do not sway.
 fn robust_sigma(v: &[f64], center: f64) -> f64 {

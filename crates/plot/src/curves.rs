@@ -14,6 +14,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 
 use crate::figure::{anchored, Figure, PlotError, FONT};
+use lgate_stats::p10_median_p90 as median_band;
 
 /// The parameters drawn against size, in panel order.
 const PARAMETERS: [(&str, &str); 4] = [
@@ -112,17 +113,6 @@ enum ColumnValues {
     Int(Vec<i64>),
     Float(Vec<f64>),
     Text(Vec<String>),
-}
-
-fn median_band(v: &mut [f64]) -> (f64, f64, f64) {
-    v.sort_by(f64::total_cmp);
-    let q = |p: f64| {
-        let pos = p * (v.len() - 1) as f64;
-        let lo = pos.floor() as usize;
-        let hi = (lo + 1).min(v.len() - 1);
-        v[lo] + (v[hi] - v[lo]) * (pos - lo as f64)
-    };
-    (q(0.1), q(0.5), q(0.9))
 }
 
 impl Curves {

@@ -9,6 +9,7 @@ use plotters::style::colors::colormaps::ViridisRGB;
 use plotters::style::text_anchor::{HPos, VPos};
 
 use lgate_matrix::DistanceMatrix;
+use lgate_stats::quantile_nearest_rank as clip_value;
 use lgate_topology::{Topology, TopologyNode};
 
 use crate::figure::{anchored, nice_ticks, short, Figure, PlotError, FONT};
@@ -180,13 +181,6 @@ impl<'a> Heatmap<'a> {
         }
         out
     }
-}
-
-/// The value at quantile `q` of `v` (nearest rank), where the colour scale is clipped.
-fn clip_value(v: &mut [f64], q: f64) -> f64 {
-    let pos = ((v.len() - 1) as f64 * q).round() as usize;
-    let (_, x, _) = v.select_nth_unstable_by(pos, f64::total_cmp);
-    *x
 }
 
 fn collect_leaves(node: &TopologyNode, out: &mut Vec<usize>) {

@@ -21,7 +21,7 @@
 use lgate_harness::Schedule;
 use lgate_plogp_bench::PLogPOptions;
 
-use crate::generate::Simulation;
+use crate::layout::Layout;
 use crate::model::{Link, MachineModel};
 
 /// Software time per barrier round, microseconds.
@@ -83,10 +83,15 @@ fn saturation_us(g: f64, rtt0: f64, jitter_us: f64, options: &PLogPOptions) -> f
     total + (options.saturation_reps.saturating_sub(1)) as f64 * batch(n)
 }
 
-/// The predicted time of a real run of `simulation`'s options under `schedule`.
-pub fn estimate(sim: &Simulation, schedule: &Schedule, sweeps: u32) -> Estimate {
-    let model: &MachineModel = sim.model();
-    let options = sim.plogp_options();
+/// The predicted time of a real run with `options` on `model`'s machine placed as `layout`,
+/// under `schedule`.
+pub fn estimate(
+    model: &MachineModel,
+    layout: &Layout,
+    options: &PLogPOptions,
+    schedule: &Schedule,
+    sweeps: u32,
+) -> Estimate {
     let per_level: Vec<f64> = model
         .levels
         .iter()
@@ -94,10 +99,9 @@ pub fn estimate(sim: &Simulation, schedule: &Schedule, sweeps: u32) -> Estimate 
             let link = &model.links[&l.name];
             let jitter = model.noise.batch_jitter_us
                 + model.noise.sigma * link.at(0, model.eager_limit_bytes).rtt;
-            pair_test_us(link, model.eager_limit_bytes, &options, jitter) * 1e-6
+            pair_test_us(link, model.eager_limit_bytes, options, jitter) * 1e-6
         })
         .collect();
-    let layout = sim.layout();
     let slowest_one_way = model
         .links
         .values()

@@ -442,7 +442,13 @@ impl<'a> Simulation<'a> {
     pub fn write(&self, run: &RunDir) -> Result<SimulationReport, SimulateError> {
         let started = Instant::now();
         let (topology, schedule) = self.schedule()?;
-        let predicted = crate::estimate::estimate(self, &schedule, self.options.sweeps);
+        let predicted = crate::estimate::estimate(
+            self.model(),
+            self.layout(),
+            &self.plogp_options(),
+            &schedule,
+            self.options.sweeps,
+        );
         let (start, end) = simulated_times(predicted.wall_s);
         let ranks = schedule.tested_ranks();
         let o = self.options;

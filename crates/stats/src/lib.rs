@@ -1,0 +1,105 @@
+//! Quantiles and medians, defined once for every lgate-plogp crate: the q-quantile of n values
+//! interpolates linearly between the order statistics around position q (n - 1), as NumPy's
+//! default does. Timing summaries, the report's robust spreads, the clustering thresholds, the
+//! broadcast statistics and the plots' bands all use these.
+//!
+//! ```
+//! let mut v = vec![4.0, 1.0, 3.0, 2.0];
+//! assert_eq!(lgate_stats::median(&mut v), 2.5);
+//! assert_eq!(lgate_stats::quantile_of_sorted(&[1.0, 2.0, 3.0, 4.0], 0.9), 3.7);
+//! ```
+#![deny(missing_docs)]
+
+/// The q-quantile of sorted values, interpolating linearly; NaN for no values.
+pub fn quantile_of_sorted(sorted: &[f64], q: f64) -> f64 {
+    match sorted.len() {
+        0 => f64::NAN,
+        1 => sorted[0],
+        n => {
+            let pos = q * (n - 1) as f64;
+            let lo = pos.floor() as usize;
+            let hi = (lo + 1).min(n - 1);
+            sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
+        }
+    }
+}
+
+/// The q-quantile of unsorted values as [`quantile_of_sorted`] gives it, in linear time (two
+/// order statistics by selection, no sort); the values are reordered. NaN for no values.
+pub fn quantile(values: &mut [f64], q: f64) -> f64 {
+    let n = values.len();
+    if n < 2 {
+        return values.first().copied().unwrap_or(f64::NAN);
+    }
+    let pos = q.clamp(0.0, 1.0) * (n - 1) as f64;
+    let lo = pos.floor() as usize;
+    let (_, &mut a, above) = values.select_nth_unstable_by(lo, f64::total_cmp);
+    let frac = pos - lo as f64;
+    if frac == 0.0 || above.is_empty() {
+        return a;
+    }
+    let b = above.iter().copied().fold(f64::INFINITY, f64::min);
+    a + (b - a) * frac
+}
+
+/// The median of unsorted values (reordered); NaN for no values.
+pub fn median(values: &mut [f64]) -> f64 {
+    quantile(values, 0.5)
+}
+
+/// The value at quantile `q` of unsorted values by nearest rank (no interpolation: always one
+/// of the values), as a colour scale's clipping point needs; the values are reordered.
+pub fn quantile_nearest_rank(values: &mut [f64], q: f64) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    let pos = ((values.len() - 1) as f64 * q.clamp(0.0, 1.0)).round() as usize;
+    let (_, x, _) = values.select_nth_unstable_by(pos, f64::total_cmp);
+    *x
+}
+
+/// The 10th, 50th and 90th percentiles of values, which are sorted in place.
+pub fn p10_median_p90(values: &mut [f64]) -> (f64, f64, f64) {
+    values.sort_by(f64::total_cmp);
+    (
+        quantile_of_sorted(values, 0.1),
+        quantile_of_sorted(values, 0.5),
+        quantile_of_sorted(values, 0.9),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_interpolate_and_selection_matches_sorting() {
+        assert!(quantile_of_sorted(&[], 0.5).is_nan());
+        assert!(median(&mut []).is_nan());
+        assert_eq!(quantile_of_sorted(&[7.0], 0.3), 7.0);
+        assert_eq!(quantile_of_sorted(&[1.0, 2.0, 3.0], 0.25), 1.5);
+        let mut seed = 12345u64;
+        for n in 1..60 {
+            let values: Vec<f64> = (0..n)
+                .map(|_| {
+                    seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+                    (seed >> 33) as f64 / 1e3
+                })
+                .collect();
+            let mut sorted = values.clone();
+            sorted.sort_by(f64::total_cmp);
+            for q in [0.0, 0.1, 0.25, 0.5, 0.9, 1.0] {
+                let mut v = values.clone();
+                assert_eq!(
+                    quantile(&mut v, q),
+                    quantile_of_sorted(&sorted, q),
+                    "n {n} q {q}"
+                );
+            }
+        }
+        let mut v = vec![3.0, 1.0, 2.0, 5.0, 4.0];
+        assert_eq!(p10_median_p90(&mut v), (1.4, 3.0, 4.6));
+        assert_eq!(quantile_nearest_rank(&mut v, 0.9), 5.0);
+        assert_eq!(quantile_nearest_rank(&mut v, 0.3), 2.0);
+    }
+}
