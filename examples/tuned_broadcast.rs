@@ -24,7 +24,7 @@ fn main() -> ExitCode {
     };
     let tuning = match std::fs::read_to_string(path)
         .map_err(|e| e.to_string())
-        .and_then(|text| Tuning::parse(&text))
+        .and_then(|text| Tuning::parse(&text).map_err(|e| e.to_string()))
     {
         Ok(t) => t,
         Err(e) => {

@@ -169,7 +169,7 @@ mod imp {
         };
         let candidates =
             candidates_named(args.algos.as_deref(), tree.as_ref(), &sizes(&args.segments))
-                .map_err(ShareError::Invalid);
+                .map_err(|e| ShareError::Invalid(e.0));
         let Agreed::Yes(candidates) = agreed(t, candidates)? else {
             return Ok(());
         };
@@ -223,7 +223,7 @@ mod imp {
             &sizes(&args.segments),
         )?;
         if t.rank() == 0 {
-            println!("{}", report.verdict().map_err(anyhow::Error::msg)?);
+            println!("{}", report.verdict()?);
         }
         Ok(())
     }

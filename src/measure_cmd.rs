@@ -113,8 +113,7 @@ impl MeasureArgs {
             largest,
             &self.estimator,
             self.csv,
-        )
-        .map_err(anyhow::Error::msg)?;
+        )?;
         outputs.check_largest(largest)?;
         Ok((test, outputs))
     }

@@ -117,7 +117,7 @@ impl SimulateArgs {
             model.artifacts = match list.as_slice() {
                 [one] if one == "none" => Default::default(),
                 [one] if one == "all" => lgate_simulate::model::Artifacts::all(),
-                names => model.artifacts.only(names).map_err(anyhow::Error::msg)?,
+                names => model.artifacts.only(names)?,
             };
         }
         if let Some(r) = self.reps {
@@ -163,8 +163,7 @@ impl SimulateArgs {
                     max,
                     &self.estimator,
                     self.csv,
-                )
-                .map_err(anyhow::Error::msg)?
+                )?
             },
             command_line: std::env::args().collect(),
             tool: format!("lgate-plogp {}", env!("CARGO_PKG_VERSION")),

@@ -77,14 +77,17 @@ pub fn check_all(
 
 impl CheckReport {
     /// The line a person reads: every plan passed, or the broadcasts that failed.
-    pub fn verdict(&self) -> Result<String, String> {
+    pub fn verdict(&self) -> Result<String, crate::share::ShareError> {
         if self.wrong.is_empty() {
             Ok(format!(
                 "{} broadcasts x {} roots x {} sizes on {} ranks: every rank held the root's bytes",
                 self.plans, self.ranks, self.sizes, self.ranks
             ))
         } else {
-            Err(format!("wrong bytes: {}", self.wrong.join("; ")))
+            Err(crate::share::ShareError::Invalid(format!(
+                "wrong bytes: {}",
+                self.wrong.join("; ")
+            )))
         }
     }
 }

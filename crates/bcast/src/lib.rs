@@ -7,6 +7,7 @@
 //! Every rank calls [`broadcast`] with the same plan and root; on return every rank's buffer
 //! holds the root's bytes. Messages use the tag [`BCAST`], and each pair of ranks exchanges
 //! them in the same order on both sides, so broadcasts may follow each other freely.
+#![deny(missing_docs)]
 
 mod base;
 pub mod bench;
@@ -22,7 +23,7 @@ use lgate_transport::{Tag, Transport, TransportError};
 pub use base::BaseAlgorithm;
 pub use bench::{bench, default_candidates, share_from_rank0, BenchOptions, Candidate, Timing};
 pub use hierarchy::{coordinator, prune_to_depth};
-pub use tuning::{broadcast_tuned, parse_candidate, time_tuned, TunedTiming, Tuning};
+pub use tuning::{broadcast_tuned, parse_candidate, time_tuned, TunedTiming, Tuning, TuningError};
 
 /// The tag of broadcast messages.
 pub const BCAST: Tag = Tag::BCAST;

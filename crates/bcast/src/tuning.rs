@@ -58,7 +58,11 @@ pub struct Tuning {
 /// A broadcast's name back as a candidate: `MPI_Bcast`, a base algorithm,
 /// `magpie(BETWEEN/INSIDE)@DEPTH` or `interpipe:SEGMENT(BETWEEN/INSIDE)@DEPTH` over `tree`
 /// pruned to DEPTH levels.
-pub fn parse_candidate(name: &str, tree: Option<&TopologyNode>) -> Result<Candidate, String> {
+pub fn parse_candidate(name: &str, tree: Option<&TopologyNode>) -> Result<Candidate, TuningError> {
+    candidate_of(name, tree).map_err(TuningError)
+}
+
+fn candidate_of(name: &str, tree: Option<&TopologyNode>) -> Result<Candidate, String> {
     let name = name.trim();
     if name == LIBRARY {
         return Ok(Candidate::Library);
@@ -162,7 +166,11 @@ impl Tuning {
     }
 
     /// Reads a tuning file's text, checking its format and that its topology parses.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, TuningError> {
+        Self::parse_text(text).map_err(TuningError)
+    }
+
+    fn parse_text(text: &str) -> Result<Self, String> {
         let tuning: Tuning = serde_json::from_str(text).map_err(|e| e.to_string())?;
         if tuning.format != TUNING_FORMAT {
             return Err(format!(
@@ -173,21 +181,21 @@ impl Tuning {
         if tuning.ranges.is_empty() {
             return Err("it has no size ranges".into());
         }
-        let tree = tuning.tree()?;
+        let tree = tuning.tree().map_err(|e| e.0)?;
         for r in &tuning.ranges {
-            parse_candidate(&r.choice, tree.as_ref())?;
+            candidate_of(&r.choice, tree.as_ref())?;
         }
         Ok(tuning)
     }
 
     /// The topology the table's MagPIe choices use.
-    pub fn tree(&self) -> Result<Option<TopologyNode>, String> {
+    pub fn tree(&self) -> Result<Option<TopologyNode>, TuningError> {
         self.topology
             .as_deref()
             .map(|text| {
                 lgate_topology::lgate::parse(text, Some(self.ranks))
                     .map(|t| t.tree().clone())
-                    .map_err(|e| format!("its topology: {e}"))
+                    .map_err(|e| TuningError(format!("its topology: {e}")))
             })
             .transpose()
     }
@@ -265,7 +273,7 @@ pub fn candidates_named(
     names: Option<&[String]>,
     tree: Option<&TopologyNode>,
     segments: &[usize],
-) -> Result<Vec<Candidate>, String> {
+) -> Result<Vec<Candidate>, TuningError> {
     let Some(names) = names else {
         return Ok(crate::bench::default_candidates(tree, segments));
     };
@@ -273,11 +281,13 @@ pub fn candidates_named(
     for name in names {
         if name == "magpie" {
             if tree.is_none() {
-                return Err("--algos magpie needs --topology".into());
+                return Err(TuningError("--algos magpie needs --topology".into()));
             }
             out.extend(crate::bench::magpie_candidates(tree, segments));
         } else {
-            out.push(parse_candidate(name, tree).map_err(|e| format!("--algos: {e}"))?);
+            out.push(
+                parse_candidate(name, tree).map_err(|e| TuningError(format!("--algos: {e}")))?,
+            );
         }
     }
     Ok(out)
@@ -294,12 +304,12 @@ pub fn broadcast_tuned(
     let choice = &tuning.range_for(buf.len()).choice;
     let tree = tuning.tree().map_err(|problem| BcastError::Topology {
         size: t.size(),
-        problem,
+        problem: problem.0,
     })?;
     let candidate =
         parse_candidate(choice, tree.as_ref()).map_err(|problem| BcastError::Topology {
             size: t.size(),
-            problem,
+            problem: problem.0,
         })?;
     match candidate {
         Candidate::Library => {
@@ -311,6 +321,11 @@ pub fn broadcast_tuned(
         Candidate::Plan(plan) => broadcast(t, buf, root, &plan),
     }
 }
+
+/// Why a broadcast's name or a tuning file cannot be used; says what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct TuningError(pub String);
 
 /// What timing the tuned broadcast found: the slowest round on this rank.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -13,6 +13,7 @@
 //! assert!(topology.levels()[0].separation.unwrap() >= 3.0);
 //! # Ok::<(), lgate_topology::TopologyError>(())
 //! ```
+#![deny(missing_docs)]
 
 pub mod algorithms;
 pub mod auto;

@@ -24,6 +24,7 @@
 //! assert!(dir.path().join("run/journal.jsonl").exists());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+#![deny(missing_docs)]
 
 pub mod pair_test;
 pub mod placement;

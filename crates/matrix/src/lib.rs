@@ -10,6 +10,7 @@
 //! assert_eq!(m.to_csv(), "rank,0,1\n0,0,1.5\n1,1.5,0\n");
 //! # Ok::<(), lgate_matrix::MatrixError>(())
 //! ```
+#![deny(missing_docs)]
 
 mod read;
 

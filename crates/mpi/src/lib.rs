@@ -6,6 +6,7 @@
 //! let mpi = lgate_mpi::MpiTransport::init().expect("MPI starts once per process");
 //! println!("rank {} of {} on {}", mpi.rank(), mpi.size(), mpi.processor_name());
 //! ```
+#![deny(missing_docs)]
 
 mod doorbell;
 mod tools;

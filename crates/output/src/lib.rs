@@ -8,6 +8,7 @@
 //! assert_eq!(std::fs::read(&path)?, b"{}\n");
 //! # Ok::<(), std::io::Error>(())
 //! ```
+#![deny(missing_docs)]
 
 use std::io::{self, BufWriter, Write};
 use std::path::Path;

@@ -25,6 +25,7 @@
 //! assert!(dir.path().join("run/matrices/t_1024.csv").exists());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+#![deny(missing_docs)]
 
 pub mod clock;
 pub mod derive;
@@ -41,7 +42,7 @@ pub use outputs::{
     write_matrix_set, write_outputs, OutputBuilder, OutputError, OutputOptions, PairValuer,
     PairValues,
 };
-pub use params::{Estimator, Method, PairParams, Parameter};
+pub use params::{Estimator, MeasurementError, Method, PairParams, Parameter};
 pub use pingpong::write_pingpong_outputs;
 pub use procedures::{PLogP, PLogPOptions, PairMeasurement, SizeResult};
 pub use size::MessageSize;

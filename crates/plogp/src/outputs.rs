@@ -53,10 +53,12 @@ impl OutputOptions {
         max_size: usize,
         estimator: &str,
         csv: bool,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, OutputError> {
         Ok(OutputOptions {
             matrix_sizes: matrix_sizes.unwrap_or_else(|| Self::default_matrix_sizes(max_size)),
-            estimator: estimator.parse::<Estimator>()?,
+            estimator: estimator
+                .parse::<Estimator>()
+                .map_err(OutputError::UnknownEstimator)?,
             csv,
             ..Self::default()
         })
@@ -128,6 +130,9 @@ pub enum OutputError {
         /// That pair's largest size.
         max: MessageSize,
     },
+    /// An estimator this build does not know.
+    #[error("{0}")]
+    UnknownEstimator(String),
     /// A matrix size above the largest size a run measures.
     #[error("matrix size {size} is above the largest measured size {largest}: lower --matrix-sizes or raise --max-size")]
     AboveLargest {
@@ -830,7 +835,7 @@ pub fn write_outputs(
         let m: PairMeasurement = serde_json::from_value(e.result.clone())
             .map_err(|err| bad(format!("not a PLogP measurement: {err}")))?;
         let pair = Pair::new(e.i, e.j);
-        let params = PairParams::from_measurement(e.sweep, pair, &m).map_err(bad)?;
+        let params = PairParams::from_measurement(e.sweep, pair, &m).map_err(|e| bad(e.0))?;
         outputs.add(&params).map_err(in_journal)?;
         for s in &m.sizes {
             if let Some(r) = &s.raw {

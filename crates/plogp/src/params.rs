@@ -59,6 +59,11 @@ impl Method {
     }
 }
 
+/// Why a journal entry's measurement does not give a pair's parameters; says what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct MeasurementError(pub String);
+
 /// Which statistic of the repetitions stands for a value in matrices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Estimator {
@@ -155,7 +160,15 @@ impl PairParams {
     ///
     /// Derived values apply the formula to each statistic of RTT(m) with the medians of RTT(0)
     /// and g(0), so their spread is RTT(m)'s; values below zero are clamped to zero.
-    pub fn from_measurement(sweep: u32, pair: Pair, m: &PairMeasurement) -> Result<Self, String> {
+    pub fn from_measurement(
+        sweep: u32,
+        pair: Pair,
+        m: &PairMeasurement,
+    ) -> Result<Self, MeasurementError> {
+        Self::derive_from(sweep, pair, m).map_err(MeasurementError)
+    }
+
+    fn derive_from(sweep: u32, pair: Pair, m: &PairMeasurement) -> Result<Self, String> {
         let zero = m
             .sizes
             .first()

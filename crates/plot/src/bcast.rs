@@ -31,7 +31,7 @@ impl BcastFigure {
             message,
         };
         let text = std::fs::read_to_string(path).map_err(|e| io(e.to_string()))?;
-        let tuning = Tuning::parse(&text).map_err(io)?;
+        let tuning = Tuning::parse(&text).map_err(|e| io(e.0))?;
         let mut by_name: BTreeMap<String, Vec<(usize, f64)>> = BTreeMap::new();
         for t in tuning.timings.iter().filter(|t| t.correct) {
             by_name

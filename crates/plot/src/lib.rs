@@ -1,6 +1,7 @@
 //! Pictures of runs and topologies: distance matrices as heat maps, PLogP parameters against
 //! message size, dendrograms of topologies, and a self-contained HTML report of a run. PNG or
 //! SVG by the output file's extension, drawn with plotters and an embedded font.
+#![deny(missing_docs)]
 
 pub mod bcast;
 pub mod curves;

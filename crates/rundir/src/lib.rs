@@ -8,6 +8,7 @@
 //!
 //! Measurement-specific outputs (matrices, tables) are written next to these by the test that
 //! produced them. [`RunMeta`] also serves as the ground truth of rank placement.
+#![deny(missing_docs)]
 
 mod journal;
 mod matrices;

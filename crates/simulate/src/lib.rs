@@ -18,6 +18,7 @@
 //! assert!(dir.path().join("run/matrices/t_1024.csv").exists());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+#![deny(missing_docs)]
 
 pub mod estimate;
 pub mod generate;
@@ -28,5 +29,5 @@ pub mod presets;
 pub use estimate::{estimate, Estimate};
 pub use generate::{SimulateError, SimulateOptions, Simulation, SimulationReport};
 pub use layout::Layout;
-pub use model::{MachineModel, ModelError, Placement};
+pub use model::{MachineModel, ModelError, Placement, UnknownArtifact};
 pub use presets::{preset, PRESETS};

@@ -233,6 +233,11 @@ pub const ARTIFACTS: [&str; 6] = [
     "slow-node",
 ];
 
+/// An artifact name that is not one of [`ARTIFACTS`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown artifact `{0}`: expected none, all, or some of {list}", list = ARTIFACTS.join(", "))]
+pub struct UnknownArtifact(pub String);
+
 impl Artifacts {
     /// Every artifact, with the parameters this build uses when a model does not give them.
     pub fn all() -> Artifacts {
@@ -263,14 +268,9 @@ impl Artifacts {
 
     /// Keeps only the artifacts named in `names` (see [`ARTIFACTS`]), with this model's
     /// parameters where it has them and [`Artifacts::all`]'s otherwise.
-    pub fn only(&self, names: &[String]) -> Result<Artifacts, String> {
-        for n in names {
-            if !ARTIFACTS.contains(&n.as_str()) {
-                return Err(format!(
-                    "unknown artifact `{n}`: expected none, all, or some of {}",
-                    ARTIFACTS.join(", ")
-                ));
-            }
+    pub fn only(&self, names: &[String]) -> Result<Artifacts, UnknownArtifact> {
+        if let Some(n) = names.iter().find(|n| !ARTIFACTS.contains(&n.as_str())) {
+            return Err(UnknownArtifact(n.clone()));
         }
         let on = |name: &str| names.iter().any(|n| n == name);
         let d = Artifacts::all();
@@ -633,7 +633,8 @@ mod tests {
         assert!(none
             .only(&["gremlins".into()])
             .unwrap_err()
-            .contains("unknown artifact"));
+            .to_string()
+            .contains("unknown artifact `gremlins`"));
         assert_eq!(Artifacts::all().names().len(), ARTIFACTS.len());
     }
 }

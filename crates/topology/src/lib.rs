@@ -19,6 +19,7 @@
 //!            "(((0,1,2,3),(4,5,6,7)),((8,9,10,11,12,13,14,15)));\n");
 //! # Ok::<(), lgate_topology::TopologyError>(())
 //! ```
+#![deny(missing_docs)]
 
 pub mod error;
 pub mod export;
