@@ -7,7 +7,6 @@ use std::time::{Duration, Instant, SystemTime};
 
 use lgate_rundir::{
     JournalEntry, RankTime, RunDir, RunMeta, RunStatus, RunSummary, ScheduleInfo, TestInfo,
-    RUN_FORMAT, RUN_VERSION,
 };
 use lgate_topology::{format, Rank, Topology, TopologyFormat, TopologyNode};
 use serde::{Deserialize, Serialize};
@@ -423,34 +422,32 @@ fn prepare(
     if let Some(settings) = t.library_settings() {
         mpi.insert("control_variables".to_string(), settings);
     }
+    let test_info = TestInfo {
+        name: test.name().to_string(),
+        parameters: test.parameters(),
+    };
+    let schedule_info = ScheduleInfo {
+        topology_source: options.topology.describe(),
+        topology: serde_json::from_str(&format::to_string(&topology, TopologyFormat::Json))
+            .expect("topology JSON parses"),
+        sweeps: options.sweeps,
+        seed,
+        fast_fraction: options.fast,
+        tested_ranks: schedule.tested_ranks(),
+        pairs_per_sweep: schedule.pairs_per_sweep(),
+    };
     let meta = RunMeta {
-        format: RUN_FORMAT.into(),
-        version: RUN_VERSION,
-        tool: options.tool.clone(),
-        status: RunStatus::Running,
-        command_line: options.command_line.clone(),
-        test: TestInfo {
-            name: test.name().to_string(),
-            parameters: test.parameters(),
-        },
-        schedule: ScheduleInfo {
-            topology_source: options.topology.describe(),
-            topology: serde_json::from_str(&format::to_string(&topology, TopologyFormat::Json))
-                .expect("topology JSON parses"),
-            sweeps: options.sweeps,
-            seed,
-            fast_fraction: options.fast,
-            tested_ranks: schedule.tested_ranks(),
-            pairs_per_sweep: schedule.pairs_per_sweep(),
-        },
-        ranks: infos,
         mpi,
         launcher: placement::launcher(),
         system: placement::system(),
-        start: now_rfc3339(),
-        end: None,
-        summary: None,
-        simulation: None,
+        ..RunMeta::started(
+            options.tool.clone(),
+            options.command_line.clone(),
+            test_info,
+            schedule_info,
+            infos,
+            now_rfc3339(),
+        )
     };
     let (run, meta, done) = match previous {
         Some((old, run)) => {

@@ -218,6 +218,36 @@ impl RunSummary {
 }
 
 impl RunMeta {
+    /// The record of a run that is starting: format, version and status filled in, nothing
+    /// about the MPI library, the launcher or the system yet (set those fields on the result),
+    /// no end and no summary.
+    pub fn started(
+        tool: String,
+        command_line: Vec<String>,
+        test: TestInfo,
+        schedule: ScheduleInfo,
+        ranks: Vec<RankInfo>,
+        start: String,
+    ) -> RunMeta {
+        RunMeta {
+            format: RUN_FORMAT.into(),
+            version: RUN_VERSION,
+            tool,
+            status: RunStatus::Running,
+            command_line,
+            test,
+            schedule,
+            ranks,
+            mpi: BTreeMap::new(),
+            launcher: LauncherInfo::default(),
+            system: SystemInfo::default(),
+            start,
+            end: None,
+            summary: None,
+            simulation: None,
+        }
+    }
+
     /// Reads and checks meta.json.
     pub fn read(path: &Path) -> Result<Self, RunDirError> {
         let bad = |message: String| RunDirError::BadMeta {

@@ -10,8 +10,7 @@ use lgate_plogp_bench::{
     OutputBuilder, OutputError, OutputOptions, PLogPOptions, PairMeasurement, PairParams,
 };
 use lgate_rundir::{
-    LauncherInfo, RunDir, RunDirError, RunMeta, RunStatus, RunSummary, ScheduleInfo, SystemInfo,
-    TestInfo, RUN_FORMAT, RUN_VERSION,
+    LauncherInfo, RunDir, RunDirError, RunMeta, RunStatus, RunSummary, ScheduleInfo, TestInfo,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -452,30 +451,24 @@ impl<'a> Simulation<'a> {
         let (start, end) = simulated_times(predicted.wall_s);
         let ranks = schedule.tested_ranks();
         let o = self.options;
+        let test = TestInfo {
+            name: "plogp".into(),
+            parameters: serde_json::to_value(self.plogp_options()).expect("options serialise"),
+        };
+        let schedule_info = ScheduleInfo {
+            topology_source: o.topology.describe(),
+            topology: serde_json::from_str(&lgate_topology::format::to_string(
+                &topology,
+                lgate_topology::TopologyFormat::Json,
+            ))
+            .expect("topology JSON parses"),
+            sweeps: o.sweeps,
+            seed: o.seed,
+            fast_fraction: o.fast,
+            tested_ranks: ranks.clone(),
+            pairs_per_sweep: schedule.pairs_per_sweep(),
+        };
         let mut meta = RunMeta {
-            format: RUN_FORMAT.into(),
-            version: RUN_VERSION,
-            tool: o.tool.clone(),
-            status: RunStatus::Running,
-            command_line: o.command_line.clone(),
-            test: TestInfo {
-                name: "plogp".into(),
-                parameters: serde_json::to_value(self.plogp_options()).expect("options serialise"),
-            },
-            schedule: ScheduleInfo {
-                topology_source: o.topology.describe(),
-                topology: serde_json::from_str(&lgate_topology::format::to_string(
-                    &topology,
-                    lgate_topology::TopologyFormat::Json,
-                ))
-                .expect("topology JSON parses"),
-                sweeps: o.sweeps,
-                seed: o.seed,
-                fast_fraction: o.fast,
-                tested_ranks: ranks.clone(),
-                pairs_per_sweep: schedule.pairs_per_sweep(),
-            },
-            ranks: self.layout.rank_infos(),
             mpi: [
                 ("library_version".to_string(), serde_json::Value::from("none: simulated by lgate-plogp simulate")),
                 (
@@ -490,11 +483,15 @@ impl<'a> Simulation<'a> {
                 command_line: None,
                 environment: Default::default(),
             },
-            system: SystemInfo::default(),
-            start,
-            end: None,
-            summary: None,
             simulation: Some(self.record()),
+            ..RunMeta::started(
+                o.tool.clone(),
+                o.command_line.clone(),
+                test,
+                schedule_info,
+                self.layout.rank_infos(),
+                start,
+            )
         };
         run.write_meta(&meta)?;
 
