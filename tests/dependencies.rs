@@ -116,21 +116,22 @@ fn every_dependency_is_permissive() {
     );
 }
 
-#[test]
-fn without_default_features_nothing_needs_mpi() {
+/// `cargo tree` of `package` (normal and build dependencies, one package a line) with `extra`
+/// options.
+fn cargo_tree(package: &str, extra: &[&str]) -> String {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
         .args([
             "tree",
             "--locked",
             "-p",
-            "lgate-plogp",
-            "--no-default-features",
+            package,
             "-e",
             "normal,build",
             "--prefix",
             "none",
         ])
+        .args(extra)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("cargo tree runs");
@@ -139,7 +140,12 @@ fn without_default_features_nothing_needs_mpi() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let tree = String::from_utf8(out.stdout).unwrap();
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn without_default_features_nothing_needs_mpi() {
+    let tree = cargo_tree("lgate-plogp", &["--no-default-features"]);
     assert!(tree.contains("lgate-topology"), "{tree}");
     let mpi: Vec<&str> = tree
         .lines()
@@ -150,7 +156,6 @@ fn without_default_features_nothing_needs_mpi() {
 
 #[test]
 fn analysis_crates_need_neither_the_harness_nor_mpi() {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     for package in [
         "lgate-plot",
         "lgate-cluster",
@@ -159,26 +164,7 @@ fn analysis_crates_need_neither_the_harness_nor_mpi() {
         "lgate-bcast",
         "lgate-transport",
     ] {
-        let out = Command::new(&cargo)
-            .args([
-                "tree",
-                "--locked",
-                "-p",
-                package,
-                "-e",
-                "normal,build",
-                "--prefix",
-                "none",
-            ])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .output()
-            .expect("cargo tree runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let tree = String::from_utf8(out.stdout).unwrap();
+        let tree = cargo_tree(package, &[]);
         let unwanted: Vec<&str> = tree
             .lines()
             .filter(|l| {
