@@ -8,7 +8,7 @@
 
 use std::process::ExitCode;
 
-use lgate_bcast::{broadcast_tuned, Tuning};
+use lgate_bcast::{broadcast_tuned, BroadcastTable, Tuning};
 use lgate_mpi::mpi::topology::Communicator;
 use lgate_mpi::MpiTransport;
 

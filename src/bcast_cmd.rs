@@ -137,7 +137,7 @@ mod imp {
     use lgate_bcast::check::check_all;
     use lgate_bcast::share::{agreed, hosts_and_topology, tuning_file, Agreed, ShareError};
     use lgate_bcast::tuning::candidates_named;
-    use lgate_bcast::{bench, time_tuned, BenchOptions, Timing, Tuning};
+    use lgate_bcast::{bench, time_tuned, BenchOptions, BroadcastTable, Timing, Tuning};
     use lgate_harness::Transport;
 
     fn sizes(list: &[MessageSize]) -> Vec<usize> {

@@ -176,6 +176,12 @@ fn analysis_crates_need_neither_the_harness_nor_mpi() {
             .collect();
         assert!(unwanted.is_empty(), "{package} pulls in {unwanted:?}");
     }
+    // Plots read the broadcast decision table from lgate-rundir, without the broadcasts.
+    let plot = cargo_tree("lgate-plot", &[]);
+    assert!(
+        !plot.lines().any(|l| l.starts_with("lgate-bcast ")),
+        "lgate-plot pulls in lgate-bcast"
+    );
 }
 
 /// The top-level modules of a crate's `src/` and, for each, the other top-level modules its

@@ -6,7 +6,6 @@ use std::time::{Duration, Instant};
 
 use lgate_topology::{Rank, TopologyNode};
 use lgate_transport::{SubsetBarrier, Tag, Transport};
-use serde::{Deserialize, Serialize};
 
 use crate::{broadcast, prune_to_depth, BaseAlgorithm, BcastError, Plan};
 use lgate_stats::quantile_of_sorted as quantile;
@@ -33,8 +32,7 @@ impl Candidate {
     }
 }
 
-/// The name of the library's broadcast in tables and tuning files.
-pub const LIBRARY: &str = "MPI_Bcast";
+pub use lgate_rundir::bcast_tuning::{Timing, LIBRARY};
 
 /// What to benchmark.
 #[derive(Debug, Clone)]
@@ -51,55 +49,6 @@ pub struct BenchOptions {
     pub budget: Duration,
     /// The root.
     pub root: Rank,
-}
-
-/// The times of one candidate at one size, in microseconds, over the timed rounds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Timing {
-    /// The candidate's name.
-    pub candidate: String,
-    /// Message size in bytes.
-    pub size: usize,
-    /// Timed rounds.
-    pub rounds: usize,
-    /// The fastest round.
-    pub min_us: f64,
-    /// The median round.
-    pub median_us: f64,
-    /// The 90th percentile.
-    pub p90_us: f64,
-    /// The mean.
-    pub mean_us: f64,
-    /// The mean of the rounds up to the 90th percentile (the reference thesis's statistic).
-    pub trimmed_us: f64,
-    /// Whether every rank held exactly the root's bytes after every round.
-    pub correct: bool,
-}
-
-impl Timing {
-    /// The header of [`Timing::progress_line`]'s columns.
-    pub fn progress_header() -> String {
-        format!(
-            "{:>9} {:<42} {:>6} {:>11} {:>11} {:>11} {:>11} {:>11}",
-            "size", "broadcast", "rounds", "min_us", "median_us", "p90_us", "mean_us", "trimmed_us"
-        )
-    }
-
-    /// One line of progress: size (named by `size`), broadcast, rounds and every statistic.
-    pub fn progress_line(&self, size: impl Fn(usize) -> String) -> String {
-        format!(
-            "{:>9} {:<42} {:>6} {:>11.1} {:>11.1} {:>11.1} {:>11.1} {:>11.1}{}",
-            size(self.size),
-            self.candidate,
-            self.rounds,
-            self.min_us,
-            self.median_us,
-            self.p90_us,
-            self.mean_us,
-            self.trimmed_us,
-            if self.correct { "" } else { "  WRONG BYTES" }
-        )
-    }
 }
 
 /// The root's bytes at a size: different for every root and size.

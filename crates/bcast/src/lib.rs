@@ -23,7 +23,10 @@ use lgate_transport::{Tag, Transport, TransportError};
 pub use base::BaseAlgorithm;
 pub use bench::{bench, default_candidates, share_from_rank0, BenchOptions, Candidate, Timing};
 pub use hierarchy::{coordinator, prune_to_depth};
-pub use tuning::{broadcast_tuned, parse_candidate, time_tuned, TunedTiming, Tuning, TuningError};
+pub use tuning::{
+    broadcast_tuned, parse_candidate, time_tuned, BroadcastTable, TunedTiming, Tuning, TuningError,
+    TuningRange,
+};
 
 /// The tag of broadcast messages.
 pub const BCAST: Tag = Tag::BCAST;

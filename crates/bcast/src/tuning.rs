@@ -7,53 +7,14 @@ use std::collections::BTreeMap;
 
 use lgate_topology::{Rank, Topology, TopologyNode};
 use lgate_transport::Transport;
-use serde::{Deserialize, Serialize};
+
+pub use lgate_rundir::bcast_tuning::{Tuning, TuningRange, TUNING_FORMAT};
 
 use crate::bench::{Candidate, Timing, LIBRARY};
 use crate::{broadcast, prune_to_depth, BaseAlgorithm, BcastError, Plan};
 
-/// The `format` field of a tuning file.
-pub const TUNING_FORMAT: &str = "lgate-bcast-tuning";
-
 /// How much slower than the fastest the library's broadcast may be and still be chosen.
 pub const LIBRARY_TIE: f64 = 1.05;
-
-/// One message-size range of a decision table.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TuningRange {
-    /// The smallest size of the range, in bytes.
-    pub from_bytes: usize,
-    /// The first size past the range; none for the last range.
-    pub to_bytes: Option<usize>,
-    /// The size the choice was measured at.
-    pub measured_bytes: usize,
-    /// The chosen broadcast (a plan's name, or `MPI_Bcast`).
-    pub choice: String,
-    /// The runner-up's time over the chosen one's (trimmed means; below 1 when MPI_Bcast won a
-    /// tie); none without a runner-up.
-    pub lead: Option<f64>,
-}
-
-/// A decision table with what it was measured on.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Tuning {
-    /// Always [`TUNING_FORMAT`].
-    pub format: String,
-    /// The format's version.
-    pub version: u32,
-    /// The number of ranks measured.
-    pub ranks: usize,
-    /// The root measured.
-    pub root: Rank,
-    /// The topology MagPIe choices use, in LGate format; none when no topology was given.
-    pub topology: Option<String>,
-    /// Where it was measured: hosts, message library.
-    pub machine: serde_json::Value,
-    /// The ranges, by increasing size.
-    pub ranges: Vec<TuningRange>,
-    /// Every timing of the benchmark.
-    pub timings: Vec<Timing>,
-}
 
 /// A broadcast's name back as a candidate: `MPI_Bcast`, a base algorithm,
 /// `magpie(BETWEEN/INSIDE)@DEPTH` or `interpipe:SEGMENT(BETWEEN/INSIDE)@DEPTH` over `tree`
@@ -107,11 +68,37 @@ fn candidate_of(name: &str, tree: Option<&TopologyNode>) -> Result<Candidate, St
     }))
 }
 
-impl Tuning {
+/// What the broadcasts add to a decision table ([`Tuning`], whose data `lgate-rundir`
+/// holds): making it from a benchmark, reading it with its choices checked, its topology, the
+/// Open MPI rules file, and writing both files.
+pub trait BroadcastTable: Sized {
     /// The table of a benchmark's timings: at each measured size the fastest correct candidate
     /// by trimmed mean (MPI_Bcast when within [`LIBRARY_TIE`] of it); a size between two
     /// measured ones takes the choice of the one below.
-    pub fn from_timings(
+    fn from_timings(
+        timings: Vec<Timing>,
+        ranks: usize,
+        root: Rank,
+        topology: Option<&TopologyNode>,
+        machine: serde_json::Value,
+    ) -> Self;
+    /// Reads a tuning file's text, checking its format, its topology and every choice.
+    fn parse(text: &str) -> Result<Self, TuningError>;
+    /// The topology the table's MagPIe choices use.
+    fn tree(&self) -> Result<Option<TopologyNode>, TuningError>;
+    /// An Open MPI `coll_tuned` dynamic rules file (format 1, for Open MPI 4) for a
+    /// communicator of the measured size: per range the fastest correct candidate Open MPI has
+    /// itself (its own default where MPI_Bcast won), so a MagPIe range gets the best of the
+    /// rest. Use with `--mca coll_tuned_use_dynamic_rules 1 --mca
+    /// coll_tuned_dynamic_rules_filename FILE`.
+    fn openmpi_rules(&self) -> String;
+    /// Writes the table (`bcast-tuning.json`) and its Open MPI rules file into `dir`, creating
+    /// it, each file atomically; returns their paths.
+    fn write_to(&self, dir: &std::path::Path) -> std::io::Result<[std::path::PathBuf; 2]>;
+}
+
+impl BroadcastTable for Tuning {
+    fn from_timings(
         timings: Vec<Timing>,
         ranks: usize,
         root: Rank,
@@ -165,31 +152,18 @@ impl Tuning {
         }
     }
 
-    /// Reads a tuning file's text, checking its format and that its topology parses.
-    pub fn parse(text: &str) -> Result<Self, TuningError> {
-        Self::parse_text(text).map_err(TuningError)
-    }
-
-    fn parse_text(text: &str) -> Result<Self, String> {
-        let tuning: Tuning = serde_json::from_str(text).map_err(|e| e.to_string())?;
-        if tuning.format != TUNING_FORMAT {
-            return Err(format!(
-                "format is `{}`, not `{TUNING_FORMAT}`",
-                tuning.format
-            ));
-        }
-        if tuning.ranges.is_empty() {
-            return Err("it has no size ranges".into());
-        }
-        let tree = tuning.tree().map_err(|e| e.0)?;
+    fn parse(text: &str) -> Result<Self, TuningError> {
+        // The data's own checks, without the (empty) path; then every choice.
+        let tuning = Tuning::read_text(text, std::path::Path::new(""))
+            .map_err(|e| TuningError(e.to_string().trim_start_matches(": ").to_string()))?;
+        let tree = tuning.tree()?;
         for r in &tuning.ranges {
-            candidate_of(&r.choice, tree.as_ref())?;
+            candidate_of(&r.choice, tree.as_ref()).map_err(TuningError)?;
         }
         Ok(tuning)
     }
 
-    /// The topology the table's MagPIe choices use.
-    pub fn tree(&self) -> Result<Option<TopologyNode>, TuningError> {
+    fn tree(&self) -> Result<Option<TopologyNode>, TuningError> {
         self.topology
             .as_deref()
             .map(|text| {
@@ -200,21 +174,7 @@ impl Tuning {
             .transpose()
     }
 
-    /// The range a message of `len` bytes falls in.
-    pub fn range_for(&self, len: usize) -> &TuningRange {
-        self.ranges
-            .iter()
-            .rev()
-            .find(|r| r.from_bytes <= len)
-            .unwrap_or(&self.ranges[0])
-    }
-
-    /// An Open MPI `coll_tuned` dynamic rules file (format 1, for Open MPI 4) for a
-    /// communicator of the measured size: per range the fastest correct candidate Open MPI has
-    /// itself (its own default where MPI_Bcast won), so a MagPIe range gets the best of the
-    /// rest. Use with `--mca coll_tuned_use_dynamic_rules 1 --mca
-    /// coll_tuned_dynamic_rules_filename FILE`.
-    pub fn openmpi_rules(&self) -> String {
+    fn openmpi_rules(&self) -> String {
         let mut lines = Vec::new();
         for r in &self.ranges {
             let best = self
@@ -244,6 +204,20 @@ impl Tuning {
             lines.len(),
             lines.join("\n")
         )
+    }
+
+    fn write_to(&self, dir: &std::path::Path) -> std::io::Result<[std::path::PathBuf; 2]> {
+        let named = |e: std::io::Error, p: &std::path::Path| {
+            std::io::Error::new(e.kind(), format!("{}: {e}", p.display()))
+        };
+        std::fs::create_dir_all(dir).map_err(|e| named(e, dir))?;
+        let json = dir.join(Tuning::FILES[0]);
+        let text = serde_json::to_string_pretty(self).expect("the table serialises");
+        lgate_output::write_atomic(&json, text.as_bytes()).map_err(|e| named(e, &json))?;
+        let rules = dir.join(Tuning::FILES[1]);
+        lgate_output::write_atomic(&rules, self.openmpi_rules().as_bytes())
+            .map_err(|e| named(e, &rules))?;
+        Ok([json, rules])
     }
 }
 
@@ -366,65 +340,4 @@ pub fn time_tuned(
         rounds: rounds.max(1),
         slowest,
     })
-}
-
-impl Tuning {
-    /// The broadcasts that left a rank with other bytes than the root's, as `NAME at N bytes`.
-    pub fn wrong_bytes(&self) -> Vec<String> {
-        self.timings
-            .iter()
-            .filter(|t| !t.correct)
-            .map(|t| format!("{} at {} bytes", t.candidate, t.size))
-            .collect()
-    }
-
-    /// The file names [`Tuning::write_to`] writes.
-    pub const FILES: [&'static str; 2] = ["bcast-tuning.json", "openmpi-bcast-rules.conf"];
-
-    /// Writes the table (`bcast-tuning.json`) and its Open MPI rules file into `dir`, creating
-    /// it, each file atomically; returns their paths.
-    pub fn write_to(&self, dir: &std::path::Path) -> std::io::Result<[std::path::PathBuf; 2]> {
-        let named = |e: std::io::Error, p: &std::path::Path| {
-            std::io::Error::new(e.kind(), format!("{}: {e}", p.display()))
-        };
-        std::fs::create_dir_all(dir).map_err(|e| named(e, dir))?;
-        let json = dir.join(Self::FILES[0]);
-        let text = serde_json::to_string_pretty(self).expect("the table serialises");
-        lgate_output::write_atomic(&json, text.as_bytes()).map_err(|e| named(e, &json))?;
-        let rules = dir.join(Self::FILES[1]);
-        lgate_output::write_atomic(&rules, self.openmpi_rules().as_bytes())
-            .map_err(|e| named(e, &rules))?;
-        Ok([json, rules])
-    }
-
-    /// The decision table for people: per measured size the fastest broadcast, its time,
-    /// MPI_Bcast's time, the speed-up and the lead over the runner-up; `size` names a size.
-    pub fn table(&self, size: impl Fn(usize) -> String) -> String {
-        use std::fmt::Write as _;
-        let mut out = format!(
-            "{:>9}  {:<40} {:>12} {:>12} {:>8} {:>6}\n",
-            "size", "fastest", "time_us", "MPI_Bcast_us", "speedup", "lead"
-        );
-        for r in &self.ranges {
-            let time = |name: &str| {
-                self.timings
-                    .iter()
-                    .find(|t| t.size == r.measured_bytes && t.candidate == name)
-                    .map(|t| t.trimmed_us)
-            };
-            let best = time(&r.choice).unwrap_or(f64::NAN);
-            let library = time(LIBRARY);
-            let _ = writeln!(
-                out,
-                "{:>9}  {:<40} {:>12.1} {:>12} {:>8} {:>6}",
-                size(r.measured_bytes),
-                r.choice,
-                best,
-                library.map_or("-".into(), |l| format!("{l:.1}")),
-                library.map_or("-".into(), |l| format!("{:.2}x", l / best)),
-                r.lead.map_or("-".into(), |l| format!("{:.2}", l)),
-            );
-        }
-        out
-    }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use lgate_bcast::bench::payload;
 use lgate_bcast::{
     bench, broadcast_tuned, parse_candidate, prune_to_depth, BaseAlgorithm, BenchOptions,
-    Candidate, Plan, Tuning,
+    BroadcastTable, Candidate, Plan, Tuning,
 };
 use lgate_topology::TopologyNode;
 use lgate_transport::{InProcessWorld, Transport};

@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use lgate_bcast::bench::LIBRARY;
-use lgate_bcast::Tuning;
+use lgate_rundir::bcast_tuning::{Tuning, LIBRARY};
+use lgate_rundir::RunDirError;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -31,7 +31,10 @@ impl BcastFigure {
             message,
         };
         let text = std::fs::read_to_string(path).map_err(|e| io(e.to_string()))?;
-        let tuning = Tuning::parse(&text).map_err(|e| io(e.0))?;
+        let tuning = Tuning::read_text(&text, path).map_err(|e| match e {
+            RunDirError::BadFile { message, .. } => io(message),
+            other => io(other.to_string()),
+        })?;
         let mut by_name: BTreeMap<String, Vec<(usize, f64)>> = BTreeMap::new();
         for t in tuning.timings.iter().filter(|t| t.correct) {
             by_name

@@ -179,7 +179,7 @@ fn ndarray_like(n: usize) -> ndarray::Array2<f64> {
 
 #[test]
 fn broadcast_times_and_speedups() {
-    use lgate_bcast::{Timing, Tuning};
+    use lgate_bcast::{BroadcastTable, Timing, Tuning};
     let dir = tempfile::tempdir().unwrap();
     let mut timings = Vec::new();
     for size in [0usize, 1024, 65536, 1 << 20] {

@@ -10,6 +10,7 @@
 //! produced them. [`RunMeta`] also serves as the ground truth of rank placement.
 #![deny(missing_docs)]
 
+pub mod bcast_tuning;
 mod journal;
 mod matrices;
 mod meta;
