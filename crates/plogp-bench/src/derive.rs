@@ -2,10 +2,14 @@
 //! by one function per pair test. `measure` calls it on rank 0 after the run, `measure
 //! --resume` on a finished run calls it again, and `simulate` feeds the same PLogP outputs.
 
+use lgate_harness::Pair;
 use lgate_rundir::RunDir;
+use rayon::prelude::*;
 
-use crate::outputs::{write_outputs, OutputError, OutputOptions};
+use crate::outputs::{write_outputs, OutputBuilder, OutputError, OutputOptions};
+use crate::params::{PairParams, Parameter};
 use crate::pingpong::write_pingpong_outputs;
+use crate::procedures::PairMeasurement;
 
 /// Derives the outputs of the run in `run` from its journal, by the run's pair test; returns
 /// the names written.
@@ -20,4 +24,91 @@ pub fn derive(run: &RunDir, options: &OutputOptions) -> Result<Vec<String>, Outp
             test: other.to_string(),
         }),
     }
+}
+
+/// One pair's PLogP measurement in one sweep: what the journal holds, or a simulation draws.
+#[derive(Debug, Clone)]
+pub struct MeasuredPair {
+    /// The sweep, from 0.
+    pub sweep: u32,
+    /// The pair.
+    pub pair: Pair,
+    /// Its measurement.
+    pub measurement: PairMeasurement,
+}
+
+/// The PLogP derivation every PLogP run goes through (`measure` from its journal, `simulate`
+/// from drawn measurements): tables, `matrices/` and `report.json` over `ranks` (ascending)
+/// in `sweeps`. Pairs come in chunks of cheap descriptions from `next_chunk`; `measure` turns
+/// each into its measurement. A chunk's pairs are measured and valued on every core while the
+/// previous chunk is added, so no more than two chunks and the matrices are held. Returns the
+/// names written.
+pub fn derive_plogp<D: Send + Sync>(
+    run: &RunDir,
+    ranks: Vec<usize>,
+    sweeps: Vec<u32>,
+    options: &OutputOptions,
+    mut next_chunk: impl FnMut() -> Option<Vec<D>>,
+    measure: impl Fn(&D) -> Result<MeasuredPair, OutputError> + Sync,
+) -> Result<Vec<String>, OutputError> {
+    let mut outputs = OutputBuilder::new(run, ranks, sweeps, options)?;
+    let valuer = outputs.valuer();
+    let keep_params = outputs.needs_params();
+    let value = |chunk: Vec<D>| {
+        chunk
+            .par_iter()
+            .map(|d| {
+                let m = measure(d)?;
+                let p = PairParams::from_measurement(m.sweep, m.pair, &m.measurement).map_err(
+                    |e| OutputError::BadPair {
+                        sweep: m.sweep,
+                        i: m.pair.i,
+                        j: m.pair.j,
+                        message: e.0,
+                    },
+                )?;
+                let v = valuer.values_of(&p)?;
+                let raw = m.measurement.sizes.iter().any(|s| s.raw.is_some());
+                Ok((keep_params.then_some(p), v, raw.then_some(m)))
+            })
+            .collect::<Result<Vec<_>, OutputError>>()
+    };
+    let mut ready = next_chunk().map(value).transpose()?;
+    while let Some(done) = ready.take() {
+        let upcoming = next_chunk();
+        let (valued, added) = rayon::join(
+            || upcoming.map(value).transpose(),
+            || -> Result<(), OutputError> {
+                for (p, v, raw) in done {
+                    outputs.add_values(v, p.as_ref())?;
+                    if let Some(m) = raw {
+                        add_raw(&mut outputs, &m)?;
+                    }
+                }
+                Ok(())
+            },
+        );
+        added?;
+        ready = valued?;
+    }
+    outputs.finish()
+}
+
+/// Every kept repetition of a measurement, into `raw.parquet`.
+fn add_raw(outputs: &mut OutputBuilder, m: &MeasuredPair) -> Result<(), OutputError> {
+    for s in &m.measurement.sizes {
+        if let Some(r) = &s.raw {
+            for (p, v) in [
+                (Parameter::Rtt, &r.rtt),
+                (Parameter::Os, &r.os),
+                (Parameter::Or, &r.or),
+                (Parameter::G, &r.g),
+            ] {
+                if !v.is_empty() {
+                    outputs.add_raw(m.sweep, m.pair, s.size, p, v)?;
+                }
+            }
+        }
+    }
+    Ok(())
 }

@@ -37,7 +37,7 @@ pub mod report;
 pub mod size;
 pub mod table;
 
-pub use derive::derive;
+pub use derive::{derive, derive_plogp, MeasuredPair};
 pub use outputs::{
     write_matrix_set, write_outputs, OutputBuilder, OutputError, OutputOptions, PairValuer,
     PairValues,

@@ -792,6 +792,9 @@ impl RawColumns {
     }
 }
 
+/// Pairs of the journal parsed and valued at once (per chunk, on every core).
+const JOURNAL_CHUNK: usize = 1 << 14;
+
 /// Writes `measurements.parquet` (and `.csv`), `raw.parquet` with raw samples, `matrices/`
 /// and `report.json` into the run directory from the journal's entries; every pair among the
 /// tested ranks must be there in every sweep present. Returns the names written.
@@ -803,56 +806,44 @@ pub fn write_outputs(
     let journal = run.file(lgate_rundir::JOURNAL_FILE).display().to_string();
     let ranks: BTreeSet<usize> = entries.iter().flat_map(|e| [e.i, e.j]).collect();
     let sweeps: BTreeSet<u32> = entries.iter().map(|e| e.sweep).collect();
-    let mut outputs = OutputBuilder::new(
+    let mut chunks = entries.chunks(JOURNAL_CHUNK);
+    crate::derive::derive_plogp(
         run,
         ranks.into_iter().collect(),
         sweeps.into_iter().collect(),
         options,
-    )?;
-    for e in entries {
-        let in_journal = |error: OutputError| match error {
-            OutputError::BadPair {
-                sweep,
-                i,
-                j,
-                message,
-            } => OutputError::BadEntry {
-                path: journal.clone(),
-                sweep,
-                i,
-                j,
-                message,
-            },
-            other => other,
-        };
-        let bad = |message: String| OutputError::BadEntry {
-            path: journal.clone(),
-            sweep: e.sweep,
-            i: e.i,
-            j: e.j,
+        || chunks.next().map(|c| c.iter().collect::<Vec<&JournalEntry>>()),
+        |e: &&JournalEntry| {
+            let measurement: PairMeasurement =
+                serde_json::from_value(e.result.clone()).map_err(|err| OutputError::BadPair {
+                    sweep: e.sweep,
+                    i: e.i,
+                    j: e.j,
+                    message: format!("not a PLogP measurement: {err}"),
+                })?;
+            Ok(crate::derive::MeasuredPair {
+                sweep: e.sweep,
+                pair: Pair::new(e.i, e.j),
+                measurement,
+            })
+        },
+    )
+    .map_err(|error| match error {
+        // The journal is where a bad pair came from: name it.
+        OutputError::BadPair {
+            sweep,
+            i,
+            j,
             message,
-        };
-        let m: PairMeasurement = serde_json::from_value(e.result.clone())
-            .map_err(|err| bad(format!("not a PLogP measurement: {err}")))?;
-        let pair = Pair::new(e.i, e.j);
-        let params = PairParams::from_measurement(e.sweep, pair, &m).map_err(|e| bad(e.0))?;
-        outputs.add(&params).map_err(in_journal)?;
-        for s in &m.sizes {
-            if let Some(r) = &s.raw {
-                for (p, v) in [
-                    (Parameter::Rtt, &r.rtt),
-                    (Parameter::Os, &r.os),
-                    (Parameter::Or, &r.or),
-                    (Parameter::G, &r.g),
-                ] {
-                    if !v.is_empty() {
-                        outputs.add_raw(e.sweep, pair, s.size, p, v)?;
-                    }
-                }
-            }
-        }
-    }
-    outputs.finish()
+        } => OutputError::BadEntry {
+            path: journal.clone(),
+            sweep,
+            i,
+            j,
+            message,
+        },
+        other => other,
+    })
 }
 
 fn entry(name: &str, file: &str, description: &str, size: Option<usize>) -> MatrixEntry {

@@ -7,7 +7,7 @@ use std::time::Instant;
 use lgate_harness::{Pair, Schedule, Summary, TopologySource};
 use lgate_plogp_bench::procedures::{Saturation, SizeResult};
 use lgate_plogp_bench::{
-    OutputBuilder, OutputError, OutputOptions, PLogPOptions, PairMeasurement, PairParams,
+    derive_plogp, MeasuredPair, OutputError, OutputOptions, PLogPOptions, PairMeasurement,
 };
 use lgate_rundir::{
     LauncherInfo, RunDir, RunDirError, RunMeta, RunStatus, RunSummary, ScheduleInfo, TestInfo,
@@ -496,61 +496,44 @@ impl<'a> Simulation<'a> {
         run.write_meta(&meta)?;
 
         let sweeps: Vec<u32> = (0..o.sweeps).collect();
-        let mut outputs = OutputBuilder::new(run, ranks.clone(), sweeps.clone(), &o.outputs)?;
-        let valuer = outputs.valuer();
-        let keep_params = outputs.needs_params();
-        // Chunks of pairs in order; each is generated in parallel while the builder takes the
-        // one before.
+        // Chunks of pairs in order; each is drawn and valued on every core while the
+        // derivation takes the one before.
         let mut cursor = (0u32, 0usize, 1usize);
-        let mut next_chunk = || -> Option<(u32, Vec<Pair>)> {
+        let mut count = 0;
+        let next_chunk = || -> Option<Vec<(u32, Pair)>> {
             let (sweep, a, b) = &mut cursor;
             if *sweep >= o.sweeps || ranks.len() < 2 {
                 return None;
             }
             let mut chunk = Vec::with_capacity(CHUNK_PAIRS);
             while chunk.len() < CHUNK_PAIRS && *a + 1 < ranks.len() {
-                chunk.push(Pair::new(ranks[*a], ranks[*b]));
+                chunk.push((*sweep, Pair::new(ranks[*a], ranks[*b])));
                 *b += 1;
                 if *b == ranks.len() {
                     *a += 1;
                     *b = *a + 1;
                 }
             }
-            let out = (*sweep, chunk);
             if *a + 1 >= ranks.len() {
                 (*sweep, *a, *b) = (*sweep + 1, 0, 1);
             }
-            Some(out)
+            count += chunk.len();
+            Some(chunk)
         };
-        let generate = |(sweep, chunk): (u32, Vec<Pair>)| {
-            chunk
-                .par_iter()
-                .map(|&pair| {
-                    let p = PairParams::from_measurement(sweep, pair, &self.measure(pair, sweep))
-                        .expect("simulated measurements have size 0 and ascend");
-                    let v = valuer.values_of(&p)?;
-                    Ok((keep_params.then_some(p), v))
+        let mut files = derive_plogp(
+            run,
+            ranks.clone(),
+            sweeps.clone(),
+            &o.outputs,
+            next_chunk,
+            |&(sweep, pair): &(u32, Pair)| {
+                Ok(MeasuredPair {
+                    sweep,
+                    pair,
+                    measurement: self.measure(pair, sweep),
                 })
-                .collect::<Result<Vec<_>, OutputError>>()
-        };
-        let mut count = 0;
-        let mut ready = next_chunk().map(generate).transpose()?;
-        while let Some(done) = ready.take() {
-            count += done.len();
-            let upcoming = next_chunk();
-            let (generated, added) = rayon::join(
-                || upcoming.map(generate).transpose(),
-                || -> Result<(), OutputError> {
-                    for (p, v) in done {
-                        outputs.add_values(v, p.as_ref())?;
-                    }
-                    Ok(())
-                },
-            );
-            added?;
-            ready = generated?;
-        }
-        let mut files = outputs.finish()?;
+            },
+        )?;
         meta.status = RunStatus::Complete;
         meta.end = Some(end);
         // The times of the run a real measurement would have made (see `estimate`).
