@@ -59,14 +59,15 @@ pub fn derive_plogp<D: Send + Sync>(
             .par_iter()
             .map(|d| {
                 let m = measure(d)?;
-                let p = PairParams::from_measurement(m.sweep, m.pair, &m.measurement).map_err(
-                    |e| OutputError::BadPair {
-                        sweep: m.sweep,
-                        i: m.pair.i,
-                        j: m.pair.j,
-                        message: e.0,
-                    },
-                )?;
+                let p =
+                    PairParams::from_measurement(m.sweep, m.pair, &m.measurement).map_err(|e| {
+                        OutputError::BadPair {
+                            sweep: m.sweep,
+                            i: m.pair.i,
+                            j: m.pair.j,
+                            message: e.0,
+                        }
+                    })?;
                 let v = valuer.values_of(&p)?;
                 let raw = m.measurement.sizes.iter().any(|s| s.raw.is_some());
                 Ok((keep_params.then_some(p), v, raw.then_some(m)))

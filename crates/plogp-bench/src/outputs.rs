@@ -812,7 +812,11 @@ pub fn write_outputs(
         ranks.into_iter().collect(),
         sweeps.into_iter().collect(),
         options,
-        || chunks.next().map(|c| c.iter().collect::<Vec<&JournalEntry>>()),
+        || {
+            chunks
+                .next()
+                .map(|c| c.iter().collect::<Vec<&JournalEntry>>())
+        },
         |e: &&JournalEntry| {
             let measurement: PairMeasurement =
                 serde_json::from_value(e.result.clone()).map_err(|err| OutputError::BadPair {
