@@ -42,6 +42,40 @@ fn numa_node(cpu_dir: &Path) -> Option<usize> {
     })
 }
 
+/// The one CPU a rank is bound to, if its CPU list (`0-3,8`, as `Cpus_allowed_list` gives it)
+/// holds exactly one.
+pub fn single_cpu(cpuset: &str) -> Option<usize> {
+    let mut cpus = cpuset.split(',').map(str::trim).filter(|p| !p.is_empty());
+    let part = cpus.next()?;
+    if cpus.next().is_some() {
+        return None;
+    }
+    match part.split_once('-') {
+        Some((a, b)) if a.trim() == b.trim() => a.trim().parse().ok(),
+        Some(_) => None,
+        None => part.parse().ok(),
+    }
+}
+
+/// Per rank, its host (as an index) and the one CPU it is bound to, when it is bound to one:
+/// two ranks with the same value can only run by turns.
+pub fn bound_cpus(infos: &[RankInfo]) -> Vec<Option<(usize, usize)>> {
+    let mut hosts: Vec<&str> = Vec::new();
+    infos
+        .iter()
+        .map(|i| {
+            let host = match hosts.iter().position(|h| *h == i.host) {
+                Some(k) => k,
+                None => {
+                    hosts.push(&i.host);
+                    hosts.len() - 1
+                }
+            };
+            Some((host, i.cpuset.as_deref().and_then(single_cpu)?))
+        })
+        .collect()
+}
+
 /// The placement of the calling rank.
 pub fn this_rank(transport: &dyn Transport) -> RankInfo {
     let cpu = current_cpu();
@@ -158,6 +192,29 @@ pub fn system() -> SystemInfo {
 mod tests {
     use super::*;
     use lgate_transport::InProcessWorld;
+
+    #[test]
+    fn single_cpus_are_told_from_lists() {
+        assert_eq!(single_cpu("3"), Some(3));
+        assert_eq!(single_cpu("5-5"), Some(5));
+        assert_eq!(single_cpu("0-1"), None);
+        assert_eq!(single_cpu("0,4"), None);
+        assert_eq!(single_cpu(""), None);
+        let info = |host: &str, cpuset: &str| RankInfo {
+            rank: 0,
+            host: host.into(),
+            pid: None,
+            cpu: None,
+            cpuset: Some(cpuset.into()),
+            core: None,
+            socket: None,
+            numa: None,
+            governor: None,
+            extra: BTreeMap::new(),
+        };
+        let bound = bound_cpus(&[info("a", "0"), info("a", "0-1"), info("b", "0"), info("a", "0")]);
+        assert_eq!(bound, [Some((0, 0)), None, Some((1, 0)), Some((0, 0))]);
+    }
 
     #[test]
     fn reads_this_machine() {

@@ -124,6 +124,8 @@ enum Plan {
         topology: String,
         /// Per sweep, a bit per pair number `j (j - 1) / 2 + i`: measured already.
         done: Vec<Vec<u64>>,
+        /// Per rank, its host and the one CPU it is bound to (see `placement::bound_cpus`).
+        bound: Vec<Option<(usize, usize)>>,
     },
     Abort,
 }
@@ -165,15 +167,17 @@ pub fn run(
         seed,
         topology,
         done,
+        bound,
     } = plan
     else {
         return Err(HarnessError::Aborted);
     };
-    measure(t, test, options, prepared, seed, &topology, &done)
+    measure(t, test, options, prepared, seed, &topology, &done, &bound)
         .map_err(|e| HarnessError::Measuring(Box::new(e)))
 }
 
 /// Every rank's part once the plan is known: the program, then the final barrier.
+#[allow(clippy::too_many_arguments)]
 fn measure(
     t: &dyn Transport,
     test: &mut dyn PairTest,
@@ -182,6 +186,7 @@ fn measure(
     seed: u64,
     topology: &str,
     done: &[Vec<u64>],
+    bound: &[Option<(usize, usize)>],
 ) -> Result<Option<RunReport>, HarnessError> {
     let (rank, size) = (t.rank(), t.size());
     let (topology, _) = format::parse(topology, Some(TopologyFormat::Json), Some(size))?;
@@ -201,6 +206,7 @@ fn measure(
     everyone.wait::<HarnessError>(t, u64::MAX - 1, &mut || Ok(()))?;
     let t0 = Instant::now();
     let mut clock = RankClock::start(rank, t.cpu_scope());
+    let mut yielding = false;
     let expected = schedule.pairs_per_sweep() * options.sweeps as usize - done.len();
     let mut collector = match prepared {
         Some(p) => Some(Collector::new(
@@ -225,6 +231,13 @@ fn measure(
                     Role::Receiver
                 };
                 clock.charge(Activity::Waiting);
+                // Two ranks bound to one CPU run by turns: their MPI waits must yield.
+                let by_turns = bound.get(sp.pair.i).copied().flatten().is_some()
+                    && bound.get(sp.pair.i) == bound.get(sp.pair.j);
+                if by_turns != yielding {
+                    t.yield_when_idle(by_turns);
+                    yielding = by_turns;
+                }
                 let start_s = t0.elapsed().as_secs_f64();
                 let result = test.run(t, sp.pair, role)?;
                 let end_s = t0.elapsed().as_secs_f64();
@@ -382,6 +395,7 @@ impl Prepared {
             seed: self.meta.schedule.seed,
             topology: format::to_string(&self.topology, TopologyFormat::Json),
             done,
+            bound: placement::bound_cpus(&self.meta.ranks),
         }
     }
 }

@@ -43,6 +43,25 @@ pub struct MpiTransport {
     size: usize,
     idle_yield: Option<IdleYield>,
     doorbells: Option<Doorbells>,
+    /// Open MPI's switch of `mpi_yield_when_idle` at run time, when lgate-plogp owns it.
+    yield_switch: Option<YieldSwitch>,
+}
+
+/// `opal_progress_set_yield_when_idle` of the Open MPI library this process runs with.
+type YieldSwitch = unsafe extern "C" fn(bool);
+
+/// Open MPI's run-time switch of yielding when idle, looked up in the loaded library (absent
+/// in other MPI libraries).
+fn open_mpi_yield_switch() -> Option<YieldSwitch> {
+    let name = c"opal_progress_set_yield_when_idle";
+    // SAFETY: dlsym with RTLD_DEFAULT searches the loaded libraries for a name; the result is
+    // only used when found.
+    let symbol = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+    if symbol.is_null() {
+        return None;
+    }
+    // SAFETY: Open MPI 4 and 5 declare it `void opal_progress_set_yield_when_idle(bool)`.
+    Some(unsafe { std::mem::transmute::<*mut libc::c_void, YieldSwitch>(symbol) })
 }
 
 /// Open MPI's `mpi_yield_when_idle` as this process started MPI with it.
@@ -69,7 +88,9 @@ impl MpiTransport {
     /// mpirun turns it on when ranks outnumber cores, and then every MPI call of the pair being
     /// measured hands its core to any other runnable rank (measured on 8 ranks over 2 cores:
     /// pair tests 2-10x slower and noisier). Waiting ranks do not need it: they sleep in
-    /// [`PoliteWait`], outside MPI. Call this before any other thread starts.
+    /// [`PoliteWait`], outside MPI. Two ranks bound to the same CPU do: the harness turns it
+    /// on for their tests ([`Transport::yield_when_idle`]). Call this before any other thread
+    /// starts.
     pub fn init_for_pair_tests() -> Result<Self, MpiError> {
         let idle_yield = match std::env::var(IDLE_YIELD_VARIABLE) {
             Ok(value) => IdleYield {
@@ -102,6 +123,10 @@ impl MpiTransport {
             world,
             rank,
             size,
+            yield_switch: idle_yield
+                .as_ref()
+                .filter(|y| is_open_mpi && y.set_by == "lgate-plogp")
+                .and_then(|_| open_mpi_yield_switch()),
             idle_yield: idle_yield.filter(|_| is_open_mpi),
             doorbells,
         })
@@ -118,6 +143,7 @@ impl MpiTransport {
             size,
             idle_yield: None,
             doorbells: None,
+            yield_switch: None,
         }
     }
 
@@ -272,10 +298,21 @@ impl Transport for MpiTransport {
             None => serde_json::json!({}),
         };
         if let Some(y) = &self.idle_yield {
-            settings["mpi_yield_when_idle"] =
-                serde_json::json!({"value": y.value, "set_by": y.set_by});
+            settings["mpi_yield_when_idle"] = serde_json::json!({
+                "value": y.value,
+                "set_by": y.set_by,
+                "on_for_pairs_bound_to_one_cpu": self.yield_switch.is_some(),
+            });
         }
         Some(settings)
+    }
+
+    fn yield_when_idle(&self, on: bool) {
+        if let Some(switch) = self.yield_switch {
+            // SAFETY: the library's own setter of a flag its progress loop reads; called
+            // between pair tests, from the one thread that makes MPI calls.
+            unsafe { switch(on) }
+        }
     }
 
     fn notifies(&self, from: Rank) -> bool {

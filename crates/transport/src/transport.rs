@@ -162,6 +162,11 @@ pub trait Transport {
     /// Wakes `to` if it sleeps in [`Transport::sleep`] and can be woken from here; call it
     /// after an untimed send, never in timed code.
     fn notify(&self, _to: Rank) {}
+    /// Whether the message library's own blocking waits hand the core to other processes
+    /// (Open MPI's `mpi_yield_when_idle`): on for a pair of ranks that can only run by turns
+    /// (bound to one CPU), off otherwise, where yielding only adds noise. A no-op where the
+    /// library has no such switch or the user set it.
+    fn yield_when_idle(&self, _on: bool) {}
     /// Sleeps for `duration` or until another rank's [`Transport::notify`]; true when woken.
     fn sleep(&self, duration: Duration) -> bool {
         std::thread::sleep(duration);
