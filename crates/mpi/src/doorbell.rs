@@ -1,33 +1,40 @@
 //! Wake-ups between ranks on the same host, so that a rank waiting for a message can sleep
 //! until its peer has sent it instead of polling MPI.
 //!
-//! Each rank binds a Unix datagram socket in the abstract namespace, named by a token that
-//! world rank 0 draws for the job and by the rank. After an untimed send to a rank on the same
-//! host, the sender writes one byte to that rank's socket; the waiting rank sleeps in `ppoll`
-//! on its socket and wakes at once. MPI has no such wait: a blocking MPI call spins (or yields
-//! in a loop), which is what a waiting rank must not do when ranks outnumber cores. Ranks on
-//! other hosts do not share cores with this one, so they need no bell. Linux only; elsewhere,
-//! or when a socket cannot be made, waits fall back to sleeps that grow with the time waited.
+//! The ranks of a host share one small file in `/dev/shm` (named by a token world rank 0 draws
+//! for the job), mapped into each: a counter per rank. After an untimed send to a rank on the
+//! same host, the sender bumps that rank's counter and wakes it with a futex; the waiting rank
+//! sleeps in a futex wait on its counter and wakes at once. MPI has no such wait: a blocking
+//! MPI call spins (or yields in a loop), which is what a waiting rank must not do when ranks
+//! outnumber cores. A futex wake-up, unlike a socket's or a pipe's, does not ask the kernel to
+//! run the woken rank on the waker's core, where it would compete with the waker (the rank
+//! that just finished a test and is about to start the next). Ranks on other hosts do not
+//! share cores with this one, so they need no bell. Linux only; elsewhere, or when the file
+//! cannot be made, waits fall back to sleeps that grow with the time waited.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use lgate_topology::Rank;
 use mpi::collective::{CommunicatorCollectives, Root};
 use mpi::topology::{Communicator, SimpleCommunicator};
 
-/// This rank's bell and the ranks on its host that can ring it.
+/// This rank's bell and the bells of the ranks on its host.
 #[derive(Debug)]
 pub struct Doorbells {
     #[cfg(target_os = "linux")]
-    socket: std::os::fd::OwnedFd,
-    token: u64,
-    /// Per world rank: on this host and with a working bell.
-    local: Vec<bool>,
+    bells: linux::SharedBells,
+    /// Per world rank: its bell's index on this host, if it is on this host with a bell.
+    local: Vec<Option<usize>>,
+    /// This rank's bell.
+    mine: usize,
+    /// The value of this rank's counter when it last woke.
+    seen: AtomicU32,
 }
 
 impl Doorbells {
     /// Sets up the bells of `world`; every rank must call this (it is collective). `None` on
-    /// this rank when its bell could not be made; its waits then fall back to polling.
+    /// this rank when its host's bells could not be made; its waits then fall back to polling.
     pub fn open(world: &SimpleCommunicator) -> Option<Doorbells> {
         let rank = world.rank();
         let mut token = [0u64];
@@ -35,46 +42,66 @@ impl Doorbells {
             token[0] = draw_token();
         }
         world.process_at_rank(0).broadcast_into(&mut token[..]);
-        let token = token[0];
-        let socket = bind(token, rank as Rank);
         let host = world.split_shared(0);
-        let mine = [rank, i32::from(socket.is_some())];
-        let mut all = vec![0i32; 2 * host.size() as usize];
-        host.all_gather_into(&mine[..], &mut all[..]);
-        let mut local = vec![false; world.size() as usize];
-        for pair in all.chunks_exact(2) {
-            if pair[1] == 1 && pair[0] != rank {
-                local[pair[0] as usize] = true;
+        let mut ranks = vec![0i32; host.size() as usize];
+        host.all_gather_into(&rank, &mut ranks[..]);
+        let path = bell_path(token[0], ranks[0]);
+        let bells = open_bells(&path, ranks.len());
+        let ok = i32::from(bells.is_some());
+        let mut all_ok = vec![0i32; ranks.len()];
+        // Every rank of the host has the file open (or failed) once this returns.
+        host.all_gather_into(&ok, &mut all_ok[..]);
+        if host.rank() == 0 {
+            let _ = std::fs::remove_file(&path);
+        }
+        if all_ok.contains(&0) {
+            return None;
+        }
+        let mut local = vec![None; world.size() as usize];
+        for (k, &r) in ranks.iter().enumerate() {
+            if r != rank {
+                local[r as usize] = Some(k);
             }
         }
+        let mine = host.rank() as usize;
+        #[cfg(target_os = "linux")]
+        let bells = bells?;
+        #[cfg(not(target_os = "linux"))]
+        let _ = bells;
         Some(Doorbells {
             #[cfg(target_os = "linux")]
-            socket: socket?,
-            token,
+            seen: AtomicU32::new(bells.word(mine).load(Ordering::SeqCst)),
+            #[cfg(not(target_os = "linux"))]
+            seen: AtomicU32::new(0),
+            #[cfg(target_os = "linux")]
+            bells,
             local,
+            mine,
         })
     }
 
     /// Whether `rank` is on this host and can ring this rank's bell (and this rank its).
     pub fn is_local(&self, rank: Rank) -> bool {
-        self.local.get(rank).copied().unwrap_or(false)
+        self.local.get(rank).copied().flatten().is_some()
     }
 
-    /// Rings `to`'s bell if it is on this host; never blocks, never fails (a lost ring only
-    /// makes `to` notice later).
+    /// Rings `to`'s bell if it is on this host; never blocks, never fails.
     pub fn ring(&self, to: Rank) {
-        if !self.is_local(to) {
+        let Some(Some(_k)) = self.local.get(to).copied() else {
             return;
-        }
+        };
         #[cfg(target_os = "linux")]
-        linux::send_byte(&self.socket, &address(self.token, to));
+        self.bells.ring(_k);
     }
 
-    /// Sleeps for `duration` or until this rank's bell rings, then clears it; true when it
-    /// rang.
+    /// Sleeps for `duration` or until this rank's bell rings; true when it rang (also before
+    /// the call, since the last wake-up).
     pub fn sleep(&self, duration: Duration) -> bool {
         #[cfg(target_os = "linux")]
-        return linux::wait_and_clear(&self.socket, duration);
+        {
+            let now = self.bells.wait(self.mine, self.seen.load(Ordering::SeqCst), duration);
+            self.seen.swap(now, Ordering::SeqCst) != now
+        }
         #[cfg(not(target_os = "linux"))]
         {
             std::thread::sleep(duration);
@@ -92,105 +119,135 @@ fn draw_token() -> u64 {
     nanos ^ (u64::from(std::process::id()) << 32)
 }
 
-/// The abstract socket name of `rank`'s bell in the job `token`.
-fn address(token: u64, rank: Rank) -> Vec<u8> {
-    format!("lgate-plogp/{token:016x}/{rank}").into_bytes()
+/// The file of a host's bells: the job's token and the host's first rank.
+fn bell_path(token: u64, first_rank: i32) -> std::path::PathBuf {
+    std::path::PathBuf::from(format!("/dev/shm/lgate-plogp-{token:016x}-{first_rank}"))
 }
 
 #[cfg(target_os = "linux")]
-fn bind(token: u64, rank: Rank) -> Option<std::os::fd::OwnedFd> {
-    linux::bind(&address(token, rank))
+fn open_bells(path: &std::path::Path, count: usize) -> Option<linux::SharedBells> {
+    linux::SharedBells::open(path, count)
 }
 
 #[cfg(not(target_os = "linux"))]
-fn bind(_token: u64, _rank: Rank) -> Option<()> {
+fn open_bells(_path: &std::path::Path, _count: usize) -> Option<()> {
     None
 }
 
 #[cfg(target_os = "linux")]
 mod linux {
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::sync::atomic::{AtomicU32, Ordering};
     use std::time::Duration;
 
-    /// `sockaddr_un` for an abstract name (a leading NUL, no trailing one) and its length.
-    fn sockaddr(name: &[u8]) -> Option<(libc::sockaddr_un, libc::socklen_t)> {
-        // SAFETY: an all-zero sockaddr_un is a valid value of this plain C struct.
-        let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
-        addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
-        if name.len() + 1 > addr.sun_path.len() {
-            return None;
-        }
-        for (dst, &src) in addr.sun_path[1..].iter_mut().zip(name) {
-            *dst = src as libc::c_char;
-        }
-        let len = std::mem::size_of::<libc::sa_family_t>() + 1 + name.len();
-        Some((addr, len as libc::socklen_t))
+    /// Bytes between two counters: one cache line each, so that ringing one rank does not
+    /// disturb another's.
+    const STRIDE: usize = 64;
+
+    /// A host's counters, mapped from one shared file.
+    #[derive(Debug)]
+    pub(super) struct SharedBells {
+        base: *mut u8,
+        len: usize,
     }
 
-    pub(super) fn bind(name: &[u8]) -> Option<OwnedFd> {
-        let (addr, len) = sockaddr(name)?;
-        // SAFETY: plain socket creation; the descriptor is owned right away.
-        let fd = unsafe {
-            libc::socket(
-                libc::AF_UNIX,
-                libc::SOCK_DGRAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-                0,
-            )
-        };
-        if fd < 0 {
-            return None;
-        }
-        // SAFETY: `fd` is a new descriptor that nothing else owns.
-        let socket = unsafe { OwnedFd::from_raw_fd(fd) };
-        // SAFETY: `addr` is a valid sockaddr_un of `len` bytes.
-        let bound = unsafe {
-            libc::bind(
-                socket.as_raw_fd(),
-                (&addr as *const libc::sockaddr_un).cast(),
+    // SAFETY: the mapping is only accessed through atomics.
+    unsafe impl Send for SharedBells {}
+    // SAFETY: as above.
+    unsafe impl Sync for SharedBells {}
+
+    impl SharedBells {
+        /// Opens (creating if needed) and maps the file of `count` counters.
+        pub(super) fn open(path: &std::path::Path, count: usize) -> Option<Self> {
+            let len = count.max(1) * STRIDE;
+            let file = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o600)
+                .open(path)
+                .ok()?;
+            if file.metadata().ok()?.len() < len as u64 {
+                file.set_len(len as u64).ok()?;
+            }
+            use std::os::fd::AsRawFd;
+            // SAFETY: a shared mapping of a file of at least `len` bytes; checked for failure.
+            let base = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED,
+                    file.as_raw_fd(),
+                    0,
+                )
+            };
+            if base == libc::MAP_FAILED {
+                return None;
+            }
+            Some(SharedBells {
+                base: base.cast(),
                 len,
-            )
-        };
-        (bound == 0).then_some(socket)
-    }
+            })
+        }
 
-    pub(super) fn send_byte(socket: &OwnedFd, name: &[u8]) {
-        let Some((addr, len)) = sockaddr(name) else {
-            return;
-        };
-        // SAFETY: one byte from a live buffer to a valid address; errors (a full queue, a
-        // peer gone) are ignored on purpose.
-        unsafe {
-            libc::sendto(
-                socket.as_raw_fd(),
-                [1u8].as_ptr().cast(),
-                1,
-                libc::MSG_DONTWAIT,
-                (&addr as *const libc::sockaddr_un).cast(),
-                len,
-            );
+        /// Counter `k`.
+        pub(super) fn word(&self, k: usize) -> &AtomicU32 {
+            assert!((k + 1) * STRIDE <= self.len, "bell {k} outside the mapping");
+            // SAFETY: inside the mapping, aligned to 64 bytes, and only used atomically.
+            unsafe { &*self.base.add(k * STRIDE).cast::<AtomicU32>() }
+        }
+
+        /// Bumps counter `k` and wakes whoever waits on it.
+        pub(super) fn ring(&self, k: usize) {
+            let word = self.word(k);
+            word.fetch_add(1, Ordering::SeqCst);
+            // SAFETY: FUTEX_WAKE on a valid, shared, aligned 32-bit word.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_futex,
+                    word.as_ptr(),
+                    libc::FUTEX_WAKE,
+                    1,
+                    std::ptr::null::<libc::timespec>(),
+                );
+            }
+        }
+
+        /// Waits up to `duration` while counter `k` still holds `seen`; returns its value then.
+        pub(super) fn wait(&self, k: usize, seen: u32, duration: Duration) -> u32 {
+            let word = self.word(k);
+            let now = word.load(Ordering::SeqCst);
+            if now != seen {
+                return now;
+            }
+            let timeout = libc::timespec {
+                tv_sec: duration.as_secs() as libc::time_t,
+                tv_nsec: duration.subsec_nanos() as libc::c_long,
+            };
+            // SAFETY: FUTEX_WAIT on a valid, shared, aligned 32-bit word with a relative
+            // timeout; it returns at once if the word no longer holds `seen`.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_futex,
+                    word.as_ptr(),
+                    libc::FUTEX_WAIT,
+                    seen,
+                    &timeout as *const libc::timespec,
+                );
+            }
+            word.load(Ordering::SeqCst)
         }
     }
 
-    pub(super) fn wait_and_clear(socket: &OwnedFd, duration: Duration) -> bool {
-        let mut poll = libc::pollfd {
-            fd: socket.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let timeout = libc::timespec {
-            tv_sec: duration.as_secs() as libc::time_t,
-            tv_nsec: duration.subsec_nanos() as libc::c_long,
-        };
-        // SAFETY: one valid pollfd, a valid timeout, no signal mask change.
-        let ready = unsafe { libc::ppoll(&mut poll, 1, &timeout, std::ptr::null()) };
-        if ready > 0 {
-            let mut buf = [0u8; 64];
-            // SAFETY: reads into a live buffer of its own length; non-blocking socket.
-            while unsafe { libc::recv(socket.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) }
-                > 0
-            {}
+    impl Drop for SharedBells {
+        fn drop(&mut self) {
+            // SAFETY: unmaps exactly what `open` mapped.
+            unsafe {
+                libc::munmap(self.base.cast(), self.len);
+            }
         }
-        ready > 0
     }
 }
 
@@ -198,24 +255,35 @@ mod linux {
 mod tests {
     use std::time::{Duration, Instant};
 
+    use super::linux::SharedBells;
     use super::*;
 
     #[test]
-    fn a_ring_wakes_a_sleeper_and_is_cleared() {
-        let token = draw_token();
-        let a = linux::bind(&address(token, 0)).unwrap();
-        let b = linux::bind(&address(token, 1)).unwrap();
-        linux::send_byte(&a, &address(token, 1));
-        linux::send_byte(&a, &address(token, 1));
+    fn a_ring_wakes_a_sleeper_across_two_mappings() {
+        let path = bell_path(draw_token(), 0);
+        let a = SharedBells::open(&path, 2).unwrap();
+        let b = SharedBells::open(&path, 2).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let seen = b.word(1).load(Ordering::SeqCst);
+        let waiter = std::thread::spawn(move || {
+            let start = Instant::now();
+            let now = b.wait(1, seen, Duration::from_secs(20));
+            (now, start.elapsed(), b)
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        a.ring(1);
+        let (now, waited, b) = waiter.join().unwrap();
+        assert_ne!(now, seen, "the counter moved");
+        // Woken by the ring, not by the 20 s timeout (a margin no scheduler reaches).
+        assert!(waited < Duration::from_secs(10), "{waited:?}");
+        // Nothing rang since: the next wait lasts its whole (short) duration.
         let start = Instant::now();
-        assert!(linux::wait_and_clear(&b, Duration::from_secs(20)));
-        // Woken by the pending rings, not by the 20 s timeout (a margin no scheduler reaches).
-        assert!(start.elapsed() < Duration::from_secs(10));
-        // Both rings were cleared: the next sleep lasts its whole (short) duration.
-        let start = Instant::now();
-        assert!(!linux::wait_and_clear(&b, Duration::from_millis(30)));
+        assert_eq!(b.wait(1, now, Duration::from_millis(30)), now);
         assert!(start.elapsed() >= Duration::from_millis(30));
-        // The same name cannot be bound twice, so two jobs never share a bell.
-        assert!(linux::bind(&address(token, 1)).is_none());
+        // A ring before the wait is not lost: the wait returns at once.
+        a.ring(1);
+        let start = Instant::now();
+        assert_ne!(b.wait(1, now, Duration::from_secs(20)), now);
+        assert!(start.elapsed() < Duration::from_secs(10));
     }
 }
