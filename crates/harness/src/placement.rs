@@ -212,7 +212,12 @@ mod tests {
             governor: None,
             extra: BTreeMap::new(),
         };
-        let bound = bound_cpus(&[info("a", "0"), info("a", "0-1"), info("b", "0"), info("a", "0")]);
+        let bound = bound_cpus(&[
+            info("a", "0"),
+            info("a", "0-1"),
+            info("b", "0"),
+            info("a", "0"),
+        ]);
         assert_eq!(bound, [Some((0, 0)), None, Some((1, 0)), Some((0, 0))]);
     }
 

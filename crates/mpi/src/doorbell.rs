@@ -99,7 +99,9 @@ impl Doorbells {
     pub fn sleep(&self, duration: Duration) -> bool {
         #[cfg(target_os = "linux")]
         {
-            let now = self.bells.wait(self.mine, self.seen.load(Ordering::SeqCst), duration);
+            let now = self
+                .bells
+                .wait(self.mine, self.seen.load(Ordering::SeqCst), duration);
             self.seen.swap(now, Ordering::SeqCst) != now
         }
         #[cfg(not(target_os = "linux"))]

@@ -6,7 +6,11 @@ use lgate_harness::Pair;
 use lgate_rundir::RunDir;
 use rayon::prelude::*;
 
-use crate::outputs::{write_outputs, OutputBuilder, OutputError, OutputOptions};
+use std::collections::BTreeSet;
+
+use lgate_rundir::JournalEntry;
+
+use crate::outputs::{OutputBuilder, OutputError, OutputOptions};
 use crate::params::{PairParams, Parameter};
 use crate::pingpong::write_pingpong_outputs;
 use crate::procedures::PairMeasurement;
@@ -112,4 +116,62 @@ fn add_raw(outputs: &mut OutputBuilder, m: &MeasuredPair) -> Result<(), OutputEr
         }
     }
     Ok(())
+}
+
+/// Pairs of the journal parsed and valued at once (per chunk, on every core).
+const JOURNAL_CHUNK: usize = 1 << 14;
+
+/// Writes `measurements.parquet` (and `.csv`), `raw.parquet` with raw samples, `matrices/`
+/// and `report.json` into the run directory from the journal's entries; every pair among the
+/// tested ranks must be there in every sweep present. Returns the names written.
+pub fn write_outputs(
+    run: &RunDir,
+    entries: &[JournalEntry],
+    options: &OutputOptions,
+) -> Result<Vec<String>, OutputError> {
+    let journal = run.file(lgate_rundir::JOURNAL_FILE).display().to_string();
+    let ranks: BTreeSet<usize> = entries.iter().flat_map(|e| [e.i, e.j]).collect();
+    let sweeps: BTreeSet<u32> = entries.iter().map(|e| e.sweep).collect();
+    let mut chunks = entries.chunks(JOURNAL_CHUNK);
+    derive_plogp(
+        run,
+        ranks.into_iter().collect(),
+        sweeps.into_iter().collect(),
+        options,
+        || {
+            chunks
+                .next()
+                .map(|c| c.iter().collect::<Vec<&JournalEntry>>())
+        },
+        |e: &&JournalEntry| {
+            let measurement: PairMeasurement =
+                serde_json::from_value(e.result.clone()).map_err(|err| OutputError::BadPair {
+                    sweep: e.sweep,
+                    i: e.i,
+                    j: e.j,
+                    message: format!("not a PLogP measurement: {err}"),
+                })?;
+            Ok(MeasuredPair {
+                sweep: e.sweep,
+                pair: Pair::new(e.i, e.j),
+                measurement,
+            })
+        },
+    )
+    .map_err(|error| match error {
+        // The journal is where a bad pair came from: name it.
+        OutputError::BadPair {
+            sweep,
+            i,
+            j,
+            message,
+        } => OutputError::BadEntry {
+            path: journal.clone(),
+            sweep,
+            i,
+            j,
+            message,
+        },
+        other => other,
+    })
 }

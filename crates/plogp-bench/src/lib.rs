@@ -37,10 +37,9 @@ pub mod report;
 pub mod size;
 pub mod table;
 
-pub use derive::{derive, derive_plogp, MeasuredPair};
+pub use derive::{derive, derive_plogp, write_outputs, MeasuredPair};
 pub use outputs::{
-    write_matrix_set, write_outputs, OutputBuilder, OutputError, OutputOptions, PairValuer,
-    PairValues,
+    write_matrix_set, OutputBuilder, OutputError, OutputOptions, PairValuer, PairValues,
 };
 pub use params::{Estimator, MeasurementError, Method, PairParams, Parameter};
 pub use pingpong::write_pingpong_outputs;

@@ -1,18 +1,15 @@
 //! From the journal to the run's outputs: the measurements table, the distance matrices and
 //! the report of slow ranks and pairs.
 
-use std::collections::BTreeSet;
-
 use lgate_harness::{Pair, Summary};
 use lgate_matrix::DistanceMatrix;
 use lgate_rundir::table_layout as col;
-use lgate_rundir::{JournalEntry, MatrixEntry, MatrixIndex, RunDir, RunDirError};
+use lgate_rundir::{MatrixEntry, MatrixIndex, RunDir, RunDirError};
 use lgate_stats::quantile_of_sorted;
 use ndarray::Array2;
 use rayon::prelude::*;
 
 use crate::params::{Estimator, Method, PairParams, Parameter};
-use crate::procedures::PairMeasurement;
 use crate::size::MessageSize;
 use crate::table::{Column, Table, TableWriteError, TableWriter};
 
@@ -790,64 +787,6 @@ impl RawColumns {
             .with(col::REPETITION, Column::Int32(self.repetition))
             .with(col::VALUE_US, Column::Float64(self.value))
     }
-}
-
-/// Pairs of the journal parsed and valued at once (per chunk, on every core).
-const JOURNAL_CHUNK: usize = 1 << 14;
-
-/// Writes `measurements.parquet` (and `.csv`), `raw.parquet` with raw samples, `matrices/`
-/// and `report.json` into the run directory from the journal's entries; every pair among the
-/// tested ranks must be there in every sweep present. Returns the names written.
-pub fn write_outputs(
-    run: &RunDir,
-    entries: &[JournalEntry],
-    options: &OutputOptions,
-) -> Result<Vec<String>, OutputError> {
-    let journal = run.file(lgate_rundir::JOURNAL_FILE).display().to_string();
-    let ranks: BTreeSet<usize> = entries.iter().flat_map(|e| [e.i, e.j]).collect();
-    let sweeps: BTreeSet<u32> = entries.iter().map(|e| e.sweep).collect();
-    let mut chunks = entries.chunks(JOURNAL_CHUNK);
-    crate::derive::derive_plogp(
-        run,
-        ranks.into_iter().collect(),
-        sweeps.into_iter().collect(),
-        options,
-        || {
-            chunks
-                .next()
-                .map(|c| c.iter().collect::<Vec<&JournalEntry>>())
-        },
-        |e: &&JournalEntry| {
-            let measurement: PairMeasurement =
-                serde_json::from_value(e.result.clone()).map_err(|err| OutputError::BadPair {
-                    sweep: e.sweep,
-                    i: e.i,
-                    j: e.j,
-                    message: format!("not a PLogP measurement: {err}"),
-                })?;
-            Ok(crate::derive::MeasuredPair {
-                sweep: e.sweep,
-                pair: Pair::new(e.i, e.j),
-                measurement,
-            })
-        },
-    )
-    .map_err(|error| match error {
-        // The journal is where a bad pair came from: name it.
-        OutputError::BadPair {
-            sweep,
-            i,
-            j,
-            message,
-        } => OutputError::BadEntry {
-            path: journal.clone(),
-            sweep,
-            i,
-            j,
-            message,
-        },
-        other => other,
-    })
 }
 
 fn entry(name: &str, file: &str, description: &str, size: Option<usize>) -> MatrixEntry {
