@@ -185,12 +185,12 @@ mod imp {
         if !quiet && t.rank() == 0 {
             eprintln!("{}", Timing::progress_header());
         }
-        let timings = bench(t, &options, &mut |timing| {
+        let result = bench(t, &options, &mut |timing| {
             if !quiet {
                 eprintln!("{}", timing.progress_line(|b| MessageSize(b).to_string()));
             }
         })?;
-        let Some(timings) = timings else {
+        let Some(result) = result else {
             return Ok(());
         };
 
@@ -198,10 +198,19 @@ mod imp {
             "hosts": hosts,
             "library": t.library_version(),
         });
-        let tuning = Tuning::from_timings(timings, t.size(), args.root, tree.as_ref(), machine);
+        let mut tuning =
+            Tuning::from_timings(result.timings, t.size(), args.root, tree.as_ref(), machine);
+        tuning.rank_time = lgate_harness::run::rank_times(result.rank_time);
         let [json, rules] = tuning.write_to(&args.out)?;
         print!("{}", tuning.table(|b| MessageSize(b).to_string()));
         eprintln!("wrote {} and {}", json.display(), rules.display());
+        if let Some((mean, max)) = lgate_rundir::RankTime::waiting_share(&tuning.rank_time) {
+            eprintln!(
+                "between broadcasts, ranks used {:.1}% of a core on average (at most {:.1}%)",
+                100.0 * mean,
+                100.0 * max
+            );
+        }
         let wrong = tuning.wrong_bytes();
         anyhow::ensure!(
             wrong.is_empty(),

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use lgate_topology::{Rank, TopologyNode};
-use lgate_transport::{SubsetBarrier, Tag, Transport};
+use lgate_transport::{gather_time_splits, Activity, RankClock, SubsetBarrier, Tag, Transport};
 
 use crate::{broadcast, prune_to_depth, BaseAlgorithm, BcastError, Plan};
 use lgate_stats::quantile_of_sorted as quantile;
@@ -99,13 +99,23 @@ fn run_candidate(
     }
 }
 
-/// Runs the benchmark on this rank; rank 0 returns the timings (in the order of sizes, then
-/// candidates), the others `None`. `progress` sees each timing on rank 0 as it is made.
+/// What a benchmark found, on rank 0.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BenchResult {
+    /// The timings, in the order of sizes, then candidates.
+    pub timings: Vec<Timing>,
+    /// Per rank, its wall and CPU time broadcasting (busy) and between broadcasts (waiting:
+    /// barriers, agreeing on round counts, collecting timings).
+    pub rank_time: Vec<lgate_transport::TimeSplit>,
+}
+
+/// Runs the benchmark on this rank; rank 0 returns the result, the others `None`. `progress`
+/// sees each timing on rank 0 as it is made.
 pub fn bench(
     t: &dyn Transport,
     options: &BenchOptions,
     progress: &mut dyn FnMut(&Timing),
-) -> Result<Option<Vec<Timing>>, BcastError> {
+) -> Result<Option<BenchResult>, BcastError> {
     let (size, rank, root) = (t.size(), t.rank(), options.root);
     if root >= size {
         return Err(BcastError::BadRoot { root, size });
@@ -123,6 +133,7 @@ pub fn bench(
         barrier(t, &all, barrier_id)
     };
     let mut out = Vec::new();
+    let mut clock = RankClock::start(t.cpu_scope());
     for &len in &options.sizes {
         let expected = payload(root, len);
         let mut buf = vec![0u8; len];
@@ -135,15 +146,19 @@ pub fn bench(
                 }
             };
             reset(&mut buf);
+            clock.charge(Activity::Waiting);
             if !run_candidate(t, candidate, &mut buf, root)? {
                 // No library broadcast on this transport: the same on every rank.
                 continue;
             }
+            clock.charge(Activity::Busy);
             let mut correct = buf == expected;
             let started = Instant::now();
             for _ in 0..options.warmup {
                 next_barrier(t)?;
+                clock.charge(Activity::Waiting);
                 run_candidate(t, candidate, &mut buf, root)?;
+                clock.charge(Activity::Busy);
             }
             // The root decides how many timed rounds fit in the budget, from the warm-up.
             let per_round = started.elapsed().as_secs_f64() / (options.warmup + 1) as f64;
@@ -155,9 +170,11 @@ pub fn bench(
             for _ in 0..rounds {
                 reset(&mut buf);
                 next_barrier(t)?;
+                clock.charge(Activity::Waiting);
                 let s = Instant::now();
                 run_candidate(t, candidate, &mut buf, root)?;
                 times.push(s.elapsed().as_secs_f64());
+                clock.charge(Activity::Busy);
                 correct &= buf == expected;
             }
             // Rank 0 gathers every rank's round times and verdict.
@@ -186,7 +203,12 @@ pub fn bench(
             out.push(timing);
         }
     }
-    Ok((rank == 0).then_some(out))
+    clock.charge(Activity::Waiting);
+    let rank_time = gather_time_splits(t, clock.totals())?;
+    Ok((rank == 0).then_some(BenchResult {
+        timings: out,
+        rank_time,
+    }))
 }
 
 /// The candidates of a default benchmark: every base algorithm over all ranks (pipelines with

@@ -21,7 +21,9 @@ use lgate_topology::TopologyNode;
 use lgate_transport::{Tag, Transport, TransportError};
 
 pub use base::BaseAlgorithm;
-pub use bench::{bench, default_candidates, share_from_rank0, BenchOptions, Candidate, Timing};
+pub use bench::{
+    bench, default_candidates, share_from_rank0, BenchOptions, BenchResult, Candidate, Timing,
+};
 pub use hierarchy::{coordinator, prune_to_depth};
 pub use tuning::{
     broadcast_tuned, parse_candidate, time_tuned, BroadcastTable, TunedTiming, Tuning, TuningError,

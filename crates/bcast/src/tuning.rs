@@ -149,6 +149,7 @@ impl BroadcastTable for Tuning {
             machine,
             ranges,
             timings,
+            rank_time: Vec::new(),
         }
     }
 

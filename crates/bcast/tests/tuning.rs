@@ -42,8 +42,14 @@ fn bench_times_every_candidate_and_the_table_applies() {
         root: 3,
     };
     let results = world.run(|t| bench(&t, &options, &mut |_| {}).unwrap());
-    let timings = results[0].clone().expect("rank 0 has the timings");
+    let result = results[0].clone().expect("rank 0 has the timings");
     assert!(results[1..].iter().all(Option::is_none));
+    // Every rank's time, busy broadcasting and waiting between broadcasts.
+    assert_eq!(result.rank_time.len(), 5);
+    for r in &result.rank_time {
+        assert!(r.busy_s > 0.0 && r.waiting_s > 0.0, "{r:?}");
+    }
+    let timings = result.timings;
     assert_eq!(timings.len(), 3 * (candidates.len() - 1));
     for t in &timings {
         assert!(t.correct, "{t:?}");

@@ -31,19 +31,18 @@ pub mod placement;
 pub mod run;
 pub mod schedule;
 pub mod stats;
-pub mod usage;
 
 pub use lgate_transport::{
     barrier, in_process, transport, InProcessTransport, InProcessWorld, LinkModel, PoliteWait,
     SubsetBarrier, Tag, Transport, TransportError,
 };
+pub use lgate_transport::{cpu_time, Activity, CpuScope, RankClock, TimeSplit};
 pub use pair_test::{PairTest, PingPong, Role};
 pub use run::{
     resolve_topology, run, topology_by_host, ProgressStyle, RunOptions, RunReport, TopologySource,
 };
 pub use schedule::{Pair, Schedule, ScheduleError, Step, SweepPair};
 pub use stats::Summary;
-pub use usage::{cpu_time, Activity, CpuScope, RankClock};
 
 /// An error of a harness run.
 #[derive(Debug, thiserror::Error)]

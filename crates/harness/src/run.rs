@@ -14,9 +14,9 @@ use serde::{Deserialize, Serialize};
 use crate::pair_test::{PairTest, Role};
 use crate::placement;
 use crate::schedule::{Pair, Schedule, Step, SweepPair};
-use crate::usage::{Activity, RankClock};
 use crate::HarnessError;
 use lgate_transport::SubsetBarrier;
+use lgate_transport::{Activity, RankClock, TimeSplit};
 use lgate_transport::{PoliteWait, Tag, Transport, TransportError};
 
 /// Where the topology that schedules the pairs comes from.
@@ -205,7 +205,7 @@ fn measure(
     let everyone = SubsetBarrier::new(&all, rank).expect("every rank is in the job");
     everyone.wait::<HarnessError>(t, u64::MAX - 1, &mut || Ok(()))?;
     let t0 = Instant::now();
-    let mut clock = RankClock::start(rank, t.cpu_scope());
+    let mut clock = RankClock::start(t.cpu_scope());
     let mut yielding = false;
     let expected = schedule.pairs_per_sweep() * options.sweeps as usize - done.len();
     let mut collector = match prepared {
@@ -241,7 +241,7 @@ fn measure(
                 let start_s = t0.elapsed().as_secs_f64();
                 let result = test.run(t, sp.pair, role)?;
                 let end_s = t0.elapsed().as_secs_f64();
-                clock.charge(Activity::Testing);
+                clock.charge(Activity::Busy);
                 if role == Role::Sender {
                     let entry = JournalEntry {
                         sweep: sp.sweep,
@@ -272,7 +272,7 @@ fn measure(
         }
     }
     clock.charge(Activity::Waiting);
-    let rank_time = gather_rank_time(t, clock.totals())?;
+    let rank_time = rank_times(lgate_transport::gather_time_splits(t, clock.totals())?);
     everyone.wait(t, u64::MAX, &mut || drain(t, collector.as_mut()))?;
     match collector {
         Some(c) => c.finish(t0.elapsed(), rank_time).map(Some),
@@ -280,24 +280,19 @@ fn measure(
     }
 }
 
-/// Sends every rank's waiting and testing time to rank 0, which returns them in rank order.
-fn gather_rank_time(t: &dyn Transport, mine: RankTime) -> Result<Vec<RankTime>, HarnessError> {
-    if t.rank() != 0 {
-        let bytes = serde_json::to_vec(&mine).expect("rank times serialise");
-        t.send_polite(0, Tag::USAGE, &bytes)?;
-        return Ok(Vec::new());
-    }
-    let mut out = vec![mine];
-    for r in 1..t.size() {
-        let bytes = t.recv_vec(r, Tag::USAGE)?;
-        let theirs: RankTime =
-            serde_json::from_slice(&bytes).map_err(|e| TransportError::Protocol {
-                rank: 0,
-                message: format!("rank {r} sent a time record that does not parse: {e}"),
-            })?;
-        out.push(theirs);
-    }
-    Ok(out)
+/// Every rank's time (in rank order) as meta.json records it: busy is testing.
+pub fn rank_times(splits: Vec<TimeSplit>) -> Vec<RankTime> {
+    splits
+        .into_iter()
+        .enumerate()
+        .map(|(rank, split)| RankTime {
+            rank,
+            waiting_s: split.waiting_s,
+            waiting_cpu_s: split.waiting_cpu_s,
+            testing_s: split.busy_s,
+            testing_cpu_s: split.busy_cpu_s,
+        })
+        .collect()
 }
 
 fn drain(t: &dyn Transport, collector: Option<&mut Collector>) -> Result<(), HarnessError> {

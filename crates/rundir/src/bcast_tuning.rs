@@ -48,6 +48,10 @@ pub struct Tuning {
     pub ranges: Vec<TuningRange>,
     /// Every timing of the benchmark.
     pub timings: Vec<Timing>,
+    /// Per rank, its wall and CPU time broadcasting (`testing_*`) and between broadcasts
+    /// (`waiting_*`: barriers, agreeing on round counts, collecting timings).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rank_time: Vec<crate::RankTime>,
 }
 
 /// The times of one candidate at one size, in microseconds, over the timed rounds.

@@ -202,8 +202,15 @@ impl RankTime {
 impl RunSummary {
     /// The mean and the largest share of a core that ranks used while waiting, if recorded.
     pub fn waiting_cpu_share(&self) -> Option<(f64, f64)> {
-        let waited: Vec<f64> = self
-            .rank_time
+        RankTime::waiting_share(&self.rank_time)
+    }
+}
+
+impl RankTime {
+    /// Over the ranks that waited: the mean and the largest share of a core used while
+    /// waiting; `None` when none waited.
+    pub fn waiting_share(times: &[RankTime]) -> Option<(f64, f64)> {
+        let waited: Vec<f64> = times
             .iter()
             .filter(|t| t.waiting_s > 0.0)
             .map(RankTime::waiting_cpu_share)

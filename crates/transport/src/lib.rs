@@ -26,12 +26,14 @@
 pub mod barrier;
 pub mod in_process;
 pub mod transport;
+pub mod usage;
 
 use std::time::Duration;
 
 pub use barrier::SubsetBarrier;
 pub use in_process::{InProcessTransport, InProcessWorld, LinkModel};
 pub use transport::{PoliteWait, Tag, Transport, TransportError};
+pub use usage::{gather_time_splits, Activity, RankClock, TimeSplit};
 
 /// Whose CPU time a rank's clock reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
