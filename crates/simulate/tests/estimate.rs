@@ -44,20 +44,27 @@ fn a_pair_test_takes_the_estimated_time() {
         adaptive: false,
         ..PLogPOptions::new(1024)
     };
-    let world = InProcessWorld::new(2)
-        .with_link_model(Known)
-        .with_timeout(Duration::from_secs(60));
-    let took = world.run(|t| {
-        let mut test = PLogP::new(options.clone()).unwrap();
-        let role = if t.rank() == 0 {
-            Role::Sender
-        } else {
-            Role::Receiver
-        };
-        let start = Instant::now();
-        test.run(&t, Pair::new(0, 1), role).unwrap();
-        start.elapsed().as_secs_f64()
-    })[0];
+    // The least of three runs: a busy machine only ever adds time (descheduled threads), and
+    // the link model's delays are sleeps that nothing shortens, so the least run is the one
+    // closest to what the model says.
+    let took = (0..3)
+        .map(|_| {
+            let world = InProcessWorld::new(2)
+                .with_link_model(Known)
+                .with_timeout(Duration::from_secs(60));
+            world.run(|t| {
+                let mut test = PLogP::new(options.clone()).unwrap();
+                let role = if t.rank() == 0 {
+                    Role::Sender
+                } else {
+                    Role::Receiver
+                };
+                let start = Instant::now();
+                test.run(&t, Pair::new(0, 1), role).unwrap();
+                start.elapsed().as_secs_f64()
+            })[0]
+        })
+        .fold(f64::INFINITY, f64::min);
 
     // What PLogP measures on this network (see the PLogP crate's known-network test): L plus
     // the receive overhead, o_s(m) = g(m) + 2 L, o_r = the receive overhead.
