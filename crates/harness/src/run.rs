@@ -9,15 +9,15 @@ use lgate_rundir::{
     JournalEntry, RankTime, RunDir, RunMeta, RunStatus, RunSummary, ScheduleInfo, TestInfo,
 };
 use lgate_topology::{format, Rank, Topology, TopologyFormat, TopologyNode};
+use lgate_transport::{
+    Activity, PoliteWait, RankClock, SubsetBarrier, Tag, TimeSplit, Transport, TransportError,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::pair_test::{PairTest, Role};
 use crate::placement;
 use crate::schedule::{Pair, Schedule, Step, SweepPair};
 use crate::HarnessError;
-use lgate_transport::SubsetBarrier;
-use lgate_transport::{Activity, RankClock, TimeSplit};
-use lgate_transport::{PoliteWait, Tag, Transport, TransportError};
 
 /// Where the topology that schedules the pairs comes from.
 #[derive(Debug, Clone, PartialEq)]
@@ -119,15 +119,20 @@ pub struct RunReport {
 /// What rank 0 tells every rank before measuring starts.
 #[derive(Debug, Serialize, Deserialize)]
 enum Plan {
-    Go {
-        seed: u64,
-        topology: String,
-        /// Per sweep, a bit per pair number `j (j - 1) / 2 + i`: measured already.
-        done: Vec<Vec<u64>>,
-        /// Per rank, its host and the one CPU it is bound to (see `placement::bound_cpus`).
-        bound: Vec<Option<(usize, usize)>>,
-    },
+    Go(Go),
     Abort,
+}
+
+/// The plan of a run that goes ahead, the same on every rank.
+#[derive(Debug, Serialize, Deserialize)]
+struct Go {
+    seed: u64,
+    /// The topology, as JSON.
+    topology: String,
+    /// Per sweep, a bit per pair number `j (j - 1) / 2 + i`: measured already.
+    done: Vec<Vec<u64>>,
+    /// Per rank, its host and the one CPU it is bound to (see `placement::bound_cpus`).
+    bound: Vec<Option<(usize, usize)>>,
 }
 
 fn pair_number(p: Pair) -> usize {
@@ -163,34 +168,29 @@ pub fn run(
     } else {
         (broadcast(t, None)?, None)
     };
-    let Plan::Go {
-        seed,
-        topology,
-        done,
-        bound,
-    } = plan
-    else {
+    let Plan::Go(go) = plan else {
         return Err(HarnessError::Aborted);
     };
-    measure(t, test, options, prepared, seed, &topology, &done, &bound)
-        .map_err(|e| HarnessError::Measuring(Box::new(e)))
+    measure(t, test, options, prepared, &go).map_err(|e| HarnessError::Measuring(Box::new(e)))
 }
 
 /// Every rank's part once the plan is known: the program, then the final barrier.
-#[allow(clippy::too_many_arguments)]
 fn measure(
     t: &dyn Transport,
     test: &mut dyn PairTest,
     options: &RunOptions,
     prepared: Option<Prepared>,
-    seed: u64,
-    topology: &str,
-    done: &[Vec<u64>],
-    bound: &[Option<(usize, usize)>],
+    go: &Go,
 ) -> Result<Option<RunReport>, HarnessError> {
+    let Go {
+        seed,
+        topology,
+        done,
+        bound,
+    } = go;
     let (rank, size) = (t.rank(), t.size());
     let (topology, _) = format::parse(topology, Some(TopologyFormat::Json), Some(size))?;
-    let schedule = Schedule::new(topology.tree(), size, seed, options.fast)?;
+    let schedule = Schedule::new(topology.tree(), size, *seed, options.fast)?;
     let done: HashSet<SweepPair> = (0..options.sweeps)
         .flat_map(|sweep| schedule.pairs().map(move |pair| SweepPair { sweep, pair }))
         .filter(|sp| {
@@ -386,12 +386,12 @@ impl Prepared {
             let n = pair_number(sp.pair);
             done[sp.sweep as usize][n / 64] |= 1 << (n % 64);
         }
-        Plan::Go {
+        Plan::Go(Go {
             seed: self.meta.schedule.seed,
             topology: format::to_string(&self.topology, TopologyFormat::Json),
             done,
             bound: placement::bound_cpus(&self.meta.ranks),
-        }
+        })
     }
 }
 
