@@ -42,19 +42,71 @@ fn numa_node(cpu_dir: &Path) -> Option<usize> {
     })
 }
 
-/// The one CPU a rank is bound to, if its CPU list (`0-3,8`, as `Cpus_allowed_list` gives it)
-/// holds exactly one.
+/// The CPUs of a CPU list (`0-3,8`, as `Cpus_allowed_list` gives it); `None` when it does
+/// not parse.
+pub fn cpu_list(cpuset: &str) -> Option<Vec<usize>> {
+    let mut out = Vec::new();
+    for part in cpuset.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+                if b < a || b - a > 1 << 20 {
+                    return None;
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(part.parse().ok()?),
+        }
+    }
+    Some(out)
+}
+
+/// The one CPU a rank is bound to, if its CPU list holds exactly one.
 pub fn single_cpu(cpuset: &str) -> Option<usize> {
-    let mut cpus = cpuset.split(',').map(str::trim).filter(|p| !p.is_empty());
-    let part = cpus.next()?;
-    if cpus.next().is_some() {
-        return None;
+    match cpu_list(cpuset)?.as_slice() {
+        [one] => Some(*one),
+        _ => None,
     }
-    match part.split_once('-') {
-        Some((a, b)) if a.trim() == b.trim() => a.trim().parse().ok(),
-        Some(_) => None,
-        None => part.parse().ok(),
+}
+
+/// Per rank, whether its host may have more ranks in pair tests at once than CPUs to run them
+/// on: then every MPI wait there must yield. At most two ranks of a host are in one group's
+/// test, and groups test side by side, so the busiest moment has, per host, the sum over the
+/// leaf `groups` of the least of 2 and the group's ranks on that host (higher levels merge
+/// groups, never adding tests); the CPUs are those the host's ranks may use. Ranks whose CPUs
+/// are unknown count as overcommitted only if the count of active ranks exceeds 1.
+pub fn overcommitted(infos: &[RankInfo], groups: &[&[usize]]) -> Vec<bool> {
+    let mut hosts: Vec<&str> = Vec::new();
+    let host_of: Vec<usize> = infos
+        .iter()
+        .map(|i| match hosts.iter().position(|h| *h == i.host) {
+            Some(k) => k,
+            None => {
+                hosts.push(&i.host);
+                hosts.len() - 1
+            }
+        })
+        .collect();
+    let mut cpus = vec![std::collections::BTreeSet::new(); hosts.len()];
+    for (i, info) in infos.iter().enumerate() {
+        if let Some(list) = info.cpuset.as_deref().and_then(cpu_list) {
+            cpus[host_of[i]].extend(list);
+        }
     }
+    let mut active = vec![0usize; hosts.len()];
+    for g in groups {
+        let mut per_host = vec![0usize; hosts.len()];
+        for &r in g.iter().filter(|&&r| r < infos.len()) {
+            per_host[host_of[r]] += 1;
+        }
+        for (h, n) in per_host.into_iter().enumerate() {
+            active[h] += n.min(2);
+        }
+    }
+    let over: Vec<bool> = (0..hosts.len())
+        .map(|h| active[h] > cpus[h].len().max(1))
+        .collect();
+    host_of.iter().map(|&h| over[h]).collect()
 }
 
 /// Per rank, its host (as an index) and the one CPU it is bound to, when it is bound to one:

@@ -133,6 +133,9 @@ struct Go {
     done: Vec<Vec<u64>>,
     /// Per rank, its host and the one CPU it is bound to (see `placement::bound_cpus`).
     bound: Vec<Option<(usize, usize)>>,
+    /// Per rank, whether its host may have more ranks testing at once than CPUs (see
+    /// `placement::overcommitted`): its MPI waits always yield.
+    overcommitted: Vec<bool>,
 }
 
 fn pair_number(p: Pair) -> usize {
@@ -187,6 +190,7 @@ fn measure(
         topology,
         done,
         bound,
+        overcommitted,
     } = go;
     let (rank, size) = (t.rank(), t.size());
     let (topology, _) = format::parse(topology, Some(TopologyFormat::Json), Some(size))?;
@@ -231,9 +235,11 @@ fn measure(
                     Role::Receiver
                 };
                 clock.charge(Activity::Waiting);
-                // Two ranks bound to one CPU run by turns: their MPI waits must yield.
-                let by_turns = bound.get(sp.pair.i).copied().flatten().is_some()
-                    && bound.get(sp.pair.i) == bound.get(sp.pair.j);
+                // Two ranks bound to one CPU run by turns, and so do the ranks of a host with
+                // more of them testing at once than CPUs: their MPI waits must yield.
+                let by_turns = (bound.get(sp.pair.i).copied().flatten().is_some()
+                    && bound.get(sp.pair.i) == bound.get(sp.pair.j))
+                    || overcommitted.get(rank).copied().unwrap_or(false);
                 if by_turns != yielding {
                     t.yield_when_idle(by_turns);
                     yielding = by_turns;
@@ -391,6 +397,10 @@ impl Prepared {
             topology: format::to_string(&self.topology, TopologyFormat::Json),
             done,
             bound: placement::bound_cpus(&self.meta.ranks),
+            overcommitted: placement::overcommitted(
+                &self.meta.ranks,
+                &self.topology.tree().groups(),
+            ),
         })
     }
 }
