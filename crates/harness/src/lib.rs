@@ -30,6 +30,7 @@ pub mod pair_test;
 pub mod placement;
 pub mod run;
 pub mod schedule;
+pub mod staged;
 pub mod stats;
 
 pub use lgate_transport::{
@@ -39,9 +40,13 @@ pub use lgate_transport::{
 pub use lgate_transport::{cpu_time, Activity, CpuScope, RankClock, TimeSplit};
 pub use pair_test::{PairTest, PingPong, Role};
 pub use run::{
-    resolve_topology, run, topology_by_host, ProgressStyle, RunOptions, RunReport, TopologySource,
+    resolve_topology, run, screening_value, topology_by_host, PlanKind, ProgressStyle, RunOptions,
+    RunReport, StagedPlanOptions, TopologySource,
 };
 pub use schedule::{Pair, Schedule, ScheduleError, Step, SweepPair};
+pub use staged::{
+    choose_follow_up, FollowUp, ScreenedPair, StagedOptions, StagedPlan, StagedStep, StagedTest,
+};
 pub use stats::Summary;
 
 /// An error of a harness run.

@@ -1,22 +1,28 @@
 //! Running a pair test over every pair of a job and recording it in a run directory.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
 use lgate_rundir::{
-    JournalEntry, RankTime, RunDir, RunMeta, RunStatus, RunSummary, ScheduleInfo, TestInfo,
+    JournalEntry, PlanInfo, RankTime, RunDir, RunMeta, RunStatus, RunSummary, ScheduleInfo, Stage,
+    StageSummary, TestInfo,
 };
 use lgate_topology::{format, Rank, Topology, TopologyFormat, TopologyNode};
 use lgate_transport::{
     Activity, PoliteWait, RankClock, SubsetBarrier, Tag, TimeSplit, Transport, TransportError,
 };
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::pair_test::{PairTest, Role};
+use crate::pair_test::{PairTest, PingPong, PingPongResult, Role};
 use crate::placement;
 use crate::schedule::{Pair, Schedule, Step, SweepPair};
+use crate::staged::{
+    choose_follow_up, FollowUp, ScreenedPair, StagedOptions, StagedPlan, StagedStep, StagedTest,
+};
 use crate::HarnessError;
 
 /// Where the topology that schedules the pairs comes from.
@@ -84,6 +90,39 @@ pub struct RunOptions {
     pub tool: String,
     /// Stop with an error once rank 0 has this many results, as a crash would (for tests).
     pub stop_after: Option<usize>,
+    /// Which pairs get which test: the full test for every pair, or the staged plan.
+    pub plan: PlanKind,
+}
+
+/// Which pairs get which test.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PlanKind {
+    /// The full pair test for every pair, scheduled by the topology (LGate).
+    Full,
+    /// Screening tests inside groups and for sampled pairs between them, the full test for a
+    /// sample (see [`crate::staged`]).
+    Staged(StagedPlanOptions),
+}
+
+/// A staged plan's choices and its screening test.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StagedPlanOptions {
+    /// The plan's choices.
+    pub plan: StagedOptions,
+    /// The screening test: round trips at these sizes.
+    pub screen_sizes: Vec<usize>,
+    /// Repetitions per screening size.
+    pub screen_reps: usize,
+}
+
+impl Default for StagedPlanOptions {
+    fn default() -> Self {
+        StagedPlanOptions {
+            plan: StagedOptions::default(),
+            screen_sizes: vec![0, 64 << 10],
+            screen_reps: 16,
+        }
+    }
 }
 
 impl RunOptions {
@@ -101,6 +140,7 @@ impl RunOptions {
             command_line: Vec::new(),
             tool: format!("lgate-harness {}", env!("CARGO_PKG_VERSION")),
             stop_after: None,
+            plan: PlanKind::Full,
         }
     }
 }
@@ -129,8 +169,10 @@ struct Go {
     seed: u64,
     /// The topology, as JSON.
     topology: String,
-    /// Per sweep, a bit per pair number `j (j - 1) / 2 + i`: measured already.
+    /// Full plan: per sweep, a bit per pair number `j (j - 1) / 2 + i`: measured already.
     done: Vec<Vec<u64>>,
+    /// Staged plan: the tests measured already.
+    staged_done: Vec<StagedTest>,
     /// Per rank, its host and the one CPU it is bound to (see `placement::bound_cpus`).
     bound: Vec<Option<(usize, usize)>>,
     /// Per rank, whether its host may have more ranks testing at once than CPUs (see
@@ -142,7 +184,8 @@ fn pair_number(p: Pair) -> usize {
     p.j * (p.j - 1) / 2 + p.i
 }
 
-/// Runs `test` over every pair of the job; every rank calls this. Rank 0 returns the report.
+/// Runs `test` over every pair of the job (or, with a staged plan, a screening test over the
+/// plan's pairs and `test` over a sample); every rank calls this. Rank 0 returns the report.
 pub fn run(
     t: &dyn Transport,
     test: &mut dyn PairTest,
@@ -177,6 +220,109 @@ pub fn run(
     measure(t, test, options, prepared, &go).map_err(|e| HarnessError::Measuring(Box::new(e)))
 }
 
+/// One step of a rank's program, whichever plan made it.
+enum Action<'a> {
+    Barrier { members: Cow<'a, [Rank]>, id: u64 },
+    Test(SweepPair, Option<Stage>),
+}
+
+impl<'a> From<Step<'a>> for Action<'a> {
+    fn from(step: Step<'a>) -> Self {
+        match step {
+            Step::Barrier { members, id } => Action::Barrier {
+                members: Cow::Borrowed(members),
+                id,
+            },
+            Step::Test(sp) => Action::Test(sp, None),
+        }
+    }
+}
+
+impl<'a> From<StagedStep<'a>> for Action<'a> {
+    fn from(step: StagedStep<'a>) -> Self {
+        match step {
+            StagedStep::Barrier { members, id } => Action::Barrier { members, id },
+            StagedStep::Test(t) => Action::Test(t.test, Some(t.stage)),
+        }
+    }
+}
+
+/// What every rank keeps while it walks its program.
+struct Walker<'g> {
+    t: &'g dyn Transport,
+    go: &'g Go,
+    t0: Instant,
+    clock: RankClock,
+    yielding: bool,
+}
+
+impl Walker<'_> {
+    /// Walks `steps`: barriers (rank 0 collecting results meanwhile) and tests, the screening
+    /// test for screening stages and `full` otherwise.
+    fn walk<'s>(
+        &mut self,
+        steps: impl Iterator<Item = Action<'s>>,
+        full: &mut dyn PairTest,
+        mut screen: Option<&mut PingPong>,
+        mut collector: Option<&mut Collector>,
+    ) -> Result<(), HarnessError> {
+        let (t, rank) = (self.t, self.t.rank());
+        for step in steps {
+            match step {
+                Action::Barrier { members, id } => {
+                    let barrier = SubsetBarrier::new(&members, rank).expect("rank is a member");
+                    barrier.wait(t, id, &mut || drain(t, collector.as_deref_mut()))?;
+                }
+                Action::Test(sp, stage) => {
+                    let role = if sp.pair.i == rank {
+                        Role::Sender
+                    } else {
+                        Role::Receiver
+                    };
+                    self.clock.charge(Activity::Waiting);
+                    // Two ranks bound to one CPU run by turns, and so do the ranks of a host
+                    // with more of them testing at once than CPUs: their MPI waits must yield.
+                    let bound = &self.go.bound;
+                    let by_turns = (bound.get(sp.pair.i).copied().flatten().is_some()
+                        && bound.get(sp.pair.i) == bound.get(sp.pair.j))
+                        || self.go.overcommitted.get(rank).copied().unwrap_or(false);
+                    if by_turns != self.yielding {
+                        t.yield_when_idle(by_turns);
+                        self.yielding = by_turns;
+                    }
+                    let test: &mut dyn PairTest = match (stage, screen.as_deref_mut()) {
+                        (Some(s), Some(screen)) if s.screens() => screen,
+                        _ => &mut *full,
+                    };
+                    let start_s = self.t0.elapsed().as_secs_f64();
+                    let result = test.run(t, sp.pair, role)?;
+                    let end_s = self.t0.elapsed().as_secs_f64();
+                    self.clock.charge(Activity::Busy);
+                    if role == Role::Sender {
+                        let entry = JournalEntry {
+                            sweep: sp.sweep,
+                            i: sp.pair.i,
+                            j: sp.pair.j,
+                            start_s,
+                            end_s,
+                            result,
+                            stage,
+                        };
+                        match collector.as_deref_mut() {
+                            Some(c) => c.accept(entry)?,
+                            None => {
+                                let bytes = serde_json::to_vec(&entry).expect("entries serialise");
+                                t.send_polite(0, Tag::RESULT, &bytes)?;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Every rank's part once the plan is known: the program, then the final barrier.
 fn measure(
     t: &dyn Transport,
@@ -185,105 +331,111 @@ fn measure(
     prepared: Option<Prepared>,
     go: &Go,
 ) -> Result<Option<RunReport>, HarnessError> {
-    let Go {
-        seed,
-        topology,
-        done,
-        bound,
-        overcommitted,
-    } = go;
     let (rank, size) = (t.rank(), t.size());
-    let (topology, _) = format::parse(topology, Some(TopologyFormat::Json), Some(size))?;
-    let schedule = Schedule::new(topology.tree(), size, *seed, options.fast)?;
-    let done: HashSet<SweepPair> = (0..options.sweeps)
-        .flat_map(|sweep| schedule.pairs().map(move |pair| SweepPair { sweep, pair }))
-        .filter(|sp| {
-            let n = pair_number(sp.pair);
-            done.get(sp.sweep as usize)
-                .and_then(|bits| bits.get(n / 64))
-                .is_some_and(|w| w >> (n % 64) & 1 == 1)
-        })
-        .collect();
-
+    let (topology, _) = format::parse(&go.topology, Some(TopologyFormat::Json), Some(size))?;
     let all: Vec<Rank> = (0..size).collect();
     let everyone = SubsetBarrier::new(&all, rank).expect("every rank is in the job");
     everyone.wait::<HarnessError>(t, u64::MAX - 1, &mut || Ok(()))?;
-    let t0 = Instant::now();
-    let mut clock = RankClock::start(t.cpu_scope());
-    let mut yielding = false;
-    let expected = schedule.pairs_per_sweep() * options.sweeps as usize - done.len();
+    let mut walker = Walker {
+        t,
+        go,
+        t0: Instant::now(),
+        clock: RankClock::start(t.cpu_scope()),
+        yielding: false,
+    };
     let mut collector = match prepared {
-        Some(p) => Some(Collector::new(
-            p,
-            expected,
-            options.progress,
-            options.stop_after,
-        )?),
+        Some(p) => Some(Collector::new(p, options.progress, options.stop_after)?),
         None => None,
     };
 
-    for step in schedule.program(rank, options.sweeps, &done) {
-        match step {
-            Step::Barrier { members, id } => {
-                let barrier = SubsetBarrier::new(members, rank).expect("rank is a member");
-                barrier.wait(t, id, &mut || drain(t, collector.as_mut()))?;
+    match &options.plan {
+        PlanKind::Full => {
+            let schedule = Schedule::new(topology.tree(), size, go.seed, options.fast)?;
+            let done: HashSet<SweepPair> = (0..options.sweeps)
+                .flat_map(|sweep| schedule.pairs().map(move |pair| SweepPair { sweep, pair }))
+                .filter(|sp| {
+                    let n = pair_number(sp.pair);
+                    go.done
+                        .get(sp.sweep as usize)
+                        .and_then(|bits| bits.get(n / 64))
+                        .is_some_and(|w| w >> (n % 64) & 1 == 1)
+                })
+                .collect();
+            if let Some(c) = collector.as_mut() {
+                c.expect(schedule.pairs_per_sweep() * options.sweeps as usize - done.len());
             }
-            Step::Test(sp) => {
-                let role = if sp.pair.i == rank {
-                    Role::Sender
-                } else {
-                    Role::Receiver
-                };
-                clock.charge(Activity::Waiting);
-                // Two ranks bound to one CPU run by turns, and so do the ranks of a host with
-                // more of them testing at once than CPUs: their MPI waits must yield.
-                let by_turns = (bound.get(sp.pair.i).copied().flatten().is_some()
-                    && bound.get(sp.pair.i) == bound.get(sp.pair.j))
-                    || overcommitted.get(rank).copied().unwrap_or(false);
-                if by_turns != yielding {
-                    t.yield_when_idle(by_turns);
-                    yielding = by_turns;
-                }
-                let start_s = t0.elapsed().as_secs_f64();
-                let result = test.run(t, sp.pair, role)?;
-                let end_s = t0.elapsed().as_secs_f64();
-                clock.charge(Activity::Busy);
-                if role == Role::Sender {
-                    let entry = JournalEntry {
-                        sweep: sp.sweep,
-                        i: sp.pair.i,
-                        j: sp.pair.j,
-                        start_s,
-                        end_s,
-                        result,
-                    };
-                    match collector.as_mut() {
-                        Some(c) => c.accept(entry)?,
-                        None => {
-                            let bytes = serde_json::to_vec(&entry).expect("entries serialise");
-                            t.send_polite(0, Tag::RESULT, &bytes)?;
-                        }
-                    }
-                }
+            let steps = schedule
+                .program(rank, options.sweeps, &done)
+                .map(Action::from);
+            walker.walk(steps, test, None, collector.as_mut())?;
+        }
+        PlanKind::Staged(staged) => {
+            let plan = StagedPlan::new(topology.tree(), size, go.seed, &staged.plan)?;
+            let mut screen = PingPong::new(staged.screen_sizes.clone(), staged.screen_reps)?;
+            let done: HashSet<StagedTest> = go.staged_done.iter().copied().collect();
+            if let Some(c) = collector.as_mut() {
+                let left = plan
+                    .screening_tests(options.sweeps)
+                    .filter(|x| !done.contains(x))
+                    .count();
+                c.expect(left);
             }
+            let steps = plan
+                .screening_program(rank, options.sweeps, &done)
+                .map(Action::from);
+            walker.walk(steps, test, Some(&mut screen), collector.as_mut())?;
+            // Rank 0 chooses the follow-up from every screening result, then tells everyone.
+            let follow_up: FollowUp = match collector.as_mut() {
+                Some(c) => {
+                    c.collect_all(t)?;
+                    let chosen = choose_follow_up(&c.screened, &staged.plan);
+                    let left = (0..options.sweeps)
+                        .flat_map(|sweep| follow_up_tests(&chosen, sweep).collect::<Vec<_>>())
+                        .filter(|x| !done.contains(x))
+                        .count();
+                    c.expect(left);
+                    broadcast(t, Some(&chosen))?
+                }
+                None => broadcast(t, None)?,
+            };
+            let members = follow_up.members();
+            let steps = plan
+                .follow_up_program(rank, options.sweeps, &follow_up, &members, &done)
+                .map(Action::from);
+            walker.walk(steps, test, Some(&mut screen), collector.as_mut())?;
         }
     }
     if let Some(c) = collector.as_mut() {
-        let mut wait = PoliteWait::new(t.wait_limit());
-        while c.received < c.expected {
-            c.drain(t)?;
-            if c.received < c.expected {
-                wait.pause(t, None, Tag::RESULT)?;
-            }
-        }
+        c.collect_all(t)?;
     }
-    clock.charge(Activity::Waiting);
-    let rank_time = rank_times(lgate_transport::gather_time_splits(t, clock.totals())?);
+    walker.clock.charge(Activity::Waiting);
+    let rank_time = rank_times(lgate_transport::gather_time_splits(
+        t,
+        walker.clock.totals(),
+    )?);
     everyone.wait(t, u64::MAX, &mut || drain(t, collector.as_mut()))?;
     match collector {
-        Some(c) => c.finish(t0.elapsed(), rank_time).map(Some),
+        Some(c) => c.finish(walker.t0.elapsed(), rank_time).map(Some),
         None => Ok(None),
     }
+}
+
+/// The tests of a follow-up in one sweep.
+fn follow_up_tests(f: &FollowUp, sweep: u32) -> impl Iterator<Item = StagedTest> + '_ {
+    f.alone
+        .iter()
+        .map(|&p| (Stage::Alone, p))
+        .chain(f.sample.iter().map(|&p| (Stage::Sample, p)))
+        .map(move |(stage, pair)| StagedTest {
+            stage,
+            test: SweepPair { sweep, pair },
+        })
+}
+
+/// The screening distance of a screening result: the median round trip at its largest size.
+pub fn screening_value(result: &serde_json::Value) -> Option<f64> {
+    let r: PingPongResult = serde_json::from_value(result.clone()).ok()?;
+    r.sizes.last().map(|s| s.rtt.median)
 }
 
 /// Every rank's time (in rank order) as meta.json records it: busy is testing.
@@ -330,8 +482,11 @@ fn gather(
     Ok(Some(out))
 }
 
-/// Sends rank 0's plan to every rank along a binomial tree (log2 P rounds).
-fn broadcast(t: &dyn Transport, plan: Option<&Plan>) -> Result<Plan, HarnessError> {
+/// Sends rank 0's plan (or follow-up) to every rank along a binomial tree (log2 P rounds).
+fn broadcast<P: Serialize + DeserializeOwned>(
+    t: &dyn Transport,
+    plan: Option<&P>,
+) -> Result<P, HarnessError> {
     let (rank, size) = (t.rank(), t.size());
     let (bytes, mut mask) = if rank == 0 {
         let plan = plan.expect("rank 0 has the plan");
@@ -381,21 +536,32 @@ struct Prepared {
     run: RunDir,
     meta: RunMeta,
     topology: Topology,
+    /// The tests a resumed run has already: full plan.
     done: Vec<SweepPair>,
+    /// The tests a resumed run has already: staged plan.
+    staged_done: Vec<StagedTest>,
+    /// The screening distances a resumed run has already.
+    screened: Vec<ScreenedPair>,
 }
 
 impl Prepared {
     fn plan(&self, size: usize) -> Plan {
-        let words = (size * (size - 1) / 2).div_ceil(64);
-        let mut done = vec![vec![0u64; words]; self.meta.schedule.sweeps as usize];
-        for sp in &self.done {
-            let n = pair_number(sp.pair);
-            done[sp.sweep as usize][n / 64] |= 1 << (n % 64);
-        }
+        let done = if self.meta.schedule.plan.is_some() {
+            Vec::new()
+        } else {
+            let words = (size * (size - 1) / 2).div_ceil(64);
+            let mut done = vec![vec![0u64; words]; self.meta.schedule.sweeps as usize];
+            for sp in &self.done {
+                let n = pair_number(sp.pair);
+                done[sp.sweep as usize][n / 64] |= 1 << (n % 64);
+            }
+            done
+        };
         Plan::Go(Go {
             seed: self.meta.schedule.seed,
             topology: format::to_string(&self.topology, TopologyFormat::Json),
             done,
+            staged_done: self.staged_done.clone(),
             bound: placement::bound_cpus(&self.meta.ranks),
             overcommitted: placement::overcommitted(
                 &self.meta.ranks,
@@ -403,10 +569,20 @@ impl Prepared {
             ),
         })
     }
+
+    fn resumed_tests(&self) -> usize {
+        self.done.len() + self.staged_done.len()
+    }
 }
 
 fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
+}
+
+/// What a plan schedules, as rank 0 checks a journal against it.
+enum Scheduled {
+    Full(HashSet<SweepPair>),
+    Staged(HashSet<StagedTest>),
 }
 
 /// Rank 0: the topology, the seed, the run directory and what a resumed run already has.
@@ -432,7 +608,6 @@ fn prepare(
         .seed
         .or_else(|| previous.as_ref().map(|(m, _)| m.schedule.seed))
         .unwrap_or_else(rand::random);
-    let schedule = Schedule::new(topology.tree(), size, seed, options.fast)?;
     let mut mpi = std::collections::BTreeMap::new();
     mpi.insert(
         "library_version".to_string(),
@@ -445,6 +620,52 @@ fn prepare(
         name: test.name().to_string(),
         parameters: test.parameters(),
     };
+    let (pairs_per_sweep, tested_ranks, plan_info, scheduled) = match &options.plan {
+        PlanKind::Full => {
+            let schedule = Schedule::new(topology.tree(), size, seed, options.fast)?;
+            let valid = options.resume.then(|| {
+                (0..options.sweeps)
+                    .flat_map(|sweep| schedule.pairs().map(move |pair| SweepPair { sweep, pair }))
+                    .collect()
+            });
+            (
+                schedule.pairs_per_sweep(),
+                schedule.tested_ranks(),
+                None,
+                valid.map(Scheduled::Full),
+            )
+        }
+        PlanKind::Staged(staged) => {
+            if options.fast.is_some() {
+                return Err(HarnessError::Setup(
+                    "--fast applies to --plan full; the staged plan already samples the pairs \
+                     between hosts"
+                        .into(),
+                ));
+            }
+            let plan = StagedPlan::new(topology.tree(), size, seed, &staged.plan)?;
+            let screen = PingPong::new(staged.screen_sizes.clone(), staged.screen_reps)?;
+            let (inside, between) = plan.screening_tests_per_sweep();
+            let info = PlanInfo {
+                name: "staged".into(),
+                parameters: serde_json::to_value(&staged.plan).expect("options serialise"),
+                screen: TestInfo {
+                    name: screen.name().to_string(),
+                    parameters: screen.parameters(),
+                },
+                screening_tests: [inside, between],
+            };
+            let valid = options
+                .resume
+                .then(|| plan.screening_tests(options.sweeps).collect());
+            (
+                inside + between,
+                (0..size).collect(),
+                Some(info),
+                valid.map(Scheduled::Staged),
+            )
+        }
+    };
     let schedule_info = ScheduleInfo {
         topology_source: options.topology.describe(),
         topology: serde_json::from_str(&format::to_string(&topology, TopologyFormat::Json))
@@ -452,8 +673,9 @@ fn prepare(
         sweeps: options.sweeps,
         seed,
         fast_fraction: options.fast,
-        tested_ranks: schedule.tested_ranks(),
-        pairs_per_sweep: schedule.pairs_per_sweep(),
+        tested_ranks,
+        pairs_per_sweep,
+        plan: plan_info,
     };
     let meta = RunMeta {
         mpi,
@@ -468,56 +690,78 @@ fn prepare(
             now_rfc3339(),
         )
     };
-    let (run, meta, done) = match previous {
-        Some((old, run)) => {
-            let differences = old.plan_differences(&meta);
-            if !differences.is_empty() {
-                return Err(HarnessError::Resume(format!(
-                    "{}: cannot resume with other parameters: {}",
-                    run.path().display(),
-                    differences.join("; ")
-                )));
-            }
-            let journal = run.read_journal()?;
-            journal.repair(&run.file(lgate_rundir::JOURNAL_FILE))?;
-            let valid: HashSet<SweepPair> = (0..options.sweeps)
-                .flat_map(|sweep| schedule.pairs().map(move |pair| SweepPair { sweep, pair }))
-                .collect();
-            let mut done = Vec::new();
-            for e in &journal.entries {
-                let sp = SweepPair {
-                    sweep: e.sweep,
-                    pair: Pair::new(e.i, e.j),
-                };
-                if !valid.contains(&sp) {
-                    return Err(HarnessError::Resume(format!(
-                        "{}: the journal holds pair {}-{} of sweep {}, which this run does not schedule",
-                        run.path().display(),
-                        e.i,
-                        e.j,
-                        e.sweep
-                    )));
-                }
-                done.push(sp);
-            }
-            let meta = RunMeta {
-                start: old.start,
-                ..meta
-            };
-            (run, meta, done)
-        }
-        None => (
-            RunDir::create(&options.out, options.force)?,
-            meta,
-            Vec::new(),
-        ),
+    let (previous, run) = match previous {
+        Some((old, run)) => (Some(old), run),
+        None => (None, RunDir::create(&options.out, options.force)?),
     };
-    run.write_meta(&meta)?;
-    Ok(Prepared {
+    let mut prepared = Prepared {
         run,
         meta,
         topology,
-        done,
+        done: Vec::new(),
+        staged_done: Vec::new(),
+        screened: Vec::new(),
+    };
+    if let (Some(old), Some(scheduled)) = (previous, scheduled) {
+        let run = &prepared.run;
+        let differences = old.plan_differences(&prepared.meta);
+        if !differences.is_empty() {
+            return Err(HarnessError::Resume(format!(
+                "{}: cannot resume with other parameters: {}",
+                run.path().display(),
+                differences.join("; ")
+            )));
+        }
+        let journal = run.read_journal()?;
+        journal.repair(&run.file(lgate_rundir::JOURNAL_FILE))?;
+        let unscheduled =
+            |e: &JournalEntry| {
+                HarnessError::Resume(format!(
+                "{}: the journal holds pair {}-{} of sweep {}{}, which this run does not schedule",
+                run.path().display(),
+                e.i,
+                e.j,
+                e.sweep,
+                e.stage.map(|s| format!(" (stage {})", s.name())).unwrap_or_default()
+            ))
+            };
+        for e in &journal.entries {
+            if e.i >= e.j || e.j >= size {
+                return Err(unscheduled(e));
+            }
+            let test = SweepPair {
+                sweep: e.sweep,
+                pair: Pair::new(e.i, e.j),
+            };
+            match (&scheduled, e.stage) {
+                (Scheduled::Full(valid), None) if valid.contains(&test) => prepared.done.push(test),
+                (Scheduled::Staged(valid), Some(stage)) => {
+                    let t = StagedTest { stage, test };
+                    let follow_up = matches!(stage, Stage::Alone | Stage::Sample);
+                    if !(valid.contains(&t) || follow_up && e.sweep < options.sweeps) {
+                        return Err(unscheduled(e));
+                    }
+                    prepared.staged_done.push(t);
+                    prepared.screened.extend(screened_pair(e));
+                }
+                _ => return Err(unscheduled(e)),
+            }
+        }
+        prepared.meta.start = old.start;
+    }
+    prepared.run.write_meta(&prepared.meta)?;
+    Ok(prepared)
+}
+
+/// A screening stage's entry as rank 0 keeps it to choose the follow-up.
+fn screened_pair(e: &JournalEntry) -> Option<ScreenedPair> {
+    let stage = e
+        .stage
+        .filter(|s| matches!(s, Stage::Hosts | Stage::Between))?;
+    Some(ScreenedPair {
+        stage,
+        pair: Pair::new(e.i, e.j),
+        value: screening_value(&e.result)?,
     })
 }
 
@@ -533,31 +777,53 @@ struct Collector {
     expected: usize,
     received: usize,
     intervals: Vec<(f64, f64)>,
+    /// Per stage of a staged run: tests and the span from first start to last end.
+    stages: Vec<(Stage, usize, f64, f64)>,
+    /// The screening distances, resumed and new, for the follow-up's choice.
+    screened: Vec<ScreenedPair>,
     progress: Progress,
     stop_after: Option<usize>,
 }
 
 impl Collector {
     fn new(
-        prepared: Prepared,
-        expected: usize,
+        mut prepared: Prepared,
         style: ProgressStyle,
         stop_after: Option<usize>,
     ) -> Result<Self, HarnessError> {
         Ok(Collector {
             journal: prepared.run.journal()?,
+            screened: std::mem::take(&mut prepared.screened),
             prepared,
-            expected,
+            expected: 0,
             received: 0,
-            intervals: Vec::with_capacity(expected),
-            progress: Progress::new(style, expected as u64),
+            intervals: Vec::new(),
+            stages: Vec::new(),
+            progress: Progress::new(style),
             stop_after,
         })
+    }
+
+    /// Expects `more` results beyond those expected so far.
+    fn expect(&mut self, more: usize) {
+        self.expected += more;
+        self.progress.set_total(self.expected as u64);
     }
 
     fn accept(&mut self, entry: JournalEntry) -> Result<(), HarnessError> {
         self.journal.append(&entry)?;
         self.intervals.push((entry.start_s, entry.end_s));
+        if let Some(stage) = entry.stage {
+            match self.stages.iter_mut().find(|s| s.0 == stage) {
+                Some(s) => {
+                    s.1 += 1;
+                    s.2 = s.2.min(entry.start_s);
+                    s.3 = s.3.max(entry.end_s);
+                }
+                None => self.stages.push((stage, 1, entry.start_s, entry.end_s)),
+            }
+            self.screened.extend(screened_pair(&entry));
+        }
         self.received += 1;
         self.progress.advance(self.received as u64);
         if self.stop_after == Some(self.received) {
@@ -584,6 +850,18 @@ impl Collector {
         Ok(())
     }
 
+    /// Waits, politely, until every expected result is in.
+    fn collect_all(&mut self, t: &dyn Transport) -> Result<(), HarnessError> {
+        let mut wait = PoliteWait::new(t.wait_limit());
+        while self.received < self.expected {
+            self.drain(t)?;
+            if self.received < self.expected {
+                wait.pause(t, None, Tag::RESULT)?;
+            }
+        }
+        Ok(())
+    }
+
     fn finish(
         mut self,
         wall: Duration,
@@ -594,6 +872,7 @@ impl Collector {
         let wall_s = wall.as_secs_f64();
         let testing_s = union_length(&mut self.intervals);
         let journal = self.prepared.run.read_journal()?;
+        let resumed_pairs = self.prepared.resumed_tests();
         let summary = RunSummary {
             pairs_measured: self.received,
             pairs_total: journal.entries.len(),
@@ -605,6 +884,17 @@ impl Collector {
                 0.0
             },
             rank_time,
+            stages: {
+                self.stages.sort_by_key(|s| s.0);
+                self.stages
+                    .iter()
+                    .map(|&(stage, tests, start, end)| StageSummary {
+                        stage,
+                        tests,
+                        wall_s: end - start,
+                    })
+                    .collect()
+            },
         };
         let meta = RunMeta {
             status: RunStatus::Complete,
@@ -616,7 +906,7 @@ impl Collector {
         Ok(RunReport {
             run_dir: self.prepared.run.path().to_path_buf(),
             summary,
-            resumed_pairs: self.prepared.done.len(),
+            resumed_pairs,
         })
     }
 }
@@ -656,11 +946,11 @@ enum Progress {
 impl Progress {
     const LINE_EVERY: Duration = Duration::from_secs(10);
 
-    fn new(style: ProgressStyle, total: u64) -> Self {
+    fn new(style: ProgressStyle) -> Self {
         match style {
             ProgressStyle::Quiet => Progress::Quiet,
             ProgressStyle::Auto if std::io::stderr().is_terminal() => {
-                let bar = indicatif::ProgressBar::new(total);
+                let bar = indicatif::ProgressBar::new(0);
                 bar.set_style(
                     indicatif::ProgressStyle::with_template(
                         "measure {bar:30} {pos}/{len} pairs  {per_sec}  ETA {eta}",
@@ -670,10 +960,18 @@ impl Progress {
                 Progress::Bar(bar)
             }
             ProgressStyle::Auto => Progress::Lines {
-                total,
+                total: 0,
                 started: Instant::now(),
                 last: Instant::now(),
             },
+        }
+    }
+
+    fn set_total(&mut self, new_total: u64) {
+        match self {
+            Progress::Bar(bar) => bar.set_length(new_total),
+            Progress::Lines { total, .. } => *total = new_total,
+            Progress::Quiet => {}
         }
     }
 

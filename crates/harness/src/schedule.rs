@@ -70,6 +70,9 @@ pub enum ScheduleError {
     /// A fast-mode share outside (0, 1].
     #[error("--fast {0}: the share of ranks to test must be above 0 and at most 1")]
     BadFraction(f64),
+    /// An option of the plan that cannot make one.
+    #[error("{0}")]
+    BadOption(String),
 }
 
 /// A node of the schedule: the ranks under it and the pairs it tests.
@@ -404,26 +407,54 @@ impl Schedule {
         sweeps: u32,
         done: &'a HashSet<SweepPair>,
     ) -> impl Iterator<Item = Step<'a>> + 'a {
-        let path = self.path(rank);
-        (0..sweeps).flat_map(move |sweep| {
-            let path = path.clone();
-            path.into_iter().flat_map(move |node| {
-                let n = &self.nodes[node];
-                let members = n.members.as_slice();
-                let perm = self.permutation(node, sweep);
-                (0..n.pair_count)
-                    .map(move |k| (k, n.pair_at(&self.nodes, perm.apply(k))))
-                    .filter(move |(_, pair)| !done.contains(&SweepPair { sweep, pair: *pair }))
-                    .flat_map(move |(k, pair)| {
-                        let id = (sweep as u64) << 48 ^ (node as u64) << 32 ^ k;
-                        let barrier = Step::Barrier { members, id };
-                        let test = pair
-                            .contains(rank)
-                            .then_some(Step::Test(SweepPair { sweep, pair }));
-                        std::iter::once(barrier).chain(test)
-                    })
-            })
+        (0..sweeps)
+            .flat_map(move |sweep| self.sweep_program(rank, sweep, move |sp| done.contains(sp)))
+    }
+
+    /// `rank`'s program for one sweep, skipping the pairs `skip` names.
+    pub fn sweep_program<'a>(
+        &'a self,
+        rank: Rank,
+        sweep: u32,
+        skip: impl Fn(&SweepPair) -> bool + Clone + 'a,
+    ) -> impl Iterator<Item = Step<'a>> + 'a {
+        self.path(rank).into_iter().flat_map(move |node| {
+            let n = &self.nodes[node];
+            let members = n.members.as_slice();
+            let perm = self.permutation(node, sweep);
+            let skip = skip.clone();
+            (0..n.pair_count)
+                .map(move |k| (k, n.pair_at(&self.nodes, perm.apply(k))))
+                .filter(move |(_, pair)| !skip(&SweepPair { sweep, pair: *pair }))
+                .flat_map(move |(k, pair)| {
+                    let id = (sweep as u64) << 48 ^ (node as u64) << 32 ^ k;
+                    let barrier = Step::Barrier { members, id };
+                    let test = pair
+                        .contains(rank)
+                        .then_some(Step::Test(SweepPair { sweep, pair }));
+                    std::iter::once(barrier).chain(test)
+                })
         })
+    }
+
+    /// The schedule of one group of a job of `size` ranks: the pairs among `members` (sorted),
+    /// the job's other ranks left out.
+    pub fn of_group(members: &[Rank], size: usize, seed: u64) -> Self {
+        let mut leaf_of = vec![None; size];
+        for &r in members {
+            leaf_of[r] = Some(0);
+        }
+        let n = members.len() as u64;
+        Schedule {
+            nodes: vec![Node {
+                members: members.to_vec(),
+                across: Vec::new(),
+                pair_count: n * n.saturating_sub(1) / 2,
+                parent: None,
+            }],
+            leaf_of,
+            seed,
+        }
     }
 }
 

@@ -28,6 +28,43 @@ pub struct JournalEntry {
     pub end_s: f64,
     /// What the pair test measured; its shape belongs to the test.
     pub result: serde_json::Value,
+    /// The stage of a staged run the test belongs to; absent in a full run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<Stage>,
+}
+
+/// The stages of a staged run (`measure --plan staged`), in the order they run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stage {
+    /// Screening tests of every pair inside a group (host), every group at once.
+    Hosts,
+    /// Screening tests of sampled pairs between groups, in tournament rounds.
+    Between,
+    /// Screening tests of a sample of the pairs above again, one at a time: the interference.
+    Alone,
+    /// The full pair test of a sample of pairs from each class the screening found.
+    Sample,
+}
+
+impl Stage {
+    /// Every stage, in order.
+    pub const ALL: [Stage; 4] = [Stage::Hosts, Stage::Between, Stage::Alone, Stage::Sample];
+
+    /// The stage's name in the journal and the tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Hosts => "hosts",
+            Stage::Between => "between",
+            Stage::Alone => "alone",
+            Stage::Sample => "sample",
+        }
+    }
+
+    /// Whether the stage runs the screening test (else the full one).
+    pub fn screens(self) -> bool {
+        self != Stage::Sample
+    }
 }
 
 /// How often appended lines are also forced to disk.
@@ -155,6 +192,7 @@ mod tests {
             start_s: 0.5,
             end_s: 0.75,
             result: serde_json::json!({"rtt_s": [1e-6]}),
+            stage: None,
         }
     }
 

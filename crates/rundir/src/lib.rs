@@ -19,11 +19,11 @@ pub mod table_layout;
 
 use std::path::{Path, PathBuf};
 
-pub use journal::{read_journal, Journal, JournalEntry, JournalRead, JOURNAL_FILE};
+pub use journal::{read_journal, Journal, JournalEntry, JournalRead, Stage, JOURNAL_FILE};
 pub use matrices::{MatrixEntry, MatrixIndex, MATRICES_DIR, MATRIX_INDEX_FILE};
 pub use meta::{
-    LauncherInfo, RankInfo, RankTime, RunMeta, RunStatus, RunSummary, ScheduleInfo, SystemInfo,
-    TestInfo, META_FILE, RUN_FORMAT, RUN_VERSION,
+    LauncherInfo, PlanInfo, RankInfo, RankTime, RunMeta, RunStatus, RunSummary, ScheduleInfo,
+    StageSummary, SystemInfo, TestInfo, META_FILE, RUN_FORMAT, RUN_VERSION,
 };
 pub use placement::KnownPlacement;
 

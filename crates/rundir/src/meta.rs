@@ -93,6 +93,22 @@ pub struct ScheduleInfo {
     pub tested_ranks: Vec<usize>,
     /// Pairs per sweep.
     pub pairs_per_sweep: usize,
+    /// The staged plan's choices and screening test; absent when every pair had the full test.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<PlanInfo>,
+}
+
+/// A staged plan as meta.json records it (`measure --plan staged`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanInfo {
+    /// The plan: `staged`.
+    pub name: String,
+    /// Its choices (pairs between groups, samples, concurrency, ...).
+    pub parameters: serde_json::Value,
+    /// The screening test of stages hosts, between and alone.
+    pub screen: TestInfo,
+    /// Screening tests per sweep inside groups and between them.
+    pub screening_tests: [usize; 2],
 }
 
 /// Where one rank ran. Fields that could not be read are left out.
@@ -168,6 +184,20 @@ pub struct RunSummary {
     /// How each rank spent this invocation: waiting for its next test or testing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rank_time: Vec<RankTime>,
+    /// A staged run's stages: tests and the wall time each took in this invocation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<StageSummary>,
+}
+
+/// One stage of a staged run in one invocation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageSummary {
+    /// The stage.
+    pub stage: crate::Stage,
+    /// Tests run in this invocation.
+    pub tests: usize,
+    /// From its first test's start to its last test's end, seconds.
+    pub wall_s: f64,
 }
 
 /// One rank's wall and CPU time while waiting for its next test and while testing.
@@ -327,6 +357,12 @@ impl RunMeta {
             format!("{:?}", b.fast_fraction),
         );
         differ("topology", a.topology.to_string(), b.topology.to_string());
+        let plan = |p: &Option<PlanInfo>| {
+            p.as_ref().map_or("full".to_string(), |p| {
+                format!("{} {} screen {}", p.name, p.parameters, p.screen.parameters)
+            })
+        };
+        differ("plan", plan(&a.plan), plan(&b.plan));
         out
     }
 }
@@ -354,6 +390,7 @@ mod tests {
                 fast_fraction: None,
                 tested_ranks: vec![0, 1],
                 pairs_per_sweep: 1,
+                plan: None,
             },
             ranks: (0..2)
                 .map(|rank| RankInfo {

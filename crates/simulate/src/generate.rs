@@ -467,6 +467,7 @@ impl<'a> Simulation<'a> {
             fast_fraction: o.fast,
             tested_ranks: ranks.clone(),
             pairs_per_sweep: schedule.pairs_per_sweep(),
+            plan: None,
         };
         let mut meta = RunMeta {
             mpi: [
@@ -544,6 +545,7 @@ impl<'a> Simulation<'a> {
             testing_s: predicted.pair_tests_s.min(predicted.wall_s),
             overhead_share: 0.0,
             rank_time: Vec::new(),
+            stages: Vec::new(),
         });
         let wall_s = started.elapsed().as_secs_f64();
         run.write_meta(&meta)?;

@@ -1,0 +1,758 @@
+//! The staged plan (`measure --plan staged`): cheap screening tests where the full PLogP test
+//! of every pair would take hours, and the full test where it tells something new.
+//!
+//! 1. **hosts**: every pair inside a group (a host, or a leaf of a topology file), one pair at
+//!    a time per group, every group at the same time: `g (g - 1) / 2` tests per group.
+//! 2. **between**: a round-robin tournament of the groups (`H - 1` rounds, `H` rounded up to
+//!    even); in each round every group meets one other, all meetings of a round at the same
+//!    time, and a meeting tests `K` sampled rank pairs one after another, so a host's link
+//!    carries one test at a time. `H (H - 1) / 2 * K` tests in `H - 1` rounds.
+//! 3. **alone**: a few pairs of the stages above tested again, one at a time across the
+//!    machine: the bias of measuring side by side, reported rather than assumed away.
+//! 4. **sample**: the full pair test for pairs spread over the screening's distances, inside
+//!    groups and between them, and the slowest pair between groups (a slow host).
+//!
+//! Stages 1-2 are fixed by the topology and the seed; stages 3-4 are chosen by rank 0 from the
+//! screening results, deterministically, so a resumed run chooses them again alike.
+//!
+//! Nothing here grows as P^2 except stage 1's pairs inside a group: the program of a rank is
+//! its group's pairs and its group's `H - 1` meetings.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+
+use lgate_rundir::Stage;
+use lgate_topology::{Rank, TopologyNode};
+use serde::{Deserialize, Serialize};
+
+use crate::schedule::{Pair, Schedule, ScheduleError, Step, SweepPair};
+
+/// The choices of a staged plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StagedOptions {
+    /// Rank pairs tested per pair of groups (K); all of them when K covers them.
+    pub pairs_between: usize,
+    /// Full pair tests per kind of pair (inside groups, between groups), spread over the
+    /// screening's distances.
+    pub samples: usize,
+    /// Screened pairs tested again alone, to measure the bias of testing side by side.
+    pub alone: usize,
+    /// The most pair tests running at once across the machine; unbounded when `None`.
+    pub concurrency: Option<usize>,
+}
+
+impl Default for StagedOptions {
+    fn default() -> Self {
+        StagedOptions {
+            pairs_between: 4,
+            samples: 3,
+            alone: 8,
+            concurrency: None,
+        }
+    }
+}
+
+impl StagedOptions {
+    /// Checks the choices.
+    pub fn check(&self) -> Result<(), ScheduleError> {
+        if self.pairs_between == 0 {
+            return Err(ScheduleError::BadOption(
+                "--pairs-between must be at least 1".into(),
+            ));
+        }
+        if self.concurrency == Some(0) {
+            return Err(ScheduleError::BadOption(
+                "--concurrency must be at least 1".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A test of a staged plan: which pair, in which sweep and stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct StagedTest {
+    /// The stage.
+    pub stage: Stage,
+    /// The sweep and pair.
+    pub test: SweepPair,
+}
+
+/// One step of a rank's staged program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StagedStep<'a> {
+    /// Synchronise with these ranks; `id` is the same on all of them.
+    Barrier {
+        /// The members of the barrier.
+        members: Cow<'a, [Rank]>,
+        /// An id every member computes alike.
+        id: u64,
+    },
+    /// Take part in this test.
+    Test(StagedTest),
+}
+
+/// A screened pair as rank 0 keeps it to choose stages 3-4: its stage and distance.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScreenedPair {
+    /// The stage it was screened in.
+    pub stage: Stage,
+    /// The pair.
+    pub pair: Pair,
+    /// The screening distance (round trip at the largest screening size, seconds).
+    pub value: f64,
+}
+
+/// The pairs rank 0 chose for stages 3-4, the same on every rank.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FollowUp {
+    /// Pairs screened again alone.
+    pub alone: Vec<Pair>,
+    /// Pairs given the full test.
+    pub sample: Vec<Pair>,
+}
+
+impl FollowUp {
+    /// The tests of stages 3-4 in the order they run, per sweep.
+    fn tests(&self) -> impl Iterator<Item = (Stage, Pair)> + '_ {
+        self.alone
+            .iter()
+            .map(|&p| (Stage::Alone, p))
+            .chain(self.sample.iter().map(|&p| (Stage::Sample, p)))
+    }
+
+    /// The ranks taking part in stages 3-4, ascending.
+    pub fn members(&self) -> Vec<Rank> {
+        let mut m: Vec<Rank> = self.tests().flat_map(|(_, p)| [p.i, p.j]).collect();
+        m.sort_unstable();
+        m.dedup();
+        m
+    }
+}
+
+/// Barrier ids of the staged plan: distinct per stage, sweep, round and step, and never the
+/// ids of the run's opening and closing barriers.
+fn barrier_id(stage: u64, sweep: u32, major: u64, minor: u64) -> u64 {
+    (stage + 1) << 60 ^ (sweep as u64 & 0xfff) << 48 ^ (major & 0xff_ffff) << 24 ^ minor & 0xff_ffff
+}
+
+/// The staged plan of a job.
+#[derive(Debug, Clone)]
+pub struct StagedPlan {
+    /// Stage 1: the LGate schedule of the groups alone (no tests across them).
+    inside: Vec<Schedule>,
+    /// The groups, each sorted.
+    groups: Vec<Vec<Rank>>,
+    /// Per rank, its group.
+    group_of: Vec<usize>,
+    /// Per group, the ranks that meet other groups: up to K spread over its ranks.
+    ambassadors: Vec<Vec<Rank>>,
+    /// Every rank, for the barriers between stages.
+    everyone: Vec<Rank>,
+    /// Every ambassador, for the waves of a round when concurrency is bounded.
+    all_ambassadors: Vec<Rank>,
+    options: StagedOptions,
+}
+
+impl StagedPlan {
+    /// The staged plan of a job of `size` ranks whose groups are the leaves of `tree`.
+    pub fn new(
+        tree: &TopologyNode,
+        size: usize,
+        seed: u64,
+        options: &StagedOptions,
+    ) -> Result<Self, ScheduleError> {
+        options.check()?;
+        // The same checks as the full plan: every rank in one group.
+        Schedule::new(tree, size, seed, None)?;
+        let groups: Vec<Vec<Rank>> = tree
+            .groups()
+            .into_iter()
+            .map(|g| {
+                let mut g = g.to_vec();
+                g.sort_unstable();
+                g
+            })
+            .filter(|g| !g.is_empty())
+            .collect();
+        let mut group_of = vec![0; size];
+        for (k, g) in groups.iter().enumerate() {
+            for &r in g {
+                group_of[r] = k;
+            }
+        }
+        // Each group's pairs in the order of the LGate schedule of that group alone; the
+        // group's number seeds it, so groups of the same shape differ in order.
+        let inside = groups
+            .iter()
+            .enumerate()
+            .map(|(k, g)| Schedule::of_group(g, size, seed ^ (k as u64).wrapping_mul(0x9E37_79B9)))
+            .collect();
+        let ambassadors: Vec<Vec<Rank>> = groups
+            .iter()
+            .map(|g| {
+                let m = options.pairs_between.min(g.len());
+                (0..m).map(|k| g[k * g.len() / m]).collect()
+            })
+            .collect();
+        let mut all_ambassadors: Vec<Rank> = ambassadors.iter().flatten().copied().collect();
+        all_ambassadors.sort_unstable();
+        Ok(StagedPlan {
+            inside,
+            groups,
+            group_of,
+            ambassadors,
+            everyone: (0..size).collect(),
+            all_ambassadors,
+            options: options.clone(),
+        })
+    }
+
+    /// The number of ranks in the job.
+    pub fn size(&self) -> usize {
+        self.group_of.len()
+    }
+
+    /// The groups, each sorted.
+    pub fn groups(&self) -> &[Vec<Rank>] {
+        &self.groups
+    }
+
+    /// The group of each rank.
+    pub fn group_of(&self) -> &[usize] {
+        &self.group_of
+    }
+
+    /// The choices the plan was made with.
+    pub fn options(&self) -> &StagedOptions {
+        &self.options
+    }
+
+    /// The tournament's rounds: `H - 1` for an even number of groups `H`, `H` for an odd one.
+    pub fn rounds(&self) -> usize {
+        let h = self.groups.len();
+        if h < 2 {
+            0
+        } else {
+            h + h % 2 - 1
+        }
+    }
+
+    /// The group that `group` meets in `round`, if any (an odd number of groups gives each
+    /// group one round off): the circle method, with the last slot fixed.
+    pub fn partner(&self, group: usize, round: usize) -> Option<usize> {
+        let h = self.groups.len();
+        let slots = h + h % 2;
+        let turning = slots - 1;
+        let other = if group == turning {
+            round
+        } else if group == round {
+            turning
+        } else {
+            (2 * round + turning - group) % turning
+        };
+        (other < h && other != group).then_some(other)
+    }
+
+    /// The meetings of `round`, each as (a, b) with a < b, ordered by a.
+    pub fn meetings(&self, round: usize) -> Vec<(usize, usize)> {
+        (0..self.groups.len())
+            .filter_map(|a| self.partner(a, round).filter(|&b| a < b).map(|b| (a, b)))
+            .collect()
+    }
+
+    /// The rank pairs tested when groups `a` and `b` meet: all of them when K covers them,
+    /// else K pairs of their ambassadors along diagonals, so distinct ranks come first.
+    pub fn meeting_pairs(&self, a: usize, b: usize) -> Vec<Pair> {
+        let k = self.options.pairs_between;
+        let (ga, gb) = (&self.groups[a], &self.groups[b]);
+        if ga.len() * gb.len() <= k {
+            return ga
+                .iter()
+                .flat_map(|&x| gb.iter().map(move |&y| Pair::new(x, y)))
+                .collect();
+        }
+        let (sa, sb) = (&self.ambassadors[a], &self.ambassadors[b]);
+        let mut out = Vec::with_capacity(k);
+        'diagonals: for d in 0..sb.len() {
+            for (x, &ra) in sa.iter().enumerate() {
+                out.push(Pair::new(ra, sb[(x + d) % sb.len()]));
+                if out.len() == k {
+                    break 'diagonals;
+                }
+            }
+        }
+        out
+    }
+
+    /// Tests per sweep in stages 1 and 2.
+    pub fn screening_tests_per_sweep(&self) -> (usize, usize) {
+        let inside = self
+            .groups
+            .iter()
+            .map(|g| g.len() * (g.len() - 1) / 2)
+            .sum();
+        let k = self.options.pairs_between;
+        let mut between = 0;
+        for a in 0..self.groups.len() {
+            for b in a + 1..self.groups.len() {
+                between += (self.groups[a].len() * self.groups[b].len()).min(k);
+            }
+        }
+        (inside, between)
+    }
+
+    /// Every test of stages 1-2 in `sweeps`, in no particular order.
+    pub fn screening_tests(&self, sweeps: u32) -> impl Iterator<Item = StagedTest> + '_ {
+        (0..sweeps).flat_map(move |sweep| {
+            let inside = self.inside.iter().flat_map(move |s| {
+                s.pairs().map(move |pair| StagedTest {
+                    stage: Stage::Hosts,
+                    test: SweepPair { sweep, pair },
+                })
+            });
+            let between = (0..self.groups.len()).flat_map(move |a| {
+                (a + 1..self.groups.len()).flat_map(move |b| {
+                    self.meeting_pairs(a, b)
+                        .into_iter()
+                        .map(move |pair| StagedTest {
+                            stage: Stage::Between,
+                            test: SweepPair { sweep, pair },
+                        })
+                })
+            });
+            inside.chain(between)
+        })
+    }
+
+    /// The waves a stage's units run in: all at once, or `concurrency` at a time.
+    fn waves(&self, units: usize) -> usize {
+        match self.options.concurrency {
+            Some(c) => units.div_ceil(c).max(1),
+            None => 1,
+        }
+    }
+
+    fn wave_of(&self, position: usize) -> usize {
+        self.options.concurrency.map_or(0, |c| position / c)
+    }
+
+    /// `rank`'s program for stages 1-2 of `sweeps`, skipping the tests in `done`.
+    pub fn screening_program<'a>(
+        &'a self,
+        rank: Rank,
+        sweeps: u32,
+        done: &'a HashSet<StagedTest>,
+    ) -> impl Iterator<Item = StagedStep<'a>> + 'a {
+        (0..sweeps).flat_map(move |sweep| {
+            self.inside_program(rank, sweep, done)
+                .chain(std::iter::once(StagedStep::Barrier {
+                    members: Cow::Borrowed(&self.everyone[..]),
+                    id: barrier_id(0, sweep, 0xff_ffff, 0),
+                }))
+                .chain(self.between_program(rank, sweep, done))
+                .chain(std::iter::once(StagedStep::Barrier {
+                    members: Cow::Borrowed(&self.everyone[..]),
+                    id: barrier_id(1, sweep, 0xff_ffff, 0),
+                }))
+        })
+    }
+
+    /// Stage 1 for one sweep: the rank's group's pairs; with bounded concurrency the groups
+    /// go in waves, every rank passing a barrier of all ranks between waves.
+    fn inside_program<'a>(
+        &'a self,
+        rank: Rank,
+        sweep: u32,
+        done: &'a HashSet<StagedTest>,
+    ) -> impl Iterator<Item = StagedStep<'a>> + 'a {
+        let group = self.group_of[rank];
+        let waves = self.waves(self.groups.len());
+        let mine = self.wave_of(group);
+        (0..waves).flat_map(move |wave| {
+            let opening = (waves > 1).then(|| StagedStep::Barrier {
+                members: Cow::Borrowed(&self.everyone[..]),
+                id: barrier_id(0, sweep, 0xff_fffe, wave as u64),
+            });
+            let skip = move |sp: &SweepPair| {
+                done.contains(&StagedTest {
+                    stage: Stage::Hosts,
+                    test: *sp,
+                })
+            };
+            let steps = (wave == mine)
+                .then(|| self.inside[group].sweep_program(rank, sweep, skip))
+                .into_iter()
+                .flatten()
+                .map(move |step| match step {
+                    Step::Barrier { members, id } => StagedStep::Barrier {
+                        members: Cow::Borrowed(members),
+                        id: barrier_id(0, sweep, group as u64, id & 0xff_ffff),
+                    },
+                    Step::Test(sp) => StagedStep::Test(StagedTest {
+                        stage: Stage::Hosts,
+                        test: sp,
+                    }),
+                });
+            opening.into_iter().chain(steps)
+        })
+    }
+
+    /// Stage 2 for one sweep: the rank's group's meetings round by round, if the rank is one
+    /// of its ambassadors (or the group's pairs with the other group are all tested).
+    fn between_program<'a>(
+        &'a self,
+        rank: Rank,
+        sweep: u32,
+        done: &'a HashSet<StagedTest>,
+    ) -> impl Iterator<Item = StagedStep<'a>> + 'a {
+        let group = self.group_of[rank];
+        (0..self.rounds()).flat_map(move |round| {
+            let mut steps = Vec::new();
+            let meetings = if self.options.concurrency.is_some() {
+                self.meetings(round)
+            } else {
+                Vec::new()
+            };
+            let waves = self.waves(meetings.len());
+            let partner = self.partner(group, round);
+            let my_wave = partner.map(|p| {
+                let key = (group.min(p), group.max(p));
+                self.wave_of(meetings.iter().position(|&m| m == key).unwrap_or(0))
+            });
+            for wave in 0..waves {
+                let in_wave = my_wave == Some(wave);
+                if waves > 1 && self.all_ambassadors.binary_search(&rank).is_ok() {
+                    steps.push(StagedStep::Barrier {
+                        members: Cow::Borrowed(&self.all_ambassadors[..]),
+                        id: barrier_id(1, sweep, round as u64, 0xff_0000 | wave as u64),
+                    });
+                }
+                let Some(other) = partner.filter(|_| in_wave) else {
+                    continue;
+                };
+                let (a, b) = (group.min(other), group.max(other));
+                let pairs = self.meeting_pairs(a, b);
+                let mut members: Vec<Rank> = pairs.iter().flat_map(|p| [p.i, p.j]).collect();
+                members.sort_unstable();
+                members.dedup();
+                if members.binary_search(&rank).is_err() {
+                    continue;
+                }
+                for (k, pair) in pairs.into_iter().enumerate() {
+                    let test = StagedTest {
+                        stage: Stage::Between,
+                        test: SweepPair { sweep, pair },
+                    };
+                    if done.contains(&test) {
+                        continue;
+                    }
+                    steps.push(StagedStep::Barrier {
+                        members: Cow::Owned(members.clone()),
+                        id: barrier_id(1, sweep, round as u64, k as u64),
+                    });
+                    if pair.contains(rank) {
+                        steps.push(StagedStep::Test(test));
+                    }
+                }
+            }
+            steps
+        })
+    }
+
+    /// `rank`'s program for stages 3-4: the chosen tests one at a time, per sweep.
+    pub fn follow_up_program<'a>(
+        &'a self,
+        rank: Rank,
+        sweeps: u32,
+        follow_up: &'a FollowUp,
+        members: &'a [Rank],
+        done: &'a HashSet<StagedTest>,
+    ) -> impl Iterator<Item = StagedStep<'a>> + 'a {
+        let member = members.binary_search(&rank).is_ok();
+        (0..sweeps).filter(move |_| member).flat_map(move |sweep| {
+            follow_up
+                .tests()
+                .enumerate()
+                .filter(move |(_, (stage, pair))| {
+                    !done.contains(&StagedTest {
+                        stage: *stage,
+                        test: SweepPair { sweep, pair: *pair },
+                    })
+                })
+                .flat_map(move |(k, (stage, pair))| {
+                    let barrier = StagedStep::Barrier {
+                        members: Cow::Borrowed(members),
+                        id: barrier_id(2, sweep, 0, k as u64),
+                    };
+                    let test = pair.contains(rank).then_some(StagedStep::Test(StagedTest {
+                        stage,
+                        test: SweepPair { sweep, pair },
+                    }));
+                    std::iter::once(barrier).chain(test)
+                })
+        })
+    }
+
+    /// The wall time of stages 1-2 in one sweep when a test takes `pair_time` and a barrier
+    /// among `n` ranks `barrier_time(n)`: groups side by side, then rounds one after another,
+    /// each as long as its slowest meeting.
+    pub fn screening_time(
+        &self,
+        pair_time: impl Fn(Stage, Pair) -> f64,
+        barrier_time: impl Fn(usize) -> f64,
+    ) -> (f64, f64) {
+        let per_group: Vec<f64> = self
+            .inside
+            .iter()
+            .zip(&self.groups)
+            .map(|(s, g)| {
+                s.pairs()
+                    .map(|p| pair_time(Stage::Hosts, p) + barrier_time(g.len()))
+                    .sum()
+            })
+            .collect();
+        let wave_len = self.options.concurrency.unwrap_or(usize::MAX);
+        let inside: f64 = per_group
+            .chunks(wave_len.min(per_group.len().max(1)))
+            .map(|w| w.iter().copied().fold(0.0, f64::max) + barrier_time(self.size()))
+            .sum();
+        let mut between = 0.0;
+        for round in 0..self.rounds() {
+            let meetings = self.meetings(round);
+            let times: Vec<f64> = meetings
+                .iter()
+                .map(|&(a, b)| {
+                    let pairs = self.meeting_pairs(a, b);
+                    let n = 2 * pairs.len().min(self.options.pairs_between);
+                    pairs
+                        .iter()
+                        .map(|&p| pair_time(Stage::Between, p) + barrier_time(n))
+                        .sum()
+                })
+                .collect();
+            between += times
+                .chunks(wave_len.min(times.len().max(1)))
+                .map(|w| {
+                    w.iter().copied().fold(0.0, f64::max) + barrier_time(self.all_ambassadors.len())
+                })
+                .sum::<f64>();
+        }
+        (inside, between + barrier_time(self.size()))
+    }
+}
+
+/// The pairs rank 0 chooses for stages 3-4 from the screening: for each kind of pair (inside
+/// groups, between groups), `samples` pairs at evenly spread quantiles of its distances, and
+/// the slowest pair between groups; `alone` pairs spread the same way over both kinds.
+pub fn choose_follow_up(screened: &[ScreenedPair], options: &StagedOptions) -> FollowUp {
+    let spread = |stage: Stage, count: usize| -> Vec<Pair> {
+        let mut of_stage: Vec<&ScreenedPair> =
+            screened.iter().filter(|s| s.stage == stage).collect();
+        // Ties broken by pair, so the choice does not depend on the order results came in.
+        of_stage.sort_by(|a, b| a.value.total_cmp(&b.value).then(a.pair.cmp(&b.pair)));
+        let n = of_stage.len();
+        let mut out: Vec<Pair> = (0..count.min(n))
+            .map(|k| of_stage[((2 * k + 1) * n / (2 * count)).min(n - 1)].pair)
+            .collect();
+        out.dedup();
+        out
+    };
+    let mut sample = spread(Stage::Hosts, options.samples);
+    sample.extend(spread(Stage::Between, options.samples));
+    if options.samples > 0 {
+        if let Some(slowest) = screened
+            .iter()
+            .filter(|s| s.stage == Stage::Between)
+            .max_by(|a, b| a.value.total_cmp(&b.value).then(b.pair.cmp(&a.pair)))
+        {
+            if !sample.contains(&slowest.pair) {
+                sample.push(slowest.pair);
+            }
+        }
+    }
+    let half = options.alone / 2;
+    let mut alone = spread(Stage::Hosts, options.alone - half);
+    alone.extend(spread(Stage::Between, half));
+    FollowUp { alone, sample }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lgate_topology::lgate;
+
+    fn tree(text: &str) -> TopologyNode {
+        lgate::parse(text, None).unwrap().tree().clone()
+    }
+
+    fn hosts(h: usize, per: usize) -> TopologyNode {
+        let groups: Vec<String> = (0..h)
+            .map(|k| format!("group {{ {}-{} }}", k * per, k * per + per - 1))
+            .collect();
+        tree(&format!("cluster {{ {} }}", groups.join(" ")))
+    }
+
+    #[test]
+    fn every_group_meets_every_other_once() {
+        for h in 1..12 {
+            let plan = StagedPlan::new(&hosts(h, 2), 2 * h, 1, &StagedOptions::default()).unwrap();
+            let mut met = HashSet::new();
+            for round in 0..plan.rounds() {
+                let mut busy = HashSet::new();
+                for (a, b) in plan.meetings(round) {
+                    assert!(busy.insert(a) && busy.insert(b), "one meeting per round");
+                    assert!(met.insert((a, b)), "{a}-{b} met twice");
+                    assert_eq!(plan.partner(b, round), Some(a));
+                }
+            }
+            assert_eq!(met.len(), h * (h - 1) / 2, "h = {h}");
+            assert_eq!(plan.rounds(), if h < 2 { 0 } else { h + h % 2 - 1 });
+        }
+    }
+
+    #[test]
+    fn meetings_sample_k_distinct_pairs_across_the_groups() {
+        let plan = StagedPlan::new(&hosts(2, 8), 16, 1, &StagedOptions::default()).unwrap();
+        let pairs = plan.meeting_pairs(0, 1);
+        assert_eq!(pairs.len(), 4);
+        let senders: HashSet<Rank> = pairs.iter().map(|p| p.i).collect();
+        let receivers: HashSet<Rank> = pairs.iter().map(|p| p.j).collect();
+        assert_eq!(senders.len(), 4, "{pairs:?}");
+        assert_eq!(receivers.len(), 4, "{pairs:?}");
+        assert!(
+            senders.contains(&0) && senders.contains(&6),
+            "spread: {pairs:?}"
+        );
+        // Small groups: every pair.
+        let small = StagedPlan::new(&hosts(3, 2), 6, 1, &StagedOptions::default()).unwrap();
+        assert_eq!(small.meeting_pairs(0, 2).len(), 4);
+        let odd = StagedPlan::new(
+            &tree("cluster { group { 0-2 } group { 3-5 } }"),
+            6,
+            1,
+            &StagedOptions::default(),
+        )
+        .unwrap();
+        let p = odd.meeting_pairs(0, 1);
+        assert_eq!(p.iter().collect::<HashSet<_>>().len(), 4, "{p:?}");
+    }
+
+    /// Runs every rank's program in lockstep and returns the tests each sender runs.
+    fn tests_of(plan: &StagedPlan, sweeps: u32, done: &HashSet<StagedTest>) -> Vec<StagedTest> {
+        let mut out = Vec::new();
+        for rank in 0..plan.size() {
+            for step in plan.screening_program(rank, sweeps, done) {
+                if let StagedStep::Test(t) = step {
+                    assert!(t.test.pair.contains(rank));
+                    if t.test.pair.i == rank {
+                        out.push(t);
+                    }
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn programs_run_every_screening_test_once() {
+        for concurrency in [None, Some(1), Some(2)] {
+            let options = StagedOptions {
+                concurrency,
+                ..StagedOptions::default()
+            };
+            let t = tree("cluster { group { 0-4 } group { 5-9 } group { 10,11 } group { 12 } }");
+            let plan = StagedPlan::new(&t, 13, 9, &options).unwrap();
+            let tests = tests_of(&plan, 2, &HashSet::new());
+            let mut expected: Vec<StagedTest> = plan.screening_tests(2).collect();
+            expected.sort();
+            assert_eq!(tests, expected, "{concurrency:?}");
+            let (inside, between) = plan.screening_tests_per_sweep();
+            assert_eq!(inside, 10 + 10 + 1);
+            assert_eq!(
+                between,
+                5 * 4 + 2,
+                "every meeting has K = 4 pairs but 2 x 1"
+            );
+            assert_eq!(tests.len(), 2 * (inside + between));
+            // Done tests are skipped.
+            let done: HashSet<StagedTest> = expected[..7].iter().copied().collect();
+            assert_eq!(tests_of(&plan, 2, &done), expected[7..].to_vec());
+        }
+    }
+
+    #[test]
+    fn members_agree_on_the_order_of_shared_barriers() {
+        let t = tree("cluster { group { 0-3 } group { 4-7 } group { 8-11 } }");
+        for concurrency in [None, Some(1)] {
+            let options = StagedOptions {
+                concurrency,
+                pairs_between: 2,
+                ..StagedOptions::default()
+            };
+            let plan = StagedPlan::new(&t, 12, 3, &options).unwrap();
+            let done = HashSet::new();
+            let barriers: Vec<Vec<(Vec<Rank>, u64)>> = (0..12)
+                .map(|r| {
+                    plan.screening_program(r, 1, &done)
+                        .filter_map(|s| match s {
+                            StagedStep::Barrier { members, id } => Some((members.to_vec(), id)),
+                            _ => None,
+                        })
+                        .collect()
+                })
+                .collect();
+            for a in 0..12 {
+                for b in 0..12 {
+                    let shared = |x: usize, y: usize| -> Vec<u64> {
+                        barriers[x]
+                            .iter()
+                            .filter(|(m, _)| m.contains(&y))
+                            .map(|(_, id)| *id)
+                            .collect()
+                    };
+                    assert_eq!(shared(a, b), shared(b, a), "{a} and {b}");
+                }
+                // Every barrier a rank enters has it as a member.
+                assert!(barriers[a].iter().all(|(m, _)| m.contains(&a)));
+            }
+        }
+    }
+
+    #[test]
+    fn follow_up_spreads_over_distances_and_takes_the_slowest() {
+        let mut screened = Vec::new();
+        for k in 0..20usize {
+            screened.push(ScreenedPair {
+                stage: Stage::Hosts,
+                pair: Pair::new(k, k + 1),
+                value: 1.0 + (k % 2) as f64,
+            });
+            screened.push(ScreenedPair {
+                stage: Stage::Between,
+                pair: Pair::new(k, k + 30),
+                value: 10.0 + k as f64,
+            });
+        }
+        let f = choose_follow_up(&screened, &StagedOptions::default());
+        assert_eq!(f.sample.len(), 3 + 3 + 1);
+        assert!(f.sample.contains(&Pair::new(19, 49)), "the slowest");
+        let inside: Vec<f64> = f
+            .sample
+            .iter()
+            .filter(|p| p.j - p.i == 1)
+            .map(|p| screened.iter().find(|s| s.pair == *p).unwrap().value)
+            .collect();
+        assert!(
+            inside.contains(&1.0) && inside.contains(&2.0),
+            "both levels"
+        );
+        assert_eq!(f.alone.len(), 8);
+        let mut shuffled = screened.clone();
+        shuffled.reverse();
+        assert_eq!(choose_follow_up(&shuffled, &StagedOptions::default()), f);
+        let members = f.members();
+        assert!(members.windows(2).all(|w| w[0] < w[1]));
+    }
+}
