@@ -7,6 +7,7 @@ mod bcast_cmd;
 mod cluster_cmd;
 mod measure_cmd;
 mod output;
+mod plan_args;
 mod plot_cmd;
 mod score_cmd;
 mod simulate_cmd;

@@ -23,9 +23,12 @@ pub struct MeasureArgs {
     #[arg(long, value_name = "DIR")]
     resume: Option<PathBuf>,
     /// The topology that decides which pairs run at the same time: a topology file (LGate,
-    /// JSON or Newick), or `auto` for one group per host. Without it, one pair at a time.
+    /// JSON or Newick), or `auto` for one group per host; its leaves are the staged plan's
+    /// hosts [default: auto with --plan staged; none, one pair at a time, with --plan full].
     #[arg(long, value_name = "FILE|auto")]
     topology: Option<String>,
+    #[command(flatten)]
+    plan: crate::plan_args::PlanArgs,
     /// Run the whole schedule this many times, each sweep after the other.
     #[arg(long, default_value_t = 1, value_name = "N")]
     sweeps: u32,
@@ -118,7 +121,7 @@ impl MeasureArgs {
         Ok((test, outputs))
     }
 
-    fn options(&self) -> RunOptions {
+    fn options(&self) -> Result<RunOptions> {
         let (out, resume) = match &self.resume {
             Some(dir) => (dir.clone(), true),
             None => (
@@ -131,8 +134,11 @@ impl MeasureArgs {
                 false,
             ),
         };
-        let topology = TopologySource::from_flag(self.topology.as_deref());
-        RunOptions {
+        let topology = match (&self.topology, self.plan.staged()) {
+            (None, true) => TopologySource::Auto,
+            (flag, _) => TopologySource::from_flag(flag.as_deref()),
+        };
+        Ok(RunOptions {
             out,
             force: self.force,
             resume,
@@ -148,7 +154,8 @@ impl MeasureArgs {
             command_line: std::env::args().collect(),
             tool: format!("lgate-plogp {}", env!("CARGO_PKG_VERSION")),
             stop_after: self.stop_after,
-        }
+            plan: self.plan.plan()?,
+        })
     }
 }
 
@@ -174,6 +181,20 @@ fn print_summary(report: &RunReport, derived: &[String]) {
             100.0 * (1.0 - s.overhead_share),
             100.0 * s.overhead_share
         );
+        for stage in &s.stages {
+            eprintln!(
+                "  stage {:<8} {:>7} tests  {:>8.2} s{}",
+                stage.stage.name(),
+                stage.tests,
+                stage.wall_s,
+                match stage.stage {
+                    lgate_rundir::Stage::Hosts => "  (screening every pair inside each host)",
+                    lgate_rundir::Stage::Between => "  (screening sampled pairs between hosts)",
+                    lgate_rundir::Stage::Alone => "  (screened pairs again, one at a time)",
+                    lgate_rundir::Stage::Sample => "  (the full test for a sample of pairs)",
+                }
+            );
+        }
         if let Some((mean, max)) = s.waiting_cpu_share() {
             eprintln!(
                 "while waiting for their next test, ranks used {:.1}% of a core on average (at \
@@ -196,7 +217,7 @@ fn print_summary(report: &RunReport, derived: &[String]) {
 pub fn run(args: MeasureArgs) -> Result<()> {
     use lgate_harness::Transport;
 
-    let options = args.options();
+    let options = args.options()?;
     let (mut test, outputs) = args.test()?;
     let mpi = lgate_mpi::MpiTransport::init_for_pair_tests()?;
     let rank = mpi.rank();
@@ -226,7 +247,7 @@ pub fn run(args: MeasureArgs) -> Result<()> {
 #[cfg(not(feature = "mpi"))]
 pub fn run(args: MeasureArgs) -> Result<()> {
     // The arguments are still checked, so a script fails for the right reason.
-    let _ = args.options();
+    args.options()?;
     args.test()?;
     anyhow::bail!(
         "this lgate-plogp was built without MPI (--no-default-features), so it cannot measure; \

@@ -54,7 +54,7 @@ fn four_ranks_measure_every_pair_with_complete_metadata() {
     let out = mpirun(
         4,
         &[
-            "measure", "--test", "pingpong", "--out", "run", "--reps", "8",
+            "measure", "--plan", "full", "--test", "pingpong", "--out", "run", "--reps", "8",
         ],
         dir.path(),
     );
@@ -145,6 +145,8 @@ fn six_ranks_in_three_groups_run_groups_at_the_same_time() {
         6,
         &[
             "measure",
+            "--plan",
+            "full",
             "--out",
             "run",
             "--topology",
@@ -188,7 +190,8 @@ fn six_ranks_in_three_groups_run_groups_at_the_same_time() {
 fn a_crashed_run_resumes_without_measuring_twice() {
     let dir = tempfile::tempdir().unwrap();
     let args = [
-        "measure", "--out", "run", "--reps", "4", "--sizes", "0,1KiB", "--seed", "5",
+        "measure", "--plan", "full", "--out", "run", "--reps", "4", "--sizes", "0,1KiB", "--seed",
+        "5",
     ];
     let mut crash = args.to_vec();
     crash.extend(["--stop-after", "2"]);
@@ -203,7 +206,7 @@ fn a_crashed_run_resumes_without_measuring_twice() {
     let out = mpirun(
         4,
         &[
-            "measure", "--resume", "run", "--reps", "5", "--sizes", "0,1KiB",
+            "measure", "--plan", "full", "--resume", "run", "--reps", "5", "--sizes", "0,1KiB",
         ],
         dir.path(),
     );
@@ -217,7 +220,7 @@ fn a_crashed_run_resumes_without_measuring_twice() {
     let out = mpirun(
         4,
         &[
-            "measure", "--resume", "run", "--reps", "4", "--sizes", "0,1KiB",
+            "measure", "--plan", "full", "--resume", "run", "--reps", "4", "--sizes", "0,1KiB",
         ],
         dir.path(),
     );
@@ -290,6 +293,80 @@ fn setup_errors_are_one_clear_message() {
     assert!(!out.status.success());
     assert!(
         stderr(&out).contains("already holds a run"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn staged_plan_screens_groups_samples_between_and_fills_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("three.lgate"),
+        "cluster { group { 0,1 } group { 2,3 } group { 4,5 } }\n",
+    )
+    .unwrap();
+    let out = mpirun(
+        6,
+        &[
+            "measure",
+            "--out",
+            "run",
+            "--topology",
+            "three.lgate",
+            "--max-size",
+            "4KiB",
+            "--reps",
+            "8",
+            "--pairs-between",
+            "2",
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    for stage in ["hosts", "between", "alone", "sample"] {
+        assert!(err.contains(&format!("stage {stage}")), "{err}");
+    }
+    let run = dir.path().join("run");
+    let entries = journal(&run);
+    let of = |stage: &str| entries.iter().filter(|e| e["stage"] == stage).count();
+    assert_eq!(of("hosts"), 3, "one pair inside each group");
+    assert_eq!(of("between"), 3 * 2, "K = 2 pairs for each pair of groups");
+    assert!(of("sample") >= 2, "{}", of("sample"));
+    assert_eq!(
+        of("hosts") + of("between") + of("alone") + of("sample"),
+        entries.len()
+    );
+
+    let meta = read_json(&run.join("meta.json"));
+    assert_eq!(meta["schedule"]["plan"]["name"], "staged");
+    assert_eq!(meta["schedule"]["plan"]["parameters"]["pairs_between"], 2);
+    let index = read_json(&run.join("matrices/index.json"));
+    assert_eq!(index["default"], "rtt:64KiB");
+    assert_eq!(index["measured"]["measured_pairs"], 9);
+    assert_eq!(index["measured"]["filled_pairs"], 6);
+    let mask = std::fs::read_to_string(run.join("matrices/measured.csv")).unwrap();
+    let ones = mask
+        .lines()
+        .skip(1)
+        .flat_map(|l| l.split(',').skip(1))
+        .filter(|v| *v == "1")
+        .count();
+    assert_eq!(ones, 2 * 9, "the mask marks each measured pair twice");
+    let report = read_json(&run.join("report.json"));
+    assert_eq!(report["pairs"]["filled"], 6);
+    assert!(
+        run.join("measurements.parquet").exists(),
+        "the sample's PLogP table"
+    );
+
+    // cluster takes the screening matrix and says what share was filled.
+    let out = lgate_plogp_in(dir.path(), &["cluster", "run", "-o", "topology.json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("rtt:64KiB"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("40.0% of the pairs (6 of 15) were not measured"),
         "{}",
         stderr(&out)
     );

@@ -67,6 +67,8 @@ fn plogp_run_of_four_ranks_writes_every_pair_size_and_matrix() {
         4,
         &[
             "measure",
+            "--plan",
+            "full",
             "--out",
             "run",
             "--max-size",

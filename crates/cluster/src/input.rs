@@ -119,7 +119,18 @@ pub fn load(path: &Path, matrix: Option<&str>) -> Result<ClusterInput, InputErro
         )
     })?;
     let file = run.file(&chosen.path());
-    let read = read_matrix(&file)?;
+    let mut read = read_matrix(&file)?;
+    if let Some(mask) = index.measured.as_ref().filter(|m| m.filled_pairs > 0) {
+        read.warnings.push(format!(
+            "{:.1}% of the pairs ({} of {}) were not measured: they hold {} (matrices/{} tells \
+             which)",
+            100.0 * mask.filled_share(),
+            mask.filled_pairs,
+            mask.filled_pairs + mask.measured_pairs,
+            mask.filled_with,
+            mask.file
+        ));
+    }
     let ranks = read
         .matrix
         .labels()

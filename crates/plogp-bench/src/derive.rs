@@ -20,6 +20,9 @@ use crate::procedures::PairMeasurement;
 pub fn derive(run: &RunDir, options: &OutputOptions) -> Result<Vec<String>, OutputError> {
     let meta = run.read_meta()?;
     let journal = run.read_journal()?;
+    if meta.schedule.plan.is_some() {
+        return crate::staged::write_staged_outputs(run, &meta, &journal.entries, options);
+    }
     match meta.test.name.as_str() {
         "plogp" => write_outputs(run, &journal.entries, options),
         "pingpong" => write_pingpong_outputs(run, &journal.entries, options),

@@ -35,6 +35,7 @@ pub mod pingpong;
 pub mod procedures;
 pub mod report;
 pub mod size;
+pub mod staged;
 pub mod table;
 
 pub use derive::{derive, derive_plogp, write_outputs, MeasuredPair};
@@ -45,3 +46,4 @@ pub use params::{Estimator, MeasurementError, Method, PairParams, Parameter};
 pub use pingpong::write_pingpong_outputs;
 pub use procedures::{PLogP, PLogPOptions, PairMeasurement, SizeResult};
 pub use size::MessageSize;
+pub use staged::write_staged_outputs;

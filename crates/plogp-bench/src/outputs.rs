@@ -4,7 +4,7 @@
 use lgate_harness::{Pair, Summary};
 use lgate_matrix::DistanceMatrix;
 use lgate_rundir::table_layout as col;
-use lgate_rundir::{MatrixEntry, MatrixIndex, RunDir, RunDirError};
+use lgate_rundir::{MatrixEntry, MatrixIndex, MeasuredMask, RunDir, RunDirError};
 use lgate_stats::quantile_of_sorted;
 use ndarray::Array2;
 use rayon::prelude::*;
@@ -29,6 +29,9 @@ pub struct OutputOptions {
     pub table: bool,
     /// Write the feature matrices (equations 3.5-3.6), whose cost grows as P^3.
     pub features: bool,
+    /// Write `matrices/` and `report.json`, which need every pair; off, only the tables (the
+    /// sampled pairs of a staged run).
+    pub matrices: bool,
 }
 
 impl OutputOptions {
@@ -83,6 +86,7 @@ impl Default for OutputOptions {
             csv: false,
             table: true,
             features: true,
+            matrices: true,
         }
     }
 }
@@ -487,9 +491,26 @@ impl OutputBuilder {
         Ok(())
     }
 
+    /// Writes the rows still held and closes the tables.
+    fn write_tables(&mut self) -> Result<(), OutputError> {
+        if let Some(mut table) = self.table.take() {
+            table.write(&std::mem::take(&mut self.rows).into_table())?;
+            table.finish()?;
+        }
+        if let Some((mut writer, rows)) = self.raw.take() {
+            writer.write(&rows.into_table())?;
+            writer.finish()?;
+        }
+        Ok(())
+    }
+
     /// Checks that every pair of every sweep was added, then writes the tables, `matrices/`
     /// and `report.json`; returns the names written.
     pub fn finish(mut self) -> Result<Vec<String>, OutputError> {
+        if !self.options.matrices {
+            self.write_tables()?;
+            return Ok(self.written);
+        }
         let n = self.ranks.len();
         let expected = self.sweeps.len() * n * n.saturating_sub(1) / 2;
         let mut missing = 0;
@@ -511,14 +532,7 @@ impl OutputBuilder {
                 first: format!("{x}-{y} of sweep {s}"),
             });
         }
-        if let Some(mut table) = self.table.take() {
-            table.write(&std::mem::take(&mut self.rows).into_table())?;
-            table.finish()?;
-        }
-        if let Some((mut writer, rows)) = self.raw.take() {
-            writer.write(&rows.into_table())?;
-            writer.finish()?;
-        }
+        self.write_tables()?;
 
         let labels: Vec<String> = self.ranks.iter().map(|r| r.to_string()).collect();
         let matrices: Vec<(MatrixKind, DistanceMatrix)> = std::mem::take(&mut self.values)
@@ -800,14 +814,42 @@ pub fn write_matrix_set(
     estimator: &str,
     matrices: &[(MatrixEntry, &DistanceMatrix)],
 ) -> Result<(), OutputError> {
+    write_matrix_set_with(run, estimator, matrices, None, None)
+}
+
+/// [`write_matrix_set`] with a default matrix for `cluster` and a mask of the measured pairs
+/// (written as `matrices/<mask file>`).
+pub fn write_matrix_set_with(
+    run: &RunDir,
+    estimator: &str,
+    matrices: &[(MatrixEntry, &DistanceMatrix)],
+    default: Option<String>,
+    measured: Option<(MeasuredMask, &DistanceMatrix)>,
+) -> Result<(), OutputError> {
+    let mask_entry = measured.as_ref().map(|(m, _)| {
+        MatrixEntry::in_us(
+            "measured",
+            &m.file,
+            "1 where measured, 0 where filled",
+            None,
+        )
+    });
+    let all: Vec<(MatrixEntry, &DistanceMatrix)> = matrices
+        .iter()
+        .cloned()
+        .chain(
+            mask_entry
+                .into_iter()
+                .zip(measured.as_ref().map(|(_, m)| *m)),
+        )
+        .collect();
     let matrices_dir = run.file(lgate_rundir::MATRICES_DIR);
     std::fs::create_dir_all(&matrices_dir).map_err(|error| RunDirError::Io {
         path: matrices_dir.clone(),
         error,
     })?;
     // Several files at once: one file's writing overlaps another's formatting.
-    matrices
-        .par_iter()
+    all.par_iter()
         .try_for_each(|(meta, m)| -> Result<(), OutputError> {
             let name = meta.path();
             let path = run.file(&name);
@@ -825,6 +867,8 @@ pub fn write_matrix_set(
         estimator: estimator.to_string(),
         combine_sweeps: "median".into(),
         matrices: matrices.iter().map(|(m, _)| m.clone()).collect(),
+        default,
+        measured: measured.map(|(m, _)| m),
     }
     .write(run)?;
     Ok(())

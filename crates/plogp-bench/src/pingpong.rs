@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use lgate_harness::pair_test::{PingPongResult, RoundTrips};
 use lgate_harness::PingPong;
 use lgate_matrix::DistanceMatrix;
-use lgate_rundir::{JournalEntry, MatrixEntry, RunDir};
+use lgate_rundir::{JournalEntry, MatrixEntry, RunDir, Stage};
 use ndarray::Array2;
 
 use crate::outputs::{median_over_sweeps, write_matrix_set, OutputError, OutputOptions};
@@ -16,37 +16,41 @@ use crate::size::MessageSize;
 /// Seconds to microseconds, the unit of every output.
 const US: f64 = 1e6;
 
-/// Writes `pingpong.csv` and `matrices/` (RTT(m) at each matrix size the run measured) from a
-/// ping-pong run's journal; every pair among the tested ranks must be there in every sweep.
-/// Returns the names written.
-pub fn write_pingpong_outputs(
-    run: &RunDir,
-    entries: &[JournalEntry],
-    options: &OutputOptions,
-) -> Result<Vec<String>, OutputError> {
-    let journal = run.file(lgate_rundir::JOURNAL_FILE).display().to_string();
-    let mut rows: Vec<(u32, usize, usize, RoundTrips)> = Vec::new();
-    for e in entries {
-        let result: PingPongResult =
-            serde_json::from_value(e.result.clone()).map_err(|err| OutputError::BadEntry {
-                path: journal.clone(),
-                sweep: e.sweep,
-                i: e.i,
-                j: e.j,
-                message: format!("not a ping-pong result: {err}"),
-            })?;
-        rows.extend(result.sizes.into_iter().map(|s| (e.sweep, e.i, e.j, s)));
-    }
-    rows.sort_by_key(|(sweep, i, j, s)| (*sweep, *i, *j, s.size));
-    let mut csv = String::from(
-        "sweep,i,j,size_bytes,rtt_min_us,rtt_p10_us,rtt_median_us,rtt_p90_us,rtt_mean_us,\
+/// A journal entry's round trips, or an error naming the journal and the pair.
+pub(crate) fn round_trips_of(
+    e: &JournalEntry,
+    journal: &str,
+) -> Result<PingPongResult, OutputError> {
+    serde_json::from_value(e.result.clone()).map_err(|err| OutputError::BadEntry {
+        path: journal.to_string(),
+        sweep: e.sweep,
+        i: e.i,
+        j: e.j,
+        message: format!("not a ping-pong result: {err}"),
+    })
+}
+
+/// The table of round trips, a row per pair, sweep and size (and stage, when rows have one),
+/// in microseconds.
+pub(crate) fn round_trip_table<'r>(
+    rows: impl Iterator<Item = (u32, Option<Stage>, usize, usize, &'r RoundTrips)>,
+) -> String {
+    let rows: Vec<_> = rows.collect();
+    let staged = rows.iter().any(|r| r.1.is_some());
+    let mut csv = String::from(if staged { "sweep,stage," } else { "sweep," });
+    csv.push_str(
+        "i,j,size_bytes,rtt_min_us,rtt_p10_us,rtt_median_us,rtt_p90_us,rtt_mean_us,\
          rtt_max_us,samples,warmup,outliers\n",
     );
-    for (sweep, i, j, s) in &rows {
+    for (sweep, stage, i, j, s) in rows {
         let r = &s.rtt;
+        let _ = write!(csv, "{sweep},");
+        if staged {
+            let _ = write!(csv, "{},", stage.map_or("", |s| s.name()));
+        }
         let _ = writeln!(
             csv,
-            "{sweep},{i},{j},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{},{},{}",
+            "{i},{j},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{},{},{}",
             s.size,
             US * r.min,
             US * r.p10,
@@ -59,6 +63,28 @@ pub fn write_pingpong_outputs(
             r.outliers
         );
     }
+    csv
+}
+
+/// Writes `pingpong.csv` and `matrices/` (RTT(m) at each matrix size the run measured) from a
+/// ping-pong run's journal; every pair among the tested ranks must be there in every sweep.
+/// Returns the names written.
+pub fn write_pingpong_outputs(
+    run: &RunDir,
+    entries: &[JournalEntry],
+    options: &OutputOptions,
+) -> Result<Vec<String>, OutputError> {
+    let journal = run.file(lgate_rundir::JOURNAL_FILE).display().to_string();
+    let mut rows: Vec<(u32, usize, usize, RoundTrips)> = Vec::new();
+    for e in entries {
+        let result = round_trips_of(e, &journal)?;
+        rows.extend(result.sizes.into_iter().map(|s| (e.sweep, e.i, e.j, s)));
+    }
+    rows.sort_by_key(|(sweep, i, j, s)| (*sweep, *i, *j, s.size));
+    let csv = round_trip_table(
+        rows.iter()
+            .map(|(sweep, i, j, s)| (*sweep, None, *i, *j, s)),
+    );
     run.write_file(PingPong::TABLE, csv.as_bytes())?;
     let mut written = vec![PingPong::TABLE.to_string()];
 

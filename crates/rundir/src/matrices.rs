@@ -57,6 +57,38 @@ pub struct MatrixIndex {
     pub combine_sweeps: String,
     /// The matrices.
     pub matrices: Vec<MatrixEntry>,
+    /// The matrix `cluster` takes when none is named, if not the usual (see
+    /// [`MatrixIndex::default_matrix`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<String>,
+    /// Which entries were measured, when some were filled in (a staged run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured: Option<MeasuredMask>,
+}
+
+/// Which entries of a run's matrices were measured and which were filled in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MeasuredMask {
+    /// The mask's file in `matrices/`: 1 where the pair was measured, 0 where filled.
+    pub file: String,
+    /// How a pair not measured got its value.
+    pub filled_with: String,
+    /// Pairs measured.
+    pub measured_pairs: usize,
+    /// Pairs filled in.
+    pub filled_pairs: usize,
+}
+
+impl MeasuredMask {
+    /// The share of pairs filled in.
+    pub fn filled_share(&self) -> f64 {
+        let total = self.measured_pairs + self.filled_pairs;
+        if total == 0 {
+            0.0
+        } else {
+            self.filled_pairs as f64 / total as f64
+        }
+    }
 }
 
 impl MatrixIndex {
@@ -78,9 +110,17 @@ impl MatrixIndex {
             })
         })?;
         let index: MatrixIndex = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+        let mask = index.measured.as_ref().map(|m| MatrixEntry {
+            name: "measured".into(),
+            file: m.file.clone(),
+            description: String::new(),
+            unit: String::new(),
+            size_bytes: None,
+        });
         if let Some(e) = index
             .matrices
             .iter()
+            .chain(mask.as_ref())
             .find(|e| e.file.is_empty() || e.file.contains('/') || e.file.contains(".."))
         {
             return Err(bad(format!(
@@ -108,10 +148,14 @@ impl MatrixIndex {
         })
     }
 
-    /// The matrix `cluster` takes when none is named: t(m) at the smallest size (PLogP), else
-    /// RTT(m) at the smallest size (ping-pong).
+    /// The matrix `cluster` takes when none is named: the one the index names, else t(m) at the
+    /// smallest size (PLogP), else RTT(m) at the smallest size (ping-pong).
     pub fn default_matrix(&self) -> Option<&MatrixEntry> {
-        self.find("t").or_else(|| self.find("rtt"))
+        self.default
+            .as_deref()
+            .and_then(|name| self.find(name))
+            .or_else(|| self.find("t"))
+            .or_else(|| self.find("rtt"))
     }
 
     /// The names of the matrices, in index order.
@@ -133,6 +177,8 @@ mod tests {
                 MatrixEntry::in_us("t:1KiB", "t_1024.csv", "t(m)", Some(1024)),
                 MatrixEntry::in_us("t:0", "t_0.csv", "t(m)", Some(0)),
             ],
+            default: None,
+            measured: None,
         }
     }
 

@@ -1,0 +1,80 @@
+//! The flags that choose a measurement plan (`measure --plan`, and `simulate` modelling it).
+
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+use lgate_harness::{PlanKind, StagedOptions, StagedPlanOptions};
+use lgate_plogp_bench::MessageSize;
+
+/// How the pairs of a job are measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlanName {
+    /// Screening tests (milliseconds a pair) for every pair inside each host, all hosts at
+    /// once, and for K sampled pairs per pair of hosts in tournament rounds; the full test for
+    /// a sample of pairs; unmeasured matrix entries filled from their hosts' pairs.
+    Staged,
+    /// The full test for every pair (hours at a thousand ranks).
+    Full,
+}
+
+/// Options of the measurement plan.
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// The plan: `staged` screens every pair inside hosts and samples pairs between hosts;
+    /// `full` gives every pair the full test.
+    #[arg(long, value_enum, default_value_t = PlanName::Staged)]
+    plan: PlanName,
+    /// Staged: rank pairs screened per pair of hosts (groups), spread over their ranks.
+    #[arg(long, default_value_t = StagedOptions::default().pairs_between, value_name = "K")]
+    pairs_between: usize,
+    /// Staged: pairs given the full test, inside hosts and between them each (spread over the
+    /// screening's distances; the slowest pair between hosts is added).
+    #[arg(long, default_value_t = StagedOptions::default().samples, value_name = "N")]
+    samples: usize,
+    /// Staged: screened pairs tested again alone at the end, to measure the bias of testing
+    /// side by side.
+    #[arg(long, default_value_t = StagedOptions::default().alone, value_name = "N")]
+    alone: usize,
+    /// Staged: the most pair tests running at once across the machine [default: one per
+    /// host].
+    #[arg(long, value_name = "N")]
+    concurrency: Option<usize>,
+    /// Staged: the screening test's largest message size (round trips at 0 B and at it).
+    #[arg(long, default_value = "64KiB", value_name = "SIZE")]
+    screen_size: MessageSize,
+    /// Staged: repetitions per screening size.
+    #[arg(long, default_value_t = StagedPlanOptions::default().screen_reps, value_name = "R")]
+    screen_reps: usize,
+}
+
+impl PlanArgs {
+    /// The plan the flags ask for, checked.
+    pub fn plan(&self) -> Result<PlanKind> {
+        let staged = StagedPlanOptions {
+            plan: StagedOptions {
+                pairs_between: self.pairs_between,
+                samples: self.samples,
+                alone: self.alone,
+                concurrency: self.concurrency,
+            },
+            screen_sizes: if self.screen_size.0 == 0 {
+                vec![0]
+            } else {
+                vec![0, self.screen_size.0]
+            },
+            screen_reps: self.screen_reps,
+        };
+        staged.plan.check()?;
+        if staged.screen_reps == 0 {
+            anyhow::bail!("--screen-reps must be at least 1");
+        }
+        Ok(match self.plan {
+            PlanName::Staged => PlanKind::Staged(staged),
+            PlanName::Full => PlanKind::Full,
+        })
+    }
+
+    /// Whether the plan is staged.
+    pub fn staged(&self) -> bool {
+        self.plan == PlanName::Staged
+    }
+}
