@@ -1,6 +1,5 @@
-//! The derive stage: a run is measured (its journal), then derived (tables, matrices, report)
-//! by one function per pair test. `measure` calls it on rank 0 after the run, `measure
-//! --resume` on a finished run calls it again, and `simulate` feeds the same PLogP outputs.
+//! The PLogP derivation: tables, matrices and report from PLogP measurements, whether a
+//! journal holds them or a simulation draws them.
 
 use lgate_harness::Pair;
 use lgate_rundir::RunDir;
@@ -12,26 +11,7 @@ use lgate_rundir::JournalEntry;
 
 use crate::outputs::{OutputBuilder, OutputError, OutputOptions};
 use crate::params::{PairParams, Parameter};
-use crate::pingpong::write_pingpong_outputs;
 use crate::procedures::PairMeasurement;
-
-/// Derives the outputs of the run in `run` from its journal, by the run's pair test; returns
-/// the names written.
-pub fn derive(run: &RunDir, options: &OutputOptions) -> Result<Vec<String>, OutputError> {
-    let meta = run.read_meta()?;
-    let journal = run.read_journal()?;
-    if meta.schedule.plan.is_some() {
-        return crate::staged::write_staged_outputs(run, &meta, &journal.entries, options);
-    }
-    match meta.test.name.as_str() {
-        "plogp" => write_outputs(run, &journal.entries, options),
-        "pingpong" => write_pingpong_outputs(run, &journal.entries, options),
-        other => Err(OutputError::UnknownTest {
-            path: run.file(lgate_rundir::META_FILE).display().to_string(),
-            test: other.to_string(),
-        }),
-    }
-}
 
 /// One pair's PLogP measurement in one sweep: what the journal holds, or a simulation draws.
 #[derive(Debug, Clone)]

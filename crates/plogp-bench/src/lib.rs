@@ -29,6 +29,7 @@
 
 pub mod clock;
 pub mod derive;
+pub mod derive_run;
 pub mod outputs;
 pub mod params;
 pub mod pingpong;
@@ -38,7 +39,8 @@ pub mod size;
 pub mod staged;
 pub mod table;
 
-pub use derive::{derive, derive_plogp, write_outputs, MeasuredPair};
+pub use derive::{derive_plogp, write_outputs, MeasuredPair};
+pub use derive_run::derive;
 pub use outputs::{
     write_matrix_set, OutputBuilder, OutputError, OutputOptions, PairValuer, PairValues,
 };

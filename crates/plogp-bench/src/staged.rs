@@ -15,10 +15,9 @@ use lgate_rundir::{JournalEntry, MatrixEntry, MeasuredMask, RunDir, RunMeta, Sta
 
 use ndarray::Array2;
 
-use crate::derive::{derive_plogp, MeasuredPair};
+use crate::derive::write_outputs;
 use crate::outputs::{write_matrix_set_with, OutputError, OutputOptions};
 use crate::pingpong::{round_trip_table, round_trips_of};
-use crate::procedures::PairMeasurement;
 use crate::size::MessageSize;
 
 /// The median of some values, `None` when there are none.
@@ -165,35 +164,12 @@ pub fn write_staged_outputs(
     // The full test's outputs for the sampled pairs.
     let sample_pairs: Vec<Pair> = sampled.iter().map(|e| Pair::new(e.i, e.j)).collect();
     if !sampled.is_empty() && meta.test.name == "plogp" {
-        let ranks: BTreeSet<usize> = sampled.iter().flat_map(|e| [e.i, e.j]).collect();
-        let sweeps: BTreeSet<u32> = sampled.iter().map(|e| e.sweep).collect();
         let table_only = OutputOptions {
             matrices: false,
             ..options.clone()
         };
-        let mut chunk = Some(sampled.clone());
-        written.extend(derive_plogp(
-            run,
-            ranks.into_iter().collect(),
-            sweeps.into_iter().collect(),
-            &table_only,
-            || chunk.take(),
-            |e: &&JournalEntry| {
-                let measurement: PairMeasurement = serde_json::from_value(e.result.clone())
-                    .map_err(|err| OutputError::BadEntry {
-                        path: journal.clone(),
-                        sweep: e.sweep,
-                        i: e.i,
-                        j: e.j,
-                        message: format!("not a PLogP measurement: {err}"),
-                    })?;
-                Ok(MeasuredPair {
-                    sweep: e.sweep,
-                    pair: Pair::new(e.i, e.j),
-                    measurement,
-                })
-            },
-        )?);
+        let entries: Vec<JournalEntry> = sampled.iter().map(|e| (*e).clone()).collect();
+        written.extend(write_outputs(run, &entries, &table_only)?);
     } else if !sampled.is_empty() {
         let mut rows = Vec::new();
         for e in &sampled {
