@@ -181,6 +181,15 @@ fn print_summary(report: &RunReport, derived: &[String]) {
             100.0 * (1.0 - s.overhead_share),
             100.0 * s.overhead_share
         );
+        if let Some(plan) = lgate_rundir::RunDir::open(&report.run_dir)
+            .and_then(|r| r.read_meta())
+            .ok()
+            .and_then(|m| m.schedule.plan)
+        {
+            for note in &plan.notes {
+                eprintln!("  plan: {note}");
+            }
+        }
         for stage in &s.stages {
             eprintln!(
                 "  stage {:<8} {:>7} tests  {:>8.2} s{}",

@@ -1,6 +1,6 @@
 //! Where a rank runs, and how the job was launched, read from /proc and /sys outside timed code.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use lgate_rundir::{LauncherInfo, RankInfo, SystemInfo};
@@ -109,6 +109,50 @@ pub fn overcommitted(infos: &[RankInfo], groups: &[&[usize]]) -> Vec<bool> {
     host_of.iter().map(|&h| over[h]).collect()
 }
 
+/// When groups that a staged plan tests side by side share one machine's CPUs (hosts that are
+/// containers or network namespaces of one machine, known by its boot id): the most pair
+/// tests to run at once, half the CPUs of the smallest such machine (at least 1), and why.
+pub fn shared_machine_concurrency(
+    infos: &[RankInfo],
+    groups: &[Vec<usize>],
+) -> Option<(usize, String)> {
+    let mut machines: std::collections::BTreeMap<
+        &str,
+        (Vec<usize>, BTreeSet<usize>, BTreeSet<&str>),
+    > = Default::default();
+    for (g, members) in groups.iter().enumerate() {
+        for &r in members {
+            let Some(info) = infos.get(r) else { continue };
+            let Some(machine) = info.machine.as_deref() else {
+                continue;
+            };
+            let entry = machines.entry(machine).or_default();
+            if entry.0.last() != Some(&g) {
+                entry.0.push(g);
+            }
+            entry.2.insert(&info.host);
+            if let Some(list) = info.cpuset.as_deref().and_then(cpu_list) {
+                entry.1.extend(list);
+            }
+        }
+    }
+    machines
+        .values()
+        .filter(|(groups, _, _)| groups.len() > 1)
+        .map(|(groups, cpus, hosts)| {
+            let n = (cpus.len() / 2).max(1);
+            let why = format!(
+                "{} groups on {} host name(s) share one machine with {} CPUs: at most {n} pair \
+                 test(s) at once",
+                groups.len(),
+                hosts.len(),
+                cpus.len()
+            );
+            (n, why)
+        })
+        .min_by_key(|(n, _)| *n)
+}
+
 /// Per rank, its host (as an index) and the one CPU it is bound to, when it is bound to one:
 /// two ranks with the same value can only run by turns.
 pub fn bound_cpus(infos: &[RankInfo]) -> Vec<Option<(usize, usize)>> {
@@ -149,6 +193,7 @@ pub fn this_rank(transport: &dyn Transport) -> RankInfo {
         governor: cpu_dir
             .as_ref()
             .and_then(|d| read_trimmed(d.join("cpufreq/scaling_governor"))),
+        machine: read_trimmed(Path::new("/proc/sys/kernel/random/boot_id")),
         extra: BTreeMap::new(),
     }
 }
@@ -262,6 +307,7 @@ mod tests {
             socket: None,
             numa: None,
             governor: None,
+            machine: None,
             extra: BTreeMap::new(),
         };
         let bound = bound_cpus(&[

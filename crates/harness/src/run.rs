@@ -173,6 +173,8 @@ struct Go {
     done: Vec<Vec<u64>>,
     /// Staged plan: the tests measured already.
     staged_done: Vec<StagedTest>,
+    /// Staged plan: its choices as rank 0 settled them for this machine.
+    staged: Option<StagedOptions>,
     /// Per rank, its host and the one CPU it is bound to (see `placement::bound_cpus`).
     bound: Vec<Option<(usize, usize)>>,
     /// Per rank, whether its host may have more ranks testing at once than CPUs (see
@@ -370,7 +372,8 @@ fn measure(
             walker.walk(steps, test, None, collector.as_mut())?;
         }
         PlanKind::Staged(staged) => {
-            let plan = StagedPlan::new(topology.tree(), size, go.seed, &staged.plan)?;
+            let choices = go.staged.as_ref().unwrap_or(&staged.plan);
+            let plan = StagedPlan::new(topology.tree(), size, go.seed, choices)?;
             let mut screen = PingPong::new(staged.screen_sizes.clone(), staged.screen_reps)?;
             let done: HashSet<StagedTest> = go.staged_done.iter().copied().collect();
             if let Some(c) = collector.as_mut() {
@@ -388,7 +391,7 @@ fn measure(
             let follow_up: FollowUp = match collector.as_mut() {
                 Some(c) => {
                     c.collect_all(t)?;
-                    let chosen = choose_follow_up(&c.screened, &staged.plan);
+                    let chosen = choose_follow_up(&c.screened, choices);
                     let left = (0..options.sweeps)
                         .flat_map(|sweep| follow_up_tests(&chosen, sweep).collect::<Vec<_>>())
                         .filter(|x| !done.contains(x))
@@ -542,6 +545,8 @@ struct Prepared {
     staged_done: Vec<StagedTest>,
     /// The screening distances a resumed run has already.
     screened: Vec<ScreenedPair>,
+    /// The staged plan's choices for this machine.
+    staged: Option<StagedOptions>,
 }
 
 impl Prepared {
@@ -562,6 +567,7 @@ impl Prepared {
             topology: format::to_string(&self.topology, TopologyFormat::Json),
             done,
             staged_done: self.staged_done.clone(),
+            staged: self.staged.clone(),
             bound: placement::bound_cpus(&self.meta.ranks),
             overcommitted: placement::overcommitted(
                 &self.meta.ranks,
@@ -620,6 +626,7 @@ fn prepare(
         name: test.name().to_string(),
         parameters: test.parameters(),
     };
+    let mut settled = None;
     let (pairs_per_sweep, tested_ranks, plan_info, scheduled) = match &options.plan {
         PlanKind::Full => {
             let schedule = Schedule::new(topology.tree(), size, seed, options.fast)?;
@@ -643,18 +650,34 @@ fn prepare(
                         .into(),
                 ));
             }
-            let plan = StagedPlan::new(topology.tree(), size, seed, &staged.plan)?;
+            let mut choices = staged.plan.clone();
+            let mut notes = Vec::new();
+            if choices.concurrency.is_none() {
+                let groups: Vec<Vec<Rank>> = topology
+                    .tree()
+                    .groups()
+                    .iter()
+                    .map(|g| g.to_vec())
+                    .collect();
+                if let Some((n, why)) = placement::shared_machine_concurrency(&infos, &groups) {
+                    choices.concurrency = Some(n);
+                    notes.push(format!("--concurrency {n}: {why}"));
+                }
+            }
+            let plan = StagedPlan::new(topology.tree(), size, seed, &choices)?;
             let screen = PingPong::new(staged.screen_sizes.clone(), staged.screen_reps)?;
             let (inside, between) = plan.screening_tests_per_sweep();
             let info = PlanInfo {
                 name: "staged".into(),
-                parameters: serde_json::to_value(&staged.plan).expect("options serialise"),
+                parameters: serde_json::to_value(&choices).expect("options serialise"),
                 screen: TestInfo {
                     name: screen.name().to_string(),
                     parameters: screen.parameters(),
                 },
                 screening_tests: [inside, between],
+                notes,
             };
+            settled = Some(choices);
             let valid = options
                 .resume
                 .then(|| plan.screening_tests(options.sweeps).collect());
@@ -701,6 +724,7 @@ fn prepare(
         done: Vec::new(),
         staged_done: Vec::new(),
         screened: Vec::new(),
+        staged: settled,
     };
     if let (Some(old), Some(scheduled)) = (previous, scheduled) {
         let run = &prepared.run;

@@ -109,6 +109,9 @@ pub struct PlanInfo {
     pub screen: TestInfo,
     /// Screening tests per sweep inside groups and between them.
     pub screening_tests: [usize; 2],
+    /// Choices the plan made for this machine, and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// Where one rank ran. Fields that could not be read are left out.
@@ -139,6 +142,10 @@ pub struct RankInfo {
     /// CPU frequency governor of `cpu`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub governor: Option<String>,
+    /// The machine's boot id (Linux): ranks with other host names and one boot id share one
+    /// machine's CPUs (containers, network namespaces, an emulated cluster).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
     /// Further placement, such as the `switch` of a simulated machine.
     #[serde(flatten)]
     pub extra: BTreeMap<String, serde_json::Value>,
@@ -403,6 +410,7 @@ mod tests {
                     socket: Some(0),
                     numa: None,
                     governor: None,
+                    machine: None,
                     extra: BTreeMap::from([("switch".to_string(), serde_json::json!(0))]),
                 })
                 .collect(),

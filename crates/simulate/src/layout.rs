@@ -156,6 +156,7 @@ impl Layout {
                         None => socket.map_or(0, |s| d[s] as usize),
                     }),
                     governor: None,
+                    machine: None,
                     extra,
                 }
             })
