@@ -53,6 +53,11 @@ pub struct MeasureArgs {
     /// PLogP: the sender waits K x RTT before timing the receive of o_r(m).
     #[arg(long, default_value_t = 1.3, value_name = "K")]
     or_wait: f64,
+    /// PLogP: the pair test's time budget in seconds, shared by its sizes and procedures: a
+    /// procedure stops repeating (after at least 3 repetitions) once its share is spent; 0
+    /// runs every repetition whatever it costs.
+    #[arg(long, default_value_t = PLogPOptions::DEFAULT_BUDGET_S, value_name = "SECONDS")]
+    pair_budget: f64,
     /// PLogP: do not measure midpoints where a size misses the interpolation of its
     /// neighbours.
     #[arg(long)]
@@ -106,6 +111,7 @@ impl MeasureArgs {
                     or_wait: self.or_wait,
                     adaptive: !self.no_adaptive,
                     raw: self.raw,
+                    budget_s: (self.pair_budget > 0.0).then_some(self.pair_budget),
                     ..PLogPOptions::new(max)
                 };
                 (Box::new(PLogP::new(options)?), max)

@@ -39,6 +39,13 @@ const MAX_BATCH: Duration = Duration::from_millis(50);
 /// Untimed m-byte echoes that set the wait of the o_r(m) procedure.
 const OR_CALIBRATION: usize = 3;
 
+/// Repetitions a procedure always runs, however short its time share: three samples for a
+/// median (a series this short has no warm-up left out).
+const MIN_REPS: usize = 3;
+
+/// The procedures of one size that share its time: RTT, o_s, o_r and g.
+const PROCEDURES_PER_SIZE: u32 = 4;
+
 const CONTROL: Tag = Tag(Tag::TEST.0);
 const DATA: Tag = Tag(Tag::TEST.0 + 1);
 
@@ -67,6 +74,11 @@ pub struct PLogPOptions {
     pub adaptive_min_gap: usize,
     /// Keep every repetition in the result.
     pub raw: bool,
+    /// The pair test's time budget in seconds, shared evenly by the base sizes and their
+    /// procedures: a procedure stops repeating (after at least 3 repetitions) and saturation
+    /// stops doubling once its share is spent. `None`: every repetition, whatever it costs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_s: Option<f64>,
 }
 
 impl PLogPOptions {
@@ -84,8 +96,12 @@ impl PLogPOptions {
         sizes
     }
 
+    /// The pair test's budget unless told otherwise, seconds.
+    pub const DEFAULT_BUDGET_S: f64 = 0.3;
+
     /// The defaults of section 3.1.2 for sizes up to `max_size`: 32 repetitions, k = 1.3,
-    /// epsilon 1 %, saturation up to 64 KiB and at most 37500 messages, adaptive on.
+    /// epsilon 1 %, saturation up to 64 KiB and at most 37500 messages, adaptive on; and a
+    /// budget of 0.3 s a pair.
     pub fn new(max_size: usize) -> Self {
         PLogPOptions {
             sizes: Self::sizes_up_to(max_size),
@@ -99,6 +115,7 @@ impl PLogPOptions {
             adaptive_budget: 16,
             adaptive_min_gap: 32,
             raw: false,
+            budget_s: Some(Self::DEFAULT_BUDGET_S),
         }
     }
 }
@@ -193,6 +210,12 @@ impl PLogP {
                 "the sizes must include 0: L and g(m) above the saturation limit need RTT(0)",
             );
         }
+        if options
+            .budget_s
+            .is_some_and(|b| !(b > 0.0 && b.is_finite()))
+        {
+            return bad("--pair-budget must be above 0 seconds");
+        }
         if options.saturation_cap < 10 || options.saturation_reps == 0 {
             return bad("saturation needs a cap of at least 10 messages and at least 1 sample");
         }
@@ -239,12 +262,19 @@ impl PLogP {
             }
         }
         let mut measured: BTreeMap<usize, SizeResult> = BTreeMap::new();
+        // Each base size's procedures share the budget evenly; midpoints take the same share
+        // while the budget lasts.
+        let start = Instant::now();
+        let budget = self.options.budget_s.map(Duration::from_secs_f64);
+        let share =
+            budget.map(|b| b / (self.options.sizes.len() as u32).max(1) / PROCEDURES_PER_SIZE);
         for &m in &self.options.sizes.clone() {
-            let r = self.measure_size(t, j, m, c, &measured)?;
+            let r = self.measure_size(t, j, m, c, share, &measured)?;
             measured.insert(m, r);
         }
         if self.options.adaptive {
-            self.refine(t, j, c, &mut measured)?;
+            let deadline = budget.map(|b| start + b);
+            self.refine(t, j, c, share, deadline, &mut measured)?;
         }
         Self::control(t, j, PROC_END, 0, 0)?;
         Ok(PairMeasurement {
@@ -255,12 +285,14 @@ impl PLogP {
 
     /// Adds midpoints where a size misses the linear interpolation of its neighbours by more
     /// than epsilon and by more than its own spread, until neighbours are `adaptive_min_gap`
-    /// bytes apart or the budget is spent.
+    /// bytes apart, the midpoint budget is spent, or the time budget's `deadline` has passed.
     fn refine(
         &mut self,
         t: &dyn Transport,
         j: usize,
         c: f64,
+        share: Option<Duration>,
+        deadline: Option<Instant>,
         measured: &mut BTreeMap<usize, SizeResult>,
     ) -> Result<(), TransportError> {
         let mut budget = self.options.adaptive_budget;
@@ -288,8 +320,11 @@ impl PLogP {
                 return Ok(());
             }
             for m in wanted.into_iter().take(budget) {
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    return Ok(());
+                }
                 budget -= 1;
-                let mut r = self.measure_size(t, j, m, c, measured)?;
+                let mut r = self.measure_size(t, j, m, c, share, measured)?;
                 r.adaptive = true;
                 measured.insert(m, r);
             }
@@ -308,41 +343,79 @@ impl PLogP {
         })
     }
 
+    /// Runs `rep` (one timed repetition of `procedure` at `m` bytes) `reps` times, announced to
+    /// the receiver in chunks, or fewer once `share` is spent (never fewer than 3).
+    #[allow(clippy::too_many_arguments)]
+    fn repeat(
+        t: &dyn Transport,
+        j: usize,
+        procedure: u64,
+        m: usize,
+        reps: usize,
+        share: Option<Duration>,
+        mut rep: impl FnMut() -> Result<(), TransportError>,
+    ) -> Result<(), TransportError> {
+        let start = Instant::now();
+        let mut done = 0;
+        let mut chunk = match share {
+            Some(_) => reps.min(MIN_REPS),
+            None => reps,
+        };
+        while chunk > 0 {
+            Self::control(t, j, procedure, m, chunk)?;
+            for _ in 0..chunk {
+                rep()?;
+            }
+            done += chunk;
+            let Some(share) = share else { break };
+            let spent = start.elapsed();
+            let per_rep = spent / done as u32;
+            let fit = share
+                .saturating_sub(spent)
+                .as_nanos()
+                .checked_div(per_rep.as_nanos().max(1))
+                .unwrap_or(0);
+            chunk = (reps - done).min(fit as usize);
+        }
+        Ok(())
+    }
+
     fn measure_size(
         &mut self,
         t: &dyn Transport,
         j: usize,
         m: usize,
         c: f64,
+        share: Option<Duration>,
         measured: &BTreeMap<usize, SizeResult>,
     ) -> Result<SizeResult, TransportError> {
         let reps = self.options.reps;
         let buf = &mut self.buf[..m];
 
         // RTT(m): m bytes out, an empty reply back.
-        Self::control(t, j, PROC_RTT, m, reps)?;
         let mut rtt = Vec::with_capacity(reps);
-        for _ in 0..reps {
+        Self::repeat(t, j, PROC_RTT, m, reps, share, || {
             let s = Instant::now();
             t.send(j, DATA, buf)?;
             t.recv(j, DATA, &mut [])?;
             rtt.push((s.elapsed().as_secs_f64() - c).max(0.0));
-        }
+            Ok(())
+        })?;
         let rtt_summary = summary(&rtt);
 
         // o_s(m): a synchronous send to a receiver that is waiting for it.
-        Self::control(t, j, PROC_OS, m, reps)?;
         let mut os = Vec::with_capacity(reps);
-        for _ in 0..reps {
+        Self::repeat(t, j, PROC_OS, m, reps, share, || {
             t.recv(j, DATA, &mut [])?;
             let s = Instant::now();
             t.ssend(j, DATA, buf)?;
             os.push((s.elapsed().as_secs_f64() - c).max(0.0));
-        }
+            Ok(())
+        })?;
 
         // o_r(m): the receiver echoes m bytes at once; the sender waits k times the round trip
         // of that exchange, then times the receive of a message that has arrived.
-        Self::control(t, j, PROC_OR, m, OR_CALIBRATION + reps)?;
+        Self::control(t, j, PROC_OR, m, OR_CALIBRATION)?;
         let mut echo = Vec::with_capacity(OR_CALIBRATION);
         for _ in 0..OR_CALIBRATION {
             let s = Instant::now();
@@ -353,7 +426,7 @@ impl PLogP {
         echo.sort_by(f64::total_cmp);
         let wait = Duration::from_secs_f64(self.options.or_wait * echo[OR_CALIBRATION / 2]);
         let mut or = Vec::with_capacity(reps);
-        for _ in 0..reps {
+        Self::repeat(t, j, PROC_OR, m, reps, share, || {
             let s = Instant::now();
             t.send(j, DATA, buf)?;
             spin_until(s + wait);
@@ -362,7 +435,8 @@ impl PLogP {
             let r = Instant::now();
             t.recv(j, DATA, buf)?;
             or.push((r.elapsed().as_secs_f64() - c).max(0.0));
-        }
+            Ok(())
+        })?;
 
         // g(m): link saturation, up to the limit.
         let mut g_samples = Vec::new();
@@ -374,7 +448,7 @@ impl PLogP {
                     .get(&0)
                     .map_or(rtt_summary.median, |r| r.rtt.median)
             };
-            Some(self.saturate(t, j, m, c, rtt0, &mut g_samples)?)
+            Some(self.saturate(t, j, m, c, rtt0, share, &mut g_samples)?)
         } else {
             None
         };
@@ -396,8 +470,10 @@ impl PLogP {
     }
 
     /// Sends batches of n messages, doubling n until the time per message changes by less than
-    /// epsilon, n reaches the cap, or a batch lasts longer than 50 ms; then samples the time
-    /// per message at that n.
+    /// epsilon, n reaches the cap, a batch lasts longer than 50 ms, or the next step would
+    /// overrun `share`; then samples the time per message at that n again while `share` lasts
+    /// (up to `saturation_reps` samples), and the samples' spread is recorded with the
+    /// estimate.
     ///
     /// A batch takes n g(m) + RTT(0) - g(0): the last message's latency and the reply. The
     /// estimate (T - RTT(0)) / n is off by g(0) / n, where T / n would be off by RTT(0) / n.
@@ -409,8 +485,10 @@ impl PLogP {
         m: usize,
         c: f64,
         rtt0: f64,
+        share: Option<Duration>,
         samples: &mut Vec<f64>,
     ) -> Result<Saturation, TransportError> {
+        let started = Instant::now();
         let cap = self.options.saturation_cap;
         let batch = |t: &dyn Transport,
                      n: usize,
@@ -436,7 +514,9 @@ impl PLogP {
         let mut n = 10;
         let (mut previous, mut took) = step(t, n, &mut self.buf[..m])?;
         let mut converged = false;
-        while n < cap && took <= MAX_BATCH {
+        // A step of 2n messages takes about two batches of twice the last one's length.
+        let affordable = |took: Duration| share.is_none_or(|s| started.elapsed() + 4 * took <= s);
+        while n < cap && took <= MAX_BATCH && affordable(took) {
             n = (n * 2).min(cap);
             let (per, t_n) = step(t, n, &mut self.buf[..m])?;
             // Two estimates clamped to zero have not settled: the batch was too short to show
@@ -452,6 +532,9 @@ impl PLogP {
         }
         samples.push(previous);
         for _ in 1..self.options.saturation_reps {
+            if share.is_some_and(|s| started.elapsed() + took > s) {
+                break;
+            }
             samples.push(batch(t, n, &mut self.buf[..m])?.0);
         }
         let gap = Summary::of_steady(samples).expect("at least one sample");

@@ -47,15 +47,8 @@ fn within(name: &str, got: f64, expected: f64) {
     );
 }
 
-#[test]
-fn known_l_o_and_g_are_measured_back() {
-    let options = PLogPOptions {
-        sizes: vec![0, 256, 1024],
-        reps: 8,
-        saturation_max_size: 256,
-        adaptive: false,
-        ..PLogPOptions::new(1024)
-    };
+/// One pair test over the known network.
+fn measure(options: &PLogPOptions) -> (PairMeasurement, PairParams) {
     let world = InProcessWorld::new(2)
         .with_link_model(Known)
         .with_timeout(Duration::from_secs(60));
@@ -70,6 +63,11 @@ fn known_l_o_and_g_are_measured_back() {
     });
     let m: PairMeasurement = serde_json::from_value(results[0].clone()).unwrap();
     let p = PairParams::from_measurement(0, Pair::new(0, 1), &m).unwrap();
+    (m, p)
+}
+
+/// Every parameter within 10 % of the network's.
+fn check_values(p: &PairParams) {
     let v = |param, size| p.value(param, size, Estimator::Median).unwrap();
 
     // What each procedure sees on this network (the model adds o_r to every receive):
@@ -95,5 +93,51 @@ fn known_l_o_and_g_are_measured_back() {
     within("g(1024), derived", v(Parameter::G, 1024), gap(1024));
     // L = (RTT(0) - 2 g(0)) / 2 = L + o_r on this network.
     within("L", v(Parameter::L, 0), LATENCY + RECV);
+}
+
+fn options() -> PLogPOptions {
+    PLogPOptions {
+        sizes: vec![0, 256, 1024],
+        reps: 8,
+        saturation_max_size: 256,
+        adaptive: false,
+        ..PLogPOptions::new(1024)
+    }
+}
+
+#[test]
+fn known_l_o_and_g_are_measured_back() {
+    // The procedures as the thesis gives them: every repetition, saturation until it settles.
+    let (m, p) = measure(&PLogPOptions {
+        budget_s: None,
+        ..options()
+    });
+    check_values(&p);
     assert!(m.sizes[0].g.as_ref().unwrap().converged);
+    assert!(m
+        .sizes
+        .iter()
+        .all(|s| s.rtt.count + s.rtt.warmup + s.rtt.outliers == 8));
+}
+
+#[test]
+fn a_time_budget_cuts_repetitions_not_accuracy() {
+    // 0.6 s for 3 sizes: 50 ms a procedure, where one round trip takes at least 6.6 ms here,
+    // so at most about 10 of the 32 repetitions run; enough for a median that a loaded
+    // machine's late wake-ups do not move (they hit single samples).
+    let (m, p) = measure(&PLogPOptions {
+        budget_s: Some(0.6),
+        reps: 32,
+        ..options()
+    });
+    check_values(&p);
+    for s in &m.sizes {
+        let reps = s.rtt.count + s.rtt.warmup + s.rtt.outliers;
+        assert!(
+            (3..32).contains(&reps),
+            "{} repetitions at {} B",
+            reps,
+            s.size
+        );
+    }
 }
