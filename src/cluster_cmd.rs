@@ -145,20 +145,45 @@ pub fn run(args: ClusterArgs) -> Result<()> {
     if args.space == Space::Features {
         return run_features(&args);
     }
-    let input = lgate_cluster::load(&args.input, args.matrix.as_deref())?;
-    let items = input.matrix.len();
-    let d = input.matrix.values();
-    let (tree, searched) = match args.search {
-        Some(steps) => {
-            let (t, setting, s) = methods::search(&args.algo, &args.params(), d, steps)?;
-            let line = format!(
-                "search: {setting} gave the best separation ({s:.3}; 0 means no value made a level)"
-            );
-            (t, Some(line))
-        }
-        None => (methods::method(&args.algo, &args.params())?.fit(d), None),
+    let inputs = match &args.matrix {
+        Some(name) => vec![lgate_cluster::load(&args.input, Some(name))?],
+        None => lgate_cluster::load_candidates(&args.input)?,
     };
-    emit(&args, &input, &tree, searched.as_deref(), items)
+    let mut searched = Vec::new();
+    let (input, tree, chose) = lgate_cluster::choose_by_levels(inputs, |input| {
+        let d = input.matrix.values();
+        Ok::<_, anyhow::Error>(match args.search {
+            Some(steps) => {
+                let (t, setting, s) = methods::search(&args.algo, &args.params(), d, steps)?;
+                searched.push((
+                    input.source.clone(),
+                    format!(
+                        "search: {setting} gave the best separation ({s:.3}; 0 means no value \
+                         made a level)"
+                    ),
+                ));
+                t
+            }
+            None => methods::method(&args.algo, &args.params())?.fit(d),
+        })
+    })?;
+    let searched = searched
+        .into_iter()
+        .find(|(source, _)| *source == input.source)
+        .map(|(_, line)| line);
+    let note = [chose, searched]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join("\n");
+    let items = input.matrix.len();
+    emit(
+        &args,
+        &input,
+        &tree,
+        (!note.is_empty()).then_some(note.as_str()),
+        items,
+    )
 }
 
 /// Clusters a run's feature vectors (`--space features`).

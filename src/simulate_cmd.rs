@@ -81,9 +81,12 @@ pub struct SimulateArgs {
     /// it changes the time estimate and meta.json, not the values.
     #[arg(long, value_name = "FILE|auto")]
     topology: Option<String>,
-    /// Fast mode's share of ranks per group, as for measure.
+    /// Fast mode's share of ranks per group, as for measure --plan full.
     #[arg(long, value_name = "F")]
     fast: Option<f64>,
+    /// The plan `measure` would follow, and its choices (as for measure).
+    #[command(flatten)]
+    plan: crate::plan_args::PlanArgs,
     /// No summary on stderr.
     #[arg(long, short)]
     quiet: bool,
@@ -153,7 +156,10 @@ impl SimulateArgs {
             reps: model.reps,
             sweeps: self.sweeps,
             seed: self.seed,
-            topology: TopologySource::from_flag(self.topology.as_deref()),
+            topology: match (&self.topology, self.plan.staged()) {
+                (None, true) => TopologySource::Auto,
+                (flag, _) => TopologySource::from_flag(flag.as_deref()),
+            },
             fast: self.fast,
             outputs: OutputOptions {
                 table: !self.no_table,
@@ -167,6 +173,10 @@ impl SimulateArgs {
             },
             command_line: std::env::args().collect(),
             tool: format!("lgate-plogp {}", env!("CARGO_PKG_VERSION")),
+            plan: match self.plan.plan()? {
+                lgate_harness::PlanKind::Staged(staged) => Some(staged),
+                lgate_harness::PlanKind::Full => None,
+            },
         })
     }
 }
@@ -190,31 +200,60 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         MessageSize(*options.sizes.last().expect("size 0"))
     );
     if args.estimate_time {
-        let (_, schedule) = sim.schedule()?;
-        let e = lgate_simulate::estimate(
-            sim.model(),
-            sim.layout(),
-            &sim.plogp_options(),
-            &schedule,
-            options.sweeps,
-        );
-        let text = format!(
-            "machine: {describe}\n\
-             schedule: {}, {} sweep(s)\n\
-             pair tests: {}, {} on average, {} one after the other\n\
-             estimated wall time: {} ({:.1} pair tests at a time)\n",
-            match &options.topology {
-                TopologySource::None => "one pair at a time (no --topology)".to_string(),
-                TopologySource::Auto => "one group per host (--topology auto)".to_string(),
-                TopologySource::File(p) => format!("topology {}", p.display()),
-            },
-            options.sweeps,
-            e.pairs,
-            duration(e.pair_tests_s / e.pairs.max(1) as f64),
-            duration(e.pair_tests_s),
-            duration(e.wall_s),
-            e.concurrency
-        );
+        let text = match &options.plan {
+            Some(staged) => {
+                let e = sim.estimate_staged(staged)?;
+                let plan = sim.staged_plan(staged)?;
+                let (inside, between) = plan.screening_tests_per_sweep();
+                format!(
+                    "machine: {describe}\n\
+                     plan: staged, {} group(s) ({}), {} sweep(s)\n\
+                     stage hosts:   {inside} screening tests, every group at once: {}\n\
+                     stage between: {between} screening tests in {} rounds: {}\n\
+                     stage alone:   {} screening tests one at a time: {}\n\
+                     stage sample:  {} full PLogP tests one at a time: {}\n\
+                     pair tests: {}, {} one after the other\n\
+                     estimated wall time: {} ({:.1} pair tests at a time)\n",
+                    plan.groups().len(),
+                    topology_name(&options.topology),
+                    options.sweeps,
+                    duration(e.stage_wall_s[0]),
+                    plan.rounds(),
+                    duration(e.stage_wall_s[1]),
+                    plan.options().alone,
+                    duration(e.stage_wall_s[2]),
+                    2 * plan.options().samples + 1,
+                    duration(e.stage_wall_s[3]),
+                    e.pairs,
+                    duration(e.pair_tests_s),
+                    duration(e.wall_s),
+                    e.concurrency
+                )
+            }
+            None => {
+                let (_, schedule) = sim.schedule()?;
+                let e = lgate_simulate::estimate(
+                    sim.model(),
+                    sim.layout(),
+                    &sim.measure_options(),
+                    &schedule,
+                    options.sweeps,
+                );
+                format!(
+                    "machine: {describe}\n\
+                     plan: full, schedule: {}, {} sweep(s)\n\
+                     pair tests: {}, {} on average, {} one after the other\n\
+                     estimated wall time: {} ({:.1} pair tests at a time)\n",
+                    topology_name(&options.topology),
+                    options.sweeps,
+                    e.pairs,
+                    duration(e.pair_tests_s / e.pairs.max(1) as f64),
+                    duration(e.pair_tests_s),
+                    duration(e.wall_s),
+                    e.concurrency
+                )
+            }
+        };
         crate::output::write_output(None, &text)?;
         return Ok(());
     }
@@ -232,6 +271,15 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         eprintln!("wrote {}/ ({})", out.display(), report.files.join(", "));
     }
     Ok(())
+}
+
+/// The schedule's topology as the estimate names it.
+fn topology_name(topology: &TopologySource) -> String {
+    match topology {
+        TopologySource::None => "one pair at a time (no --topology)".to_string(),
+        TopologySource::Auto => "one group per host (--topology auto)".to_string(),
+        TopologySource::File(p) => format!("topology {}", p.display()),
+    }
 }
 
 /// A duration as people read it: 850 us, 12.3 ms, 4.2 s, 3 min 20 s, 2 h 5 min.

@@ -41,6 +41,8 @@ fn a_fixed_run_and_matrix_give_the_same_bytes() {
         d,
         &[
             "simulate",
+            "--plan",
+            "full",
             "--preset",
             "fram",
             "--machine",

@@ -13,6 +13,8 @@ fn plots_by_extension_and_clean_failures() {
         d,
         &[
             "simulate",
+            "--plan",
+            "full",
             "--preset",
             "arm1",
             "--max-size",

@@ -31,6 +31,8 @@ fn the_report_loads_in_a_headless_browser() {
         d,
         &[
             "simulate",
+            "--plan",
+            "full",
             "--preset",
             "betzy",
             "--machine",

@@ -13,6 +13,8 @@ fn simulate_cluster_score() {
     let run = |args: &[&str]| success(lgate_plogp_in(d, args));
     run(&[
         "simulate",
+        "--plan",
+        "full",
         "--preset",
         "fram",
         "--machine",
@@ -57,6 +59,8 @@ fn simulate_cluster_score() {
         other.path(),
         &[
             "simulate",
+            "--plan",
+            "full",
             "--preset",
             "fram",
             "--machine",
@@ -87,6 +91,8 @@ fn the_time_estimate_counts_concurrency() {
     let estimate = |extra: &[&str]| {
         let mut args = vec![
             "simulate",
+            "--plan",
+            "full",
             "--preset",
             "betzy",
             "--machine",
@@ -131,6 +137,8 @@ fn models_are_written_and_read_back() {
         d,
         &[
             "simulate",
+            "--plan",
+            "full",
             "--preset",
             "arm1",
             "--placement",
@@ -155,6 +163,8 @@ fn models_are_written_and_read_back() {
         d,
         &[
             "simulate",
+            "--plan",
+            "full",
             "--model",
             "arm1.json",
             "--max-size",
@@ -193,6 +203,8 @@ fn bad_input_fails_cleanly() {
         (
             vec![
                 "simulate",
+                "--plan",
+                "full",
                 "--preset",
                 "betzy",
                 "--machine",
@@ -207,6 +219,8 @@ fn bad_input_fails_cleanly() {
         (
             vec![
                 "simulate",
+                "--plan",
+                "full",
                 "--preset",
                 "betzy",
                 "--machine",
@@ -235,6 +249,8 @@ fn bad_input_fails_cleanly() {
         (
             vec![
                 "simulate",
+                "--plan",
+                "full",
                 "--preset",
                 "hpclab",
                 "--max-size",
@@ -266,6 +282,8 @@ fn bad_input_fails_cleanly() {
         d,
         &[
             "simulate",
+            "--plan",
+            "full",
             "--preset",
             "hpclab",
             "--max-size",
@@ -279,6 +297,8 @@ fn bad_input_fails_cleanly() {
         d,
         &[
             "simulate",
+            "--plan",
+            "full",
             "--preset",
             "hpclab",
             "--max-size",

@@ -64,12 +64,73 @@ impl ClusterInput {
     }
 }
 
-/// The topology `cluster` finds with its defaults on a run's default matrix, its levels named
-/// after the run's placement where they match it.
+/// The topology `cluster` finds with its defaults on a run's default matrix (or the best of
+/// its candidates), its levels named after the run's placement where they match it.
 pub fn default_topology(run: &Path) -> Result<lgate_topology::Topology, InputError> {
-    let input = load(run, None)?;
-    let tree = crate::auto(input.matrix.values(), &crate::AutoParams::default());
+    let inputs = load_candidates(run)?;
+    let (input, tree, _) = choose_by_levels(inputs, |i| {
+        Ok::<_, InputError>(crate::auto(
+            i.matrix.values(),
+            &crate::AutoParams::default(),
+        ))
+    })?;
     input.topology(&tree)
+}
+
+/// The inputs `cluster` tries when no matrix is named: a run's candidate matrices (a staged
+/// run's screening sizes), else its default matrix, or the one matrix of a file.
+pub fn load_candidates(path: &Path) -> Result<Vec<ClusterInput>, InputError> {
+    if !path.is_dir() {
+        return Ok(vec![load(path, None)?]);
+    }
+    let run = lgate_rundir::RunDir::open(path)?;
+    let index = lgate_rundir::MatrixIndex::read(&run)?;
+    let names: Vec<String> = index
+        .default_candidates()
+        .iter()
+        .map(|e| e.name.clone())
+        .collect();
+    if names.len() < 2 {
+        return Ok(vec![load(path, None)?]);
+    }
+    names.iter().map(|n| load(path, Some(n))).collect()
+}
+
+/// Clusters each input with `fit` and keeps the one whose topology has the most levels (the
+/// first of equals); with several inputs, also a line saying what each gave.
+pub fn choose_by_levels<E: From<InputError>>(
+    inputs: Vec<ClusterInput>,
+    mut fit: impl FnMut(&ClusterInput) -> Result<crate::Tree, E>,
+) -> Result<(ClusterInput, crate::Tree, Option<String>), E> {
+    let several = inputs.len() > 1;
+    let mut best: Option<(usize, ClusterInput, crate::Tree)> = None;
+    let mut tried = Vec::new();
+    for input in inputs {
+        let tree = fit(&input)?;
+        let levels = input.topology(&tree)?.levels().len();
+        let name = input
+            .source
+            .rsplit_once(" (")
+            .map_or(input.source.as_str(), |(_, n)| n.trim_end_matches(')'));
+        tried.push(format!("{name} {levels}"));
+        if best.as_ref().is_none_or(|(l, _, _)| levels > *l) {
+            best = Some((levels, input, tree));
+        }
+    }
+    let (_, input, tree) = best.ok_or_else(|| {
+        E::from(InputError::Invalid {
+            path: PathBuf::from("."),
+            message: "no matrix to cluster".into(),
+        })
+    })?;
+    let note = several.then(|| {
+        format!(
+            "matrix: tried each screening size (levels found: {}); kept {}",
+            tried.join(", "),
+            input.source
+        )
+    });
+    Ok((input, tree, note))
 }
 
 /// Reads a run directory (choosing `matrix`; by default `t`, or `rtt` for a ping-pong run) or a

@@ -29,7 +29,10 @@ mod test_matrices;
 
 pub use auto::{auto, separation_of, AutoParams, Tree, View};
 pub use hdbscan::{hdbscan, Hdbscan, HdbscanParams};
-pub use input::{default_topology, load, read_truth, ClusterInput, InputError, Truth};
+pub use input::{
+    choose_by_levels, default_topology, load, load_candidates, read_truth, ClusterInput,
+    InputError, Truth,
+};
 pub use linkage::{profile_distances, Dendrogram, Linkage};
 pub use score::{accuracy, adjusted_rand_index, name_levels, score_levels, LevelScore, ScoreError};
 

@@ -109,6 +109,9 @@ pub fn overcommitted(infos: &[RankInfo], groups: &[&[usize]]) -> Vec<bool> {
     host_of.iter().map(|&h| over[h]).collect()
 }
 
+/// The groups, CPUs and host names seen on one machine.
+type MachineShare<'a> = (Vec<usize>, BTreeSet<usize>, BTreeSet<&'a str>);
+
 /// When groups that a staged plan tests side by side share one machine's CPUs (hosts that are
 /// containers or network namespaces of one machine, known by its boot id): the most pair
 /// tests to run at once, half the CPUs of the smallest such machine (at least 1), and why.
@@ -116,10 +119,7 @@ pub fn shared_machine_concurrency(
     infos: &[RankInfo],
     groups: &[Vec<usize>],
 ) -> Option<(usize, String)> {
-    let mut machines: std::collections::BTreeMap<
-        &str,
-        (Vec<usize>, BTreeSet<usize>, BTreeSet<&str>),
-    > = Default::default();
+    let mut machines: BTreeMap<&str, MachineShare> = BTreeMap::new();
     for (g, members) in groups.iter().enumerate() {
         for &r in members {
             let Some(info) = infos.get(r) else { continue };

@@ -375,7 +375,15 @@ impl Schedule {
     /// The nodes from `rank`'s leaf up to the root; empty for a rank that is not tested.
     fn path(&self, rank: Rank) -> Vec<usize> {
         let mut out = Vec::new();
-        let mut node = self.leaf_of.get(rank).copied().flatten();
+        let mut node = match self.leaf_of.is_empty() {
+            // A group's own schedule: its one node, for its members.
+            true => self
+                .nodes
+                .first()
+                .filter(|n| n.members.binary_search(&rank).is_ok())
+                .map(|_| 0),
+            false => self.leaf_of.get(rank).copied().flatten(),
+        };
         while let Some(n) = node {
             out.push(n);
             node = self.nodes[n].parent;
@@ -437,13 +445,9 @@ impl Schedule {
         })
     }
 
-    /// The schedule of one group of a job of `size` ranks: the pairs among `members` (sorted),
-    /// the job's other ranks left out.
-    pub fn of_group(members: &[Rank], size: usize, seed: u64) -> Self {
-        let mut leaf_of = vec![None; size];
-        for &r in members {
-            leaf_of[r] = Some(0);
-        }
+    /// The schedule of one group (`members`, sorted) of a larger job: the pairs among them.
+    /// It holds nothing per rank of the job, so a job of many groups can have one for each.
+    pub fn of_group(members: &[Rank], seed: u64) -> Self {
         let n = members.len() as u64;
         Schedule {
             nodes: vec![Node {
@@ -452,7 +456,7 @@ impl Schedule {
                 pair_count: n * n.saturating_sub(1) / 2,
                 parent: None,
             }],
-            leaf_of,
+            leaf_of: Vec::new(),
             seed,
         }
     }

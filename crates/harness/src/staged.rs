@@ -186,7 +186,7 @@ impl StagedPlan {
         let inside = groups
             .iter()
             .enumerate()
-            .map(|(k, g)| Schedule::of_group(g, size, seed ^ (k as u64).wrapping_mul(0x9E37_79B9)))
+            .map(|(k, g)| Schedule::of_group(g, seed ^ (k as u64).wrapping_mul(0x9E37_79B9)))
             .collect();
         let ambassadors: Vec<Vec<Rank>> = groups
             .iter()

@@ -814,16 +814,17 @@ pub fn write_matrix_set(
     estimator: &str,
     matrices: &[(MatrixEntry, &DistanceMatrix)],
 ) -> Result<(), OutputError> {
-    write_matrix_set_with(run, estimator, matrices, None, None)
+    write_matrix_set_with(run, estimator, matrices, None, Vec::new(), None)
 }
 
-/// [`write_matrix_set`] with a default matrix for `cluster` and a mask of the measured pairs
-/// (written as `matrices/<mask file>`).
+/// [`write_matrix_set`] with a default matrix for `cluster`, the candidates it tries, and a
+/// mask of the measured pairs (written as `matrices/<mask file>`).
 pub fn write_matrix_set_with(
     run: &RunDir,
     estimator: &str,
     matrices: &[(MatrixEntry, &DistanceMatrix)],
     default: Option<String>,
+    candidates: Vec<String>,
     measured: Option<(MeasuredMask, &DistanceMatrix)>,
 ) -> Result<(), OutputError> {
     let mask_entry = measured.as_ref().map(|(m, _)| {
@@ -868,6 +869,7 @@ pub fn write_matrix_set_with(
         combine_sweeps: "median".into(),
         matrices: matrices.iter().map(|(m, _)| m.clone()).collect(),
         default,
+        candidates,
         measured: measured.map(|(m, _)| m),
     }
     .write(run)?;

@@ -448,7 +448,7 @@ impl PLogP {
                     .get(&0)
                     .map_or(rtt_summary.median, |r| r.rtt.median)
             };
-            Some(self.saturate(t, j, m, c, rtt0, share, &mut g_samples)?)
+            Some(self.saturate(t, j, m, (c, rtt0), share, &mut g_samples)?)
         } else {
             None
         };
@@ -483,11 +483,11 @@ impl PLogP {
         t: &dyn Transport,
         j: usize,
         m: usize,
-        c: f64,
-        rtt0: f64,
+        (c, rtt0): (f64, f64),
         share: Option<Duration>,
         samples: &mut Vec<f64>,
     ) -> Result<Saturation, TransportError> {
+        // c: the clock overhead; rtt0: RTT(0), the reply that ends each batch.
         let started = Instant::now();
         let cap = self.options.saturation_cap;
         let batch = |t: &dyn Transport,

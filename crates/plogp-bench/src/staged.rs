@@ -143,9 +143,14 @@ pub fn write_staged_outputs(
         .expect("zeros and ones, square by construction");
     let refs: Vec<(MatrixEntry, &DistanceMatrix)> =
         matrices.iter().map(|(e, m)| (e.clone(), m)).collect();
-    // Between hosts, bandwidth tells hosts and switches apart where latency is noise: the
-    // largest screening size is the default.
-    let default = sizes.last().map(|&m| format!("rtt:{}", MessageSize(m)));
+    // Latency shows the levels of one machine and bandwidth those of another (on an emulated
+    // cluster of two busy cores, latency is noise): `cluster` tries every screening size and
+    // keeps the one that shows the most levels; the largest is the default for other readers.
+    let names: Vec<String> = sizes
+        .iter()
+        .map(|&m| format!("rtt:{}", MessageSize(m)))
+        .collect();
+    let default = names.last().cloned();
     let measured = MeasuredMask {
         file: MASK_FILE.into(),
         filled_with: "the median of the measured pairs between the same two groups".into(),
@@ -157,6 +162,7 @@ pub fn write_staged_outputs(
         options.estimator.name(),
         &refs,
         default,
+        names,
         Some((measured.clone(), &mask)),
     )?;
     written.push(format!("{}/", lgate_rundir::MATRICES_DIR));

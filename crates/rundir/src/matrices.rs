@@ -61,6 +61,11 @@ pub struct MatrixIndex {
     /// [`MatrixIndex::default_matrix`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<String>,
+    /// The matrices `cluster` tries when none is named, keeping the one whose topology has the
+    /// most levels (a staged run's screening sizes: latency shows the levels on one machine,
+    /// bandwidth those of another).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub candidates: Vec<String>,
     /// Which entries were measured, when some were filled in (a staged run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured: Option<MeasuredMask>,
@@ -158,6 +163,20 @@ impl MatrixIndex {
             .or_else(|| self.find("rtt"))
     }
 
+    /// The matrices `cluster` tries when none is named: the candidates, else the default.
+    pub fn default_candidates(&self) -> Vec<&MatrixEntry> {
+        let listed: Vec<&MatrixEntry> = self
+            .candidates
+            .iter()
+            .filter_map(|n| self.find(n))
+            .collect();
+        if listed.is_empty() {
+            self.default_matrix().into_iter().collect()
+        } else {
+            listed
+        }
+    }
+
     /// The names of the matrices, in index order.
     pub fn names(&self) -> Vec<&str> {
         self.matrices.iter().map(|e| e.name.as_str()).collect()
@@ -178,6 +197,7 @@ mod tests {
                 MatrixEntry::in_us("t:0", "t_0.csv", "t(m)", Some(0)),
             ],
             default: None,
+            candidates: Vec::new(),
             measured: None,
         }
     }

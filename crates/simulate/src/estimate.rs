@@ -13,12 +13,20 @@
 //!   J the model's `batch_jitter_us` (operating-system noise) and sigma its per-sample noise;
 //!   or at 37500 messages or a 50 ms batch. Then three more batches.
 //!
+//! With a time budget B (`--pair-budget`), each procedure of a size gets B / sizes / 4: it
+//! runs min(R, max(3, what fits)) repetitions, and saturation stops doubling once the next
+//! step would overrun it. Adaptive midpoints then fill what is left of the budget, so a pair
+//! takes at least B when they are on. Without a budget, midpoints are not counted.
+//!
 //! Each pair also warms up (16 echoes and 16 synchronous sends of 0 bytes), and each pair of a
 //! group is preceded by a dissemination barrier of the group: ceil(log2 n) rounds of one
-//! 0-byte message over the slowest link, plus 2 us of software per round. Adaptive midpoints
-//! are not counted: with them on, a noisy machine takes longer than estimated.
+//! 0-byte message over the slowest link, plus 2 us of software per round.
+//!
+//! The staged plan's screening test (ping-pong) costs R' echoes of m bytes both ways,
+//! 2 L + 2 g(m), at each screening size; its stages run as `StagedPlan::screening_time` lays
+//! them out, then the alone re-tests and the sample's full tests one at a time.
 
-use lgate_harness::Schedule;
+use lgate_harness::{Schedule, StagedPlan};
 use lgate_plogp_bench::PLogPOptions;
 
 use crate::layout::Layout;
@@ -26,6 +34,9 @@ use crate::model::{Link, MachineModel};
 
 /// Software time per barrier round, microseconds.
 const BARRIER_ROUND_SOFTWARE_US: f64 = 2.0;
+
+/// Repetitions a procedure runs however short its share of the budget (as the pair test).
+const MIN_REPS: f64 = 3.0;
 
 /// The predicted time of a run.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -38,6 +49,9 @@ pub struct Estimate {
     pub pairs: usize,
     /// How many pair tests run at once on average: the sum over the wall time.
     pub concurrency: f64,
+    /// A staged run's wall time per stage (hosts, between, alone, sample), seconds; zeros for
+    /// the full plan.
+    pub stage_wall_s: [f64; 4],
 }
 
 /// The time of one pair test over `link`, microseconds, with `jitter_us` of noise per batch
@@ -51,36 +65,71 @@ pub fn pair_test_us(
     let r = options.reps as f64;
     let zero = link.at(0, eager_limit);
     let half = zero.rtt / 2.0;
+    let budget_us = options.budget_s.map(|b| b * 1e6);
+    let share = budget_us.map(|b| b / options.sizes.len().max(1) as f64 / 4.0);
+    // A procedure of R repetitions of `one`, cut to its share of the budget (at least 3).
+    let cut = |one: f64| match share {
+        Some(s) => (r * one).min((MIN_REPS * one).max(s)),
+        None => r * one,
+    };
     let mut total = 16.0 * (zero.rtt + zero.rtt.max(zero.os)) + 2.0 * half;
     for &m in &options.sizes {
         let p = link.at(m, eager_limit);
         let echo = 2.0 * link.latency_us + 2.0 * p.g;
         total += 4.0 * half;
-        total += r * p.rtt;
-        total += r * (half + p.os.max(p.rtt));
-        total += 3.0 * echo + r * (options.or_wait * echo + p.or);
+        total += cut(p.rtt);
+        total += cut(half + p.os.max(p.rtt));
+        total += 3.0 * echo + cut(options.or_wait * echo + p.or);
         if m <= options.saturation_max_size {
-            total += saturation_us(p.g, zero.rtt, jitter_us, options);
+            total += saturation_us(p.g, zero.rtt, jitter_us, share, options);
         }
     }
-    total
+    match budget_us {
+        // Midpoints are measured while the budget lasts.
+        Some(b) if options.adaptive => total.max(b),
+        _ => total,
+    }
+}
+
+/// The time of one screening test (ping-pong at `sizes`, `reps` echoes each) over `link`,
+/// microseconds.
+pub fn screen_test_us(link: &Link, eager_limit: usize, sizes: &[usize], reps: usize) -> f64 {
+    sizes
+        .iter()
+        .map(|&m| {
+            let p = link.at(m, eager_limit);
+            reps as f64 * (2.0 * link.latency_us + 2.0 * p.g)
+        })
+        .sum()
 }
 
 /// The time link saturation takes at a gap of `g`, microseconds.
-fn saturation_us(g: f64, rtt0: f64, jitter_us: f64, options: &PLogPOptions) -> f64 {
+fn saturation_us(
+    g: f64,
+    rtt0: f64,
+    jitter_us: f64,
+    share: Option<f64>,
+    options: &PLogPOptions,
+) -> f64 {
     let batch = |n: usize| n as f64 * g + rtt0;
     let cap = options.saturation_cap;
     let settles = jitter_us / options.epsilon;
     let mut n = 10;
     let mut total = 2.0 * batch(n);
-    while n < cap && batch(n) <= 50_000.0 {
+    let affordable = |total: f64, n: usize| share.is_none_or(|s| total + 4.0 * batch(n) <= s);
+    while n < cap && batch(n) <= 50_000.0 && affordable(total, n) {
         n = (n * 2).min(cap);
         total += 2.0 * batch(n);
         if n as f64 * g >= settles {
             break;
         }
     }
-    total + (options.saturation_reps.saturating_sub(1)) as f64 * batch(n)
+    let mut extra = 0;
+    while extra + 1 < options.saturation_reps && share.is_none_or(|s| total + batch(n) <= s) {
+        total += batch(n);
+        extra += 1;
+    }
+    total
 }
 
 /// The predicted time of a real run with `options` on `model`'s machine placed as `layout`,
@@ -102,17 +151,9 @@ pub fn estimate(
             pair_test_us(link, model.eager_limit_bytes, options, jitter) * 1e-6
         })
         .collect();
-    let slowest_one_way = model
-        .links
-        .values()
-        .map(|l| l.at(0, model.eager_limit_bytes).rtt / 2.0)
-        .fold(0.0, f64::max);
-    let barrier = |n: usize| {
-        let rounds = (n.max(1) as f64).log2().ceil();
-        rounds * (slowest_one_way + BARRIER_ROUND_SOFTWARE_US) * 1e-6
-    };
+    let barrier = barrier_time(model);
     let pair_time = |p: lgate_harness::Pair| per_level[layout.parting_level(p.i, p.j)];
-    let wall = schedule.critical_path(pair_time, barrier) * sweeps as f64;
+    let wall = schedule.critical_path(pair_time, &barrier) * sweeps as f64;
     let ranks = schedule.tested_ranks();
     let mut sum = 0.0;
     for (a, &x) in ranks.iter().enumerate() {
@@ -127,6 +168,103 @@ pub fn estimate(
         pair_tests_s,
         pairs,
         concurrency: if wall > 0.0 { pair_tests_s / wall } else { 1.0 },
+        stage_wall_s: [0.0; 4],
+    }
+}
+
+/// The screening test of a staged plan: ping-pong sizes and repetitions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScreenTest {
+    /// Message sizes, bytes.
+    pub sizes: Vec<usize>,
+    /// Echoes per size.
+    pub reps: usize,
+}
+
+/// The predicted time of a real staged run with `options` (the full test of the sample) and
+/// `screen` on `model`'s machine placed as `layout`, under `plan`. The sample's pairs are
+/// chosen from measured values, so the estimate takes the slowest level's pair test for the
+/// pairs between groups and the fastest's for those inside.
+pub fn estimate_staged(
+    model: &MachineModel,
+    layout: &Layout,
+    options: &PLogPOptions,
+    screen: &ScreenTest,
+    plan: &StagedPlan,
+    sweeps: u32,
+) -> Estimate {
+    let eager = model.eager_limit_bytes;
+    let links: Vec<&Link> = model.levels.iter().map(|l| &model.links[&l.name]).collect();
+    let screen_s: Vec<f64> = links
+        .iter()
+        .map(|l| screen_test_us(l, eager, &screen.sizes, screen.reps) * 1e-6)
+        .collect();
+    let full_s: Vec<f64> = links
+        .iter()
+        .map(|l| {
+            let jitter = model.noise.batch_jitter_us + model.noise.sigma * l.at(0, eager).rtt;
+            pair_test_us(l, eager, options, jitter) * 1e-6
+        })
+        .collect();
+    let barrier = barrier_time(model);
+    let level = |p: lgate_harness::Pair| layout.parting_level(p.i, p.j);
+    let (inside, between) = plan.screening_time(|_, p| screen_s[level(p)], &barrier);
+    let (tests_inside, tests_between) = plan.screening_tests_per_sweep();
+    // The sum of the screening tests: stage 1 pairs by level, stage 2 as laid out.
+    let mut screening_sum = 0.0;
+    for g in plan.groups() {
+        for (a, &x) in g.iter().enumerate() {
+            for &y in &g[a + 1..] {
+                screening_sum += screen_s[layout.parting_level(x, y)];
+            }
+        }
+    }
+    for a in 0..plan.groups().len() {
+        for b in a + 1..plan.groups().len() {
+            screening_sum += plan
+                .meeting_pairs(a, b)
+                .iter()
+                .map(|&p| screen_s[level(p)])
+                .sum::<f64>();
+        }
+    }
+    let o = plan.options();
+    let top = 0;
+    let deepest = model.levels.len().saturating_sub(1);
+    let with_between = plan.groups().len() > 1;
+    let samples_between = if with_between { o.samples + 1 } else { 0 };
+    let alone_between = if with_between { o.alone / 2 } else { 0 };
+    let alone_inside = o.alone - alone_between;
+    let sample_wall = o.samples as f64 * (full_s[deepest] + barrier(2))
+        + samples_between as f64 * (full_s[top] + barrier(2));
+    let alone_wall = alone_inside as f64 * (screen_s[deepest] + barrier(2))
+        + alone_between as f64 * (screen_s[top] + barrier(2));
+    let follow_up = sample_wall + alone_wall;
+    let follow_up_sum = o.samples as f64 * full_s[deepest]
+        + samples_between as f64 * full_s[top]
+        + alone_inside as f64 * screen_s[deepest]
+        + alone_between as f64 * screen_s[top];
+    let wall = (inside + between + follow_up) * sweeps as f64;
+    let pair_tests_s = (screening_sum + follow_up_sum) * sweeps as f64;
+    Estimate {
+        wall_s: wall,
+        pair_tests_s,
+        pairs: (tests_inside + tests_between + o.alone + 2 * o.samples + 1) * sweeps as usize,
+        concurrency: if wall > 0.0 { pair_tests_s / wall } else { 1.0 },
+        stage_wall_s: [inside, between, alone_wall, sample_wall].map(|x| x * sweeps as f64),
+    }
+}
+
+/// The time of a dissemination barrier among `n` ranks on `model`'s machine, seconds.
+fn barrier_time(model: &MachineModel) -> impl Fn(usize) -> f64 {
+    let slowest_one_way = model
+        .links
+        .values()
+        .map(|l| l.at(0, model.eager_limit_bytes).rtt / 2.0)
+        .fold(0.0, f64::max);
+    move |n: usize| {
+        let rounds = (n.max(1) as f64).log2().ceil();
+        rounds * (slowest_one_way + BARRIER_ROUND_SOFTWARE_US) * 1e-6
     }
 }
 

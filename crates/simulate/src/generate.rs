@@ -47,6 +47,8 @@ pub struct SimulateOptions {
     pub command_line: Vec<String>,
     /// The program and version, for `meta.json`.
     pub tool: String,
+    /// The staged plan to model (`measure --plan staged`); the full plan when `None`.
+    pub plan: Option<lgate_harness::StagedPlanOptions>,
 }
 
 impl SimulateOptions {
@@ -66,6 +68,7 @@ impl SimulateOptions {
             },
             command_line: Vec::new(),
             tool: format!("lgate-plogp {}", env!("CARGO_PKG_VERSION")),
+            plan: None,
         }
     }
 }
@@ -159,7 +162,7 @@ impl Effects {
     }
 
     /// How much slower than its link every measurement of `pair` is.
-    fn factor(&self, model: &MachineModel, layout: &Layout, pair: Pair) -> f64 {
+    pub(crate) fn factor(&self, model: &MachineModel, layout: &Layout, pair: Pair) -> f64 {
         let a = &model.artifacts;
         let mut f = 1.0;
         if let Some(first) = a.first_pair {
@@ -225,7 +228,7 @@ pub const POOLED_ABOVE_PAIRS: usize = 1 << 16;
 
 /// A summary with every statistic multiplied by `f` (the statistics, and the warm-up and
 /// outlier rules, scale with the samples).
-fn scaled(s: &Summary, f: f64) -> Summary {
+pub(crate) fn scaled(s: &Summary, f: f64) -> Summary {
     if f == 1.0 {
         return *s;
     }
@@ -300,6 +303,20 @@ impl<'a> Simulation<'a> {
         self.model.links[level].at(m, self.model.eager_limit_bytes)
     }
 
+    /// The options of the simulation.
+    pub fn options(&self) -> &SimulateOptions {
+        self.options
+    }
+
+    /// The PLogP options a real `measure` of these sizes and repetitions would use, midpoints
+    /// and time budget included: what its time is estimated with.
+    pub fn measure_options(&self) -> PLogPOptions {
+        PLogPOptions {
+            adaptive: true,
+            ..self.plogp_options()
+        }
+    }
+
     /// The PLogP options a real run of these sizes and repetitions would use.
     pub fn plogp_options(&self) -> PLogPOptions {
         PLogPOptions {
@@ -366,17 +383,36 @@ impl<'a> Simulation<'a> {
             // A saturated batch averages many messages: little noise is left.
             Series::G => (t.g, SATURATION_SAMPLES, model.noise.sigma / 8.0, false),
         };
-        let a = &model.artifacts;
-        let samples: Vec<f64> = (0..reps)
+        // A saturation sample is the average of a batch of many messages: one slow message is
+        // diluted in it, so spikes hit the timed single operations only.
+        let samples = self.samples(rng, truth, reps, sigma, first, series != Series::G);
+        match series {
+            Series::G => Summary::of_steady(&samples),
+            _ => Summary::of(&samples),
+        }
+        .expect("at least one repetition")
+    }
+
+    /// `reps` samples (seconds) of a quantity whose noise-free value is `truth` microseconds:
+    /// log-normal noise of `sigma`, spikes when `spiky`, the warm-up when `first`.
+    pub(crate) fn samples(
+        &self,
+        rng: &mut ChaCha8Rng,
+        truth: f64,
+        reps: usize,
+        sigma: f64,
+        first: bool,
+        spiky: bool,
+    ) -> Vec<f64> {
+        let a = &self.model.artifacts;
+        (0..reps)
             .map(|r| {
                 let mut v = truth;
                 if sigma > 0.0 {
                     let z: f64 = rng.sample(StandardNormal);
                     v *= (sigma * z).exp();
                 }
-                // A saturation sample is the average of a batch of many messages: one slow
-                // message is diluted in it, so spikes hit the timed single operations only.
-                if let (Some(s), false) = (a.spikes, series == Series::G) {
+                if let (Some(s), true) = (a.spikes, spiky) {
                     if rng.random::<f64>() < s.rate {
                         v *= s.factor;
                     }
@@ -388,12 +424,7 @@ impl<'a> Simulation<'a> {
                 }
                 v * S_PER_US
             })
-            .collect();
-        match series {
-            Series::G => Summary::of_steady(&samples),
-            _ => Summary::of(&samples),
-        }
-        .expect("at least one repetition")
+            .collect()
     }
 
     /// Pools of summaries per level, size and series, drawn from the seed, for runs too large
@@ -439,12 +470,15 @@ impl<'a> Simulation<'a> {
     /// Writes the run directory: `meta.json` with the true placement, then the outputs a
     /// measured run has.
     pub fn write(&self, run: &RunDir) -> Result<SimulationReport, SimulateError> {
+        if let Some(staged) = &self.options.plan {
+            return self.write_staged(run, staged);
+        }
         let started = Instant::now();
         let (topology, schedule) = self.schedule()?;
         let predicted = crate::estimate::estimate(
             self.model(),
             self.layout(),
-            &self.plogp_options(),
+            &self.measure_options(),
             &schedule,
             self.options.sweeps,
         );
@@ -558,7 +592,7 @@ impl<'a> Simulation<'a> {
     }
 
     /// What `meta.json` keeps of the simulation: the model and the artifacts drawn.
-    fn record(&self) -> serde_json::Value {
+    pub(crate) fn record(&self) -> serde_json::Value {
         let mut slow: Vec<Pair> = self.effects.slow_pairs().collect();
         slow.sort();
         serde_json::json!({
@@ -577,7 +611,7 @@ impl<'a> Simulation<'a> {
 /// The start and end of a simulated run: from `SOURCE_DATE_EPOCH` when set (the reproducible
 /// builds convention), else the Unix epoch, and `wall_s` later; never the clock, so that the
 /// same seed gives the same bytes.
-fn simulated_times(wall_s: f64) -> (String, String) {
+pub(crate) fn simulated_times(wall_s: f64) -> (String, String) {
     let start = std::env::var("SOURCE_DATE_EPOCH")
         .ok()
         .and_then(|s| s.trim().parse::<u64>().ok())
@@ -591,7 +625,7 @@ fn simulated_times(wall_s: f64) -> (String, String) {
 }
 
 /// SplitMix64: a well-mixed 64-bit value from any 64-bit value.
-fn splitmix(x: u64) -> u64 {
+pub(crate) fn splitmix(x: u64) -> u64 {
     let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);

@@ -25,8 +25,9 @@ pub mod generate;
 pub mod layout;
 pub mod model;
 pub mod presets;
+pub mod staged;
 
-pub use estimate::{estimate, Estimate};
+pub use estimate::{estimate, estimate_staged, Estimate, ScreenTest};
 pub use generate::{SimulateError, SimulateOptions, Simulation, SimulationReport};
 pub use layout::Layout;
 pub use model::{MachineModel, ModelError, Placement, UnknownArtifact};
