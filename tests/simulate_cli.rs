@@ -309,3 +309,107 @@ fn bad_input_fails_cleanly() {
     );
     assert_clean_failure(&again, "run");
 }
+
+/// The ARI of every true level of a simulated staged run, clustered with the defaults.
+fn staged_levels(d: &std::path::Path, args: &[&str]) -> Vec<(String, f64)> {
+    let run = |a: &[&str]| success(lgate_plogp_in(d, a));
+    let mut sim = vec!["simulate", "--out", "staged", "--force"];
+    sim.extend_from_slice(args);
+    run(&sim);
+    run(&["cluster", "staged", "--output", "staged.json"]);
+    let scores: Value = serde_json::from_str(&run(&[
+        "score",
+        "--truth",
+        "staged",
+        "--topology",
+        "staged.json",
+        "--json",
+    ]))
+    .unwrap();
+    scores
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["level"].as_str().unwrap().to_string(),
+                r["ari"].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_staged_run_fills_what_it_did_not_measure_and_still_finds_every_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // 256 ranks in 2 switches x 4 nodes x 2 sockets x 16 cores, every artifact but the slow
+    // node (that one is the clustering's to survive: issue "cluster auto: one slow node").
+    let levels = staged_levels(
+        d,
+        &[
+            "--preset",
+            "fram",
+            "--machine",
+            "switch=2,node=4,socket=2,core=16",
+            "--artifacts",
+            "warmup,spikes,first-pair,bands,slow-pairs",
+        ],
+    );
+    for name in ["switch", "node", "socket"] {
+        let ari = levels.iter().find(|l| l.0 == name).map(|l| l.1);
+        assert_eq!(ari, Some(1.0), "{name}: {levels:?}");
+    }
+    let index: Value = serde_json::from_str(
+        &std::fs::read_to_string(d.join("staged/matrices/index.json")).unwrap(),
+    )
+    .unwrap();
+    // Inside each of 8 nodes every pair (8 x 496), between 28 pairs of nodes 4 each.
+    assert_eq!(index["measured"]["measured_pairs"], 8 * 496 + 28 * 4);
+    assert_eq!(
+        index["measured"]["filled_pairs"],
+        256 * 255 / 2 - (8 * 496 + 28 * 4)
+    );
+    assert_eq!(
+        index["candidates"],
+        serde_json::json!(["rtt:0", "rtt:64KiB"])
+    );
+    let meta: Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("staged/meta.json")).unwrap())
+            .unwrap();
+    assert_eq!(meta["schedule"]["plan"]["name"], "staged");
+    let stages: Vec<&str> = meta["summary"]["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["stage"].as_str().unwrap())
+        .collect();
+    assert_eq!(stages, ["hosts", "between", "alone", "sample"]);
+    assert!(d.join("staged/measurements.parquet").exists());
+
+    // The estimate lays out the stages; the full plan's is far longer.
+    let staged = success(lgate_plogp_in(
+        d,
+        &["simulate", "--preset", "fram", "--estimate-time"],
+    ));
+    for line in [
+        "stage hosts:",
+        "stage between:",
+        "stage sample:",
+        "plan: staged",
+    ] {
+        assert!(staged.contains(line), "{staged}");
+    }
+    let full = success(lgate_plogp_in(
+        d,
+        &[
+            "simulate",
+            "--preset",
+            "fram",
+            "--estimate-time",
+            "--plan",
+            "full",
+        ],
+    ));
+    assert!(full.contains("plan: full"), "{full}");
+}

@@ -276,8 +276,10 @@ mod tests {
     #[test]
     fn a_pair_test_costs_at_least_its_round_trips() {
         let link = Link::linear(1.0, (0.5, 1000.0), (0.2, 1000.0), (0.2, 1000.0), 2.0);
+        // Every repetition, as without a budget.
         let options = PLogPOptions {
             reps: 10,
+            budget_s: None,
             ..PLogPOptions::new(1024)
         };
         let t = pair_test_us(&link, 4096, &options, 0.0);
@@ -296,5 +298,37 @@ mod tests {
             pair_test_us(&link, 4096, &options, 5.0) > t,
             "noise slows saturation"
         );
+    }
+
+    #[test]
+    fn a_budget_cuts_repetitions_but_never_below_three() {
+        // Round trips of about 2 ms: 32 repetitions of each procedure take far longer than a
+        // 50 ms budget.
+        let link = Link::linear(1000.0, (0.5, 1000.0), (0.2, 1000.0), (0.2, 1000.0), 2.0);
+        let full = PLogPOptions {
+            reps: 32,
+            adaptive: false,
+            budget_s: None,
+            ..PLogPOptions::new(1024)
+        };
+        let budget = PLogPOptions {
+            budget_s: Some(0.05),
+            ..full.clone()
+        };
+        let unbounded = pair_test_us(&link, 4096, &full, 0.0);
+        let bounded = pair_test_us(&link, 4096, &budget, 0.0);
+        assert!(bounded < unbounded / 4.0, "{bounded} against {unbounded}");
+        let floor: f64 = full.sizes.iter().map(|&m| 3.0 * link.at(m, 4096).rtt).sum();
+        assert!(
+            bounded > floor,
+            "{bounded} against three round trips a size, {floor}"
+        );
+        // Midpoints fill what the budget leaves.
+        let quick = Link::linear(1.0, (0.5, 1.0), (0.2, 1.0), (0.2, 1.0), 0.01);
+        let adaptive = PLogPOptions {
+            adaptive: true,
+            ..budget
+        };
+        assert!(pair_test_us(&quick, 4096, &adaptive, 0.0) >= 50_000.0);
     }
 }
