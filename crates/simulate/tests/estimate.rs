@@ -6,9 +6,9 @@
 
 use std::time::{Duration, Instant};
 
-use lgate_harness::{InProcessWorld, LinkModel, Pair, PairTest, Role, Transport};
+use lgate_harness::{InProcessWorld, LinkModel, Pair, PairTest, PingPong, Role, Transport};
 use lgate_plogp_bench::{PLogP, PLogPOptions};
-use lgate_simulate::estimate::pair_test_us;
+use lgate_simulate::estimate::{pair_test_us, screen_test_us};
 use lgate_simulate::model::{Link, Piecewise};
 
 const MS: f64 = 1e-3;
@@ -35,25 +35,17 @@ impl LinkModel for Known {
     }
 }
 
-#[test]
-fn a_pair_test_takes_the_estimated_time() {
-    let options = PLogPOptions {
-        sizes: vec![0, 256, 1024],
-        reps: 6,
-        saturation_max_size: 256,
-        adaptive: false,
-        ..PLogPOptions::new(1024)
-    };
-    // The least of three runs: a busy machine only ever adds time (descheduled threads), and
-    // the link model's delays are sleeps that nothing shortens, so the least run is the one
-    // closest to what the model says.
-    let took = (0..3)
+/// The least wall time of three runs of `test` between two ranks over the known network: a
+/// busy machine only ever adds time (descheduled threads), and the link model's delays are
+/// sleeps that nothing shortens, so the least run is the one closest to what the model says.
+fn least_of_three(make: impl Fn() -> Box<dyn PairTest + Send> + Sync) -> f64 {
+    (0..3)
         .map(|_| {
             let world = InProcessWorld::new(2)
                 .with_link_model(Known)
                 .with_timeout(Duration::from_secs(60));
             world.run(|t| {
-                let mut test = PLogP::new(options.clone()).unwrap();
+                let mut test = make();
                 let role = if t.rank() == 0 {
                     Role::Sender
                 } else {
@@ -64,20 +56,63 @@ fn a_pair_test_takes_the_estimated_time() {
                 start.elapsed().as_secs_f64()
             })[0]
         })
-        .fold(f64::INFINITY, f64::min);
+        .fold(f64::INFINITY, f64::min)
+}
 
-    // What PLogP measures on this network (see the PLogP crate's known-network test): L plus
-    // the receive overhead, o_s(m) = g(m) + 2 L, o_r = the receive overhead.
+/// The link PLogP measures on this network (see the PLogP crate's known-network test): L plus
+/// the receive overhead, o_s(m) = g(m) + 2 L, o_r = the receive overhead.
+fn measured_link() -> Link {
     let us = |s: f64| s * 1e6;
     let line = |f: &dyn Fn(usize) -> f64| Piecewise(vec![(0.0, us(f(0))), (1024.0, us(f(1024)))]);
-    let link = Link {
+    Link {
         latency_us: us(LATENCY + RECV),
         g_us: line(&gap),
         os_us: line(&|m| gap(m) + 2.0 * LATENCY),
         or_us: line(&|_| RECV),
         rendezvous_us: 0.0,
+    }
+}
+
+#[test]
+fn the_screening_test_and_a_budgeted_pair_test_take_the_estimated_time() {
+    // The staged plan's screening test: echoes at 0 and 1 KiB.
+    let took = least_of_three(|| Box::new(PingPong::new(vec![0, 1024], 8).unwrap()));
+    let predicted = screen_test_us(&measured_link(), usize::MAX, &[0, 1024], 8) * 1e-6;
+    let ratio = took / predicted;
+    assert!(
+        (0.67..=1.5).contains(&ratio),
+        "the screening test took {took:.3} s, the estimate says {predicted:.3} s ({ratio:.2})"
+    );
+    // A PLogP test whose budget (0.15 s) is far below its 32 repetitions' time (about 1 s).
+    let options = PLogPOptions {
+        sizes: vec![0, 256, 1024],
+        reps: 32,
+        saturation_max_size: 256,
+        adaptive: false,
+        budget_s: Some(0.15),
+        ..PLogPOptions::new(1024)
     };
-    let predicted = pair_test_us(&link, usize::MAX, &options, 0.0) * 1e-6;
+    let took = least_of_three(|| Box::new(PLogP::new(options.clone()).unwrap()));
+    let predicted = pair_test_us(&measured_link(), usize::MAX, &options, 0.0) * 1e-6;
+    let ratio = took / predicted;
+    assert!(
+        (0.67..=1.5).contains(&ratio),
+        "the budgeted pair test took {took:.3} s, the estimate says {predicted:.3} s ({ratio:.2})"
+    );
+}
+
+#[test]
+fn a_pair_test_takes_the_estimated_time() {
+    let options = PLogPOptions {
+        sizes: vec![0, 256, 1024],
+        reps: 6,
+        saturation_max_size: 256,
+        adaptive: false,
+        budget_s: None,
+        ..PLogPOptions::new(1024)
+    };
+    let took = least_of_three(|| Box::new(PLogP::new(options.clone()).unwrap()));
+    let predicted = pair_test_us(&measured_link(), usize::MAX, &options, 0.0) * 1e-6;
     let ratio = took / predicted;
     assert!(
         (0.67..=1.5).contains(&ratio),
