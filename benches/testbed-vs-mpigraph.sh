@@ -110,11 +110,21 @@ print("%.0f s for %d pairs (%d inside hosts, median %.1f s; %d between, median %
 EOF
 )
 
+# The estimate against these runs: a model of the testbed from the bounded full run's PLogP
+# results, one link per level at which two ranks part.
+estimates="not available (the bounded full run missed a kind of pair)"
+if python3 benches/estimate_check.py model "$work/full/journal.jsonl" "$truth" "$work/model.json"; then
+    "$bin" simulate --model "$work/model.json" --estimate-time >"$work/staged-estimate.txt"
+    estimates=$(python3 benches/estimate_check.py compare "$work/staged" "$work/staged-estimate.txt" || true)
+fi
+
 printf '%-34s %10s  %s\n' tool wall_s "levels (ARI against the testbed's truth)"
 printf '%-34s %10s  %s\n' "mpiGraph 1048576 10 10" "$mpigraph_s" "$mpigraph_levels"
 printf '%-34s %10s  %s\n' "lgate-plogp measure (staged)" "$staged_s" "$staged_levels"
 printf '%-34s %10s  %s\n' "lgate-plogp measure --plan full" "(${full_ran_s} run)" \
     "extrapolated: $full_estimate; not run to the end"
 echo "staged stages: $stages"
+echo "the estimate per pair test (simulate --estimate-time, a model of the testbed from the full run):"
+echo "$estimates"
 awk -v s="$staged_s" -v m="$mpigraph_s" 'BEGIN {
     printf "staged / mpiGraph = %.3f (target <= 0.2): %s\n", s / m, (s <= m / 5) ? "ok" : "OVER" }'

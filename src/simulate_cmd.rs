@@ -222,7 +222,12 @@ pub fn run(args: SimulateArgs) -> Result<()> {
                     duration(e.stage_wall_s[1]),
                     plan.options().alone,
                     duration(e.stage_wall_s[2]),
-                    2 * plan.options().samples + 1,
+                    plan.options().samples
+                        + if plan.groups().len() > 1 {
+                            plan.options().samples + 1
+                        } else {
+                            0
+                        },
                     duration(e.stage_wall_s[3]),
                     e.pairs,
                     duration(e.pair_tests_s),

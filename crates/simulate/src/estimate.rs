@@ -15,8 +15,8 @@
 //!
 //! With a time budget B (`--pair-budget`), each procedure of a size gets B / sizes / 4: it
 //! runs min(R, max(3, what fits)) repetitions, and saturation stops doubling once the next
-//! step would overrun it. Adaptive midpoints then fill what is left of the budget, so a pair
-//! takes at least B when they are on. Without a budget, midpoints are not counted.
+//! step would overrun it. Adaptive midpoints count as 16 more sizes of the average size's
+//! time (the most the test adds), within what is left of the budget.
 //!
 //! Each pair also warms up (16 echoes and 16 synchronous sends of 0 bytes), and each pair of a
 //! group is preceded by a dissemination barrier of the group: ceil(log2 n) rounds of one
@@ -72,22 +72,30 @@ pub fn pair_test_us(
         Some(s) => (r * one).min((MIN_REPS * one).max(s)),
         None => r * one,
     };
-    let mut total = 16.0 * (zero.rtt + zero.rtt.max(zero.os)) + 2.0 * half;
+    let warmup = 16.0 * (zero.rtt + zero.rtt.max(zero.os)) + 2.0 * half;
+    let mut sizes_total = 0.0;
     for &m in &options.sizes {
         let p = link.at(m, eager_limit);
         let echo = 2.0 * link.latency_us + 2.0 * p.g;
-        total += 4.0 * half;
-        total += cut(p.rtt);
-        total += cut(half + p.os.max(p.rtt));
-        total += 3.0 * echo + cut(options.or_wait * echo + p.or);
+        sizes_total += 4.0 * half;
+        sizes_total += cut(p.rtt);
+        sizes_total += cut(half + p.os.max(p.rtt));
+        sizes_total += 3.0 * echo + cut(options.or_wait * echo + p.or);
         if m <= options.saturation_max_size {
-            total += saturation_us(p.g, zero.rtt, jitter_us, share, options);
+            sizes_total += saturation_us(p.g, zero.rtt, jitter_us, share, options);
         }
     }
+    let total = warmup + sizes_total;
+    if !options.adaptive {
+        return total;
+    }
+    // Midpoints: up to `adaptive_budget` more sizes, each about as long as the average size,
+    // while the time budget lasts.
+    let midpoints =
+        options.adaptive_budget as f64 * sizes_total / options.sizes.len().max(1) as f64;
     match budget_us {
-        // Midpoints are measured while the budget lasts.
-        Some(b) if options.adaptive => total.max(b),
-        _ => total,
+        Some(b) => total + midpoints.min((b - total).max(0.0)),
+        None => total + midpoints,
     }
 }
 
@@ -323,12 +331,18 @@ mod tests {
             bounded > floor,
             "{bounded} against three round trips a size, {floor}"
         );
-        // Midpoints fill what the budget leaves.
-        let quick = Link::linear(1.0, (0.5, 1.0), (0.2, 1.0), (0.2, 1.0), 0.01);
+        // Midpoints add up to 16 sizes' time, and never run past the budget.
+        let quick = Link::linear(0.5, (0.1, 10_000.0), (0.1, 10_000.0), (0.1, 10_000.0), 0.01);
         let adaptive = PLogPOptions {
             adaptive: true,
-            ..budget
+            ..budget.clone()
         };
-        assert!(pair_test_us(&quick, 4096, &adaptive, 0.0) >= 50_000.0);
+        let plain = pair_test_us(&quick, 4096, &budget, 0.0);
+        let with_midpoints = pair_test_us(&quick, 4096, &adaptive, 0.0);
+        assert!(
+            with_midpoints > plain && with_midpoints < 50_000.0,
+            "{plain} us without midpoints, {with_midpoints} us with"
+        );
+        assert!(pair_test_us(&link, 4096, &adaptive, 0.0) <= bounded.max(50_000.0));
     }
 }
