@@ -41,6 +41,11 @@ pub struct MeasureArgs {
     /// No progress and no summary on stderr.
     #[arg(long, short)]
     quiet: bool,
+    /// Print the plan (stages, tests, rounds) and its time from a short calibration (a
+    /// screening and a full test inside a host and between two hosts), then stop; nothing is
+    /// written.
+    #[arg(long)]
+    dry_run: bool,
     /// The pair test.
     #[arg(long, value_enum, default_value_t = TestKind::Plogp)]
     test: TestKind,
@@ -236,6 +241,22 @@ pub fn run(args: MeasureArgs) -> Result<()> {
     let (mut test, outputs) = args.test()?;
     let mpi = lgate_mpi::MpiTransport::init_for_pair_tests()?;
     let rank = mpi.rank();
+    if args.dry_run {
+        return match lgate_harness::dry_run(&mpi, test.as_mut(), &options) {
+            Ok(Some(plan)) => {
+                for line in plan.lines {
+                    println!("{line}");
+                }
+                Ok(())
+            }
+            Ok(None) | Err(lgate_harness::HarnessError::Aborted) => Ok(()),
+            Err(e) if e.leaves_others_waiting() => {
+                eprintln!("lgate-plogp: rank {rank}: error: {e}");
+                mpi.abort(1)
+            }
+            Err(e) => Err(e.into()),
+        };
+    }
     match lgate_harness::run(&mpi, test.as_mut(), &options) {
         Ok(Some(report)) => {
             // Measured; now derived, on rank 0 alone, once every rank is done.

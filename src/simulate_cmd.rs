@@ -220,7 +220,12 @@ pub fn run(args: SimulateArgs) -> Result<()> {
                     duration(e.stage_wall_s[0]),
                     plan.rounds(),
                     duration(e.stage_wall_s[1]),
-                    plan.options().alone,
+                    plan.options().alone - plan.options().alone / 2
+                        + if plan.groups().len() > 1 {
+                            plan.options().alone / 2
+                        } else {
+                            0
+                        },
                     duration(e.stage_wall_s[2]),
                     plan.options().samples
                         + if plan.groups().len() > 1 {

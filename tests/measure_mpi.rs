@@ -371,3 +371,60 @@ fn staged_plan_screens_groups_samples_between_and_fills_the_rest() {
         stderr(&out)
     );
 }
+
+#[test]
+fn a_dry_run_prints_the_plan_and_its_cost_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("two.lgate"),
+        "cluster { group { 0,1 } group { 2,3 } }\n",
+    )
+    .unwrap();
+    let out = mpirun(
+        4,
+        &[
+            "measure",
+            "--dry-run",
+            "--out",
+            "run",
+            "--topology",
+            "two.lgate",
+            "--max-size",
+            "4KiB",
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        "plan: staged, 2 group(s)",
+        "stage hosts:   2 screening tests",
+        "stage between: 4 screening tests in 1 rounds",
+        "calibration, the screening test:",
+        "inside a host",
+        "between hosts",
+        "estimated wall time:",
+    ] {
+        assert!(text.contains(line), "{line}: {text}");
+    }
+    assert_eq!(
+        text.matches("plan: staged").count(),
+        1,
+        "rank 0 alone prints"
+    );
+    assert!(!dir.path().join("run").exists(), "nothing is written");
+    let full = mpirun(
+        4,
+        &[
+            "measure",
+            "--dry-run",
+            "--plan",
+            "full",
+            "--max-size",
+            "4KiB",
+        ],
+        dir.path(),
+    );
+    assert!(full.status.success(), "{}", stderr(&full));
+    assert!(String::from_utf8_lossy(&full.stdout).contains("plan: full, 6 pair tests per sweep"));
+}

@@ -26,6 +26,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod dry_run;
 pub mod pair_test;
 pub mod placement;
 pub mod run;
@@ -33,6 +34,7 @@ pub mod schedule;
 pub mod staged;
 pub mod stats;
 
+pub use dry_run::{dry_run, DryRun};
 pub use lgate_transport::{
     barrier, in_process, transport, InProcessTransport, InProcessWorld, LinkModel, PoliteWait,
     SubsetBarrier, Tag, Transport, TransportError,

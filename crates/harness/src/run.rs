@@ -464,7 +464,7 @@ fn drain(t: &dyn Transport, collector: Option<&mut Collector>) -> Result<(), Har
 }
 
 /// Sends every rank's placement to rank 0, which returns them in rank order.
-fn gather(
+pub(crate) fn gather(
     t: &dyn Transport,
     info: &lgate_rundir::RankInfo,
 ) -> Result<Option<Vec<lgate_rundir::RankInfo>>, HarnessError> {
@@ -486,7 +486,7 @@ fn gather(
 }
 
 /// Sends rank 0's plan (or follow-up) to every rank along a binomial tree (log2 P rounds).
-fn broadcast<P: Serialize + DeserializeOwned>(
+pub(crate) fn broadcast<P: Serialize + DeserializeOwned>(
     t: &dyn Transport,
     plan: Option<&P>,
 ) -> Result<P, HarnessError> {
@@ -650,20 +650,7 @@ fn prepare(
                         .into(),
                 ));
             }
-            let mut choices = staged.plan.clone();
-            let mut notes = Vec::new();
-            if choices.concurrency.is_none() {
-                let groups: Vec<Vec<Rank>> = topology
-                    .tree()
-                    .groups()
-                    .iter()
-                    .map(|g| g.to_vec())
-                    .collect();
-                if let Some((n, why)) = placement::shared_machine_concurrency(&infos, &groups) {
-                    choices.concurrency = Some(n);
-                    notes.push(format!("--concurrency {n}: {why}"));
-                }
-            }
+            let (choices, notes) = settle_staged(&staged.plan, &infos, &topology);
             let plan = StagedPlan::new(topology.tree(), size, seed, &choices)?;
             let screen = PingPong::new(staged.screen_sizes.clone(), staged.screen_reps)?;
             let (inside, between) = plan.screening_tests_per_sweep();
@@ -777,6 +764,30 @@ fn prepare(
     Ok(prepared)
 }
 
+/// The staged plan's choices for this machine, and why they differ from `plan`: groups that
+/// share one machine's CPUs test at most half its CPUs' pairs at once (unless the user chose).
+pub(crate) fn settle_staged(
+    plan: &StagedOptions,
+    infos: &[lgate_rundir::RankInfo],
+    topology: &Topology,
+) -> (StagedOptions, Vec<String>) {
+    let mut choices = plan.clone();
+    let mut notes = Vec::new();
+    if choices.concurrency.is_none() {
+        let groups: Vec<Vec<Rank>> = topology
+            .tree()
+            .groups()
+            .iter()
+            .map(|g| g.to_vec())
+            .collect();
+        if let Some((n, why)) = placement::shared_machine_concurrency(infos, &groups) {
+            choices.concurrency = Some(n);
+            notes.push(format!("--concurrency {n}: {why}"));
+        }
+    }
+    (choices, notes)
+}
+
 /// A screening stage's entry as rank 0 keeps it to choose the follow-up.
 fn screened_pair(e: &JournalEntry) -> Option<ScreenedPair> {
     let stage = e
@@ -849,7 +860,7 @@ impl Collector {
             self.screened.extend(screened_pair(&entry));
         }
         self.received += 1;
-        self.progress.advance(self.received as u64);
+        self.progress.advance(self.received as u64, entry.stage);
         if self.stop_after == Some(self.received) {
             self.journal.sync()?;
             return Err(HarnessError::Setup(format!(
@@ -977,7 +988,7 @@ impl Progress {
                 let bar = indicatif::ProgressBar::new(0);
                 bar.set_style(
                     indicatif::ProgressStyle::with_template(
-                        "measure {bar:30} {pos}/{len} pairs  {per_sec}  ETA {eta}",
+                        "measure {msg}{bar:30} {pos}/{len} pairs  {per_sec}  ETA {eta}",
                     )
                     .expect("a valid template"),
                 );
@@ -999,9 +1010,15 @@ impl Progress {
         }
     }
 
-    fn advance(&mut self, done: u64) {
+    fn advance(&mut self, done: u64, stage: Option<Stage>) {
+        let label = stage
+            .map(|s| format!("stage {}, ", s.name()))
+            .unwrap_or_default();
         match self {
-            Progress::Bar(bar) => bar.set_position(done),
+            Progress::Bar(bar) => {
+                bar.set_message(label.replace(", ", " "));
+                bar.set_position(done)
+            }
             Progress::Lines {
                 total,
                 started,
@@ -1013,7 +1030,7 @@ impl Progress {
                     let rate = done as f64 / secs.max(1e-9);
                     let eta = (*total - done) as f64 / rate.max(1e-9);
                     eprintln!(
-                        "measure: {done}/{total} pairs ({:.0}%), {rate:.1} pairs/s, ETA {}",
+                        "measure: {label}{done}/{total} pairs ({:.0}%), {rate:.1} pairs/s, ETA {}",
                         100.0 * done as f64 / (*total).max(1) as f64,
                         humantime::format_duration(Duration::from_secs(eta.round() as u64))
                     );

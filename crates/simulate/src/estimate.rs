@@ -242,7 +242,7 @@ pub fn estimate_staged(
     let with_between = plan.groups().len() > 1;
     let samples_between = if with_between { o.samples + 1 } else { 0 };
     let alone_between = if with_between { o.alone / 2 } else { 0 };
-    let alone_inside = o.alone - alone_between;
+    let alone_inside = o.alone - o.alone / 2;
     let sample_wall = o.samples as f64 * (full_s[deepest] + barrier(2))
         + samples_between as f64 * (full_s[top] + barrier(2));
     let alone_wall = alone_inside as f64 * (screen_s[deepest] + barrier(2))
@@ -257,7 +257,13 @@ pub fn estimate_staged(
     Estimate {
         wall_s: wall,
         pair_tests_s,
-        pairs: (tests_inside + tests_between + o.alone + 2 * o.samples + 1) * sweeps as usize,
+        pairs: (tests_inside
+            + tests_between
+            + alone_inside
+            + alone_between
+            + o.samples
+            + samples_between)
+            * sweeps as usize,
         concurrency: if wall > 0.0 { pair_tests_s / wall } else { 1.0 },
         stage_wall_s: [inside, between, alone_wall, sample_wall].map(|x| x * sweeps as f64),
     }

@@ -1,0 +1,313 @@
+//! `measure --dry-run`: the plan a run would follow and what it would cost, from a short
+//! calibration (one screening test and one full test inside a host and between two hosts),
+//! without measuring or writing anything.
+
+use std::time::Instant;
+
+use lgate_topology::Rank;
+use serde::{Deserialize, Serialize};
+
+use crate::pair_test::{PairTest, PingPong, Role};
+use crate::run::{broadcast, gather, resolve_topology, settle_staged, PlanKind, RunOptions};
+use crate::schedule::{Pair, Schedule};
+use crate::staged::StagedPlan;
+use crate::{placement, HarnessError, SubsetBarrier, Tag, Transport};
+
+/// One calibration test: a pair, and whether it runs the screening test.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+struct Calibration {
+    pair: Pair,
+    screen: bool,
+}
+
+/// What a dry run tells: the plan, its calibration and its estimate, a line each.
+#[derive(Debug, Clone)]
+pub struct DryRun {
+    /// The lines to print.
+    pub lines: Vec<String>,
+}
+
+/// The calibration pairs: the first two ranks of the first group that has two, and the first
+/// rank of the first group with the first of the second and of the last group (neighbours in
+/// rank order are often under one switch, the ends of the job under different ones).
+fn calibration_pairs(groups: &[Vec<Rank>]) -> Vec<Pair> {
+    let inside = groups
+        .iter()
+        .find(|g| g.len() >= 2)
+        .map(|g| Pair::new(g[0], g[1]));
+    let near = (groups.len() >= 2).then(|| Pair::new(groups[0][0], groups[1][0]));
+    let far = (groups.len() >= 3).then(|| Pair::new(groups[0][0], groups[groups.len() - 1][0]));
+    [inside, near, far].into_iter().flatten().collect()
+}
+
+/// Prints nothing and measures nothing: every rank calls this, rank 0 returns what a run with
+/// `options` and `test` would do and cost.
+pub fn dry_run(
+    t: &dyn Transport,
+    test: &mut dyn PairTest,
+    options: &RunOptions,
+) -> Result<Option<DryRun>, HarnessError> {
+    let size = t.size();
+    if size < 2 {
+        return Err(HarnessError::Setup(
+            "a dry run needs the job's ranks: launch it as the run would be launched".into(),
+        ));
+    }
+    let infos = gather(t, &placement::this_rank(t))?;
+    // Rank 0 settles the plan and the calibration tests; the others learn the tests.
+    let settled = match infos {
+        Some(infos) => {
+            let prepared = (|| {
+                let hosts: Vec<String> = infos.iter().map(|i| i.host.clone()).collect();
+                let topology = resolve_topology(&options.topology, &hosts)?;
+                let groups: Vec<Vec<Rank>> = topology
+                    .tree()
+                    .groups()
+                    .iter()
+                    .map(|g| g.to_vec())
+                    .collect();
+                let screening = matches!(options.plan, PlanKind::Staged(_));
+                let mut tests = Vec::new();
+                for pair in calibration_pairs(&groups) {
+                    if screening {
+                        tests.push(Calibration { pair, screen: true });
+                    }
+                    tests.push(Calibration {
+                        pair,
+                        screen: false,
+                    });
+                }
+                Ok::<_, HarnessError>((topology, groups, infos, tests))
+            })();
+            match prepared {
+                Ok(p) => {
+                    broadcast(t, Some(&Some(p.3.clone())))?;
+                    Some(p)
+                }
+                Err(e) => {
+                    broadcast::<Option<Vec<Calibration>>>(t, Some(&None))?;
+                    return Err(e);
+                }
+            }
+        }
+        None => None,
+    };
+    let tests: Vec<Calibration> = match &settled {
+        Some(p) => p.3.clone(),
+        None => match broadcast::<Option<Vec<Calibration>>>(t, None)? {
+            Some(tests) => tests,
+            None => return Err(HarnessError::Aborted),
+        },
+    };
+
+    let took =
+        calibrate(t, test, options, &tests).map_err(|e| HarnessError::Measuring(Box::new(e)))?;
+    let Some((topology, groups, infos, _)) = settled else {
+        return Ok(None);
+    };
+    Ok(Some(estimate(
+        options, &tests, &took, &topology, &groups, &infos,
+    )?))
+}
+
+/// Runs the calibration tests one at a time across the job; rank 0 returns each one's time as
+/// its sender measured it.
+fn calibrate(
+    t: &dyn Transport,
+    test: &mut dyn PairTest,
+    options: &RunOptions,
+    tests: &[Calibration],
+) -> Result<Vec<f64>, HarnessError> {
+    let (rank, size) = (t.rank(), t.size());
+    let all: Vec<Rank> = (0..size).collect();
+    let everyone = SubsetBarrier::new(&all, rank).expect("every rank is in the job");
+    let mut screen = match &options.plan {
+        PlanKind::Staged(s) => Some(PingPong::new(s.screen_sizes.clone(), s.screen_reps)?),
+        PlanKind::Full => None,
+    };
+    let mut took = Vec::with_capacity(tests.len());
+    for (k, c) in tests.iter().enumerate() {
+        everyone.wait::<HarnessError>(t, 0xD7_0000 + k as u64, &mut || Ok(()))?;
+        if c.pair.contains(rank) {
+            let role = if rank == c.pair.i {
+                Role::Sender
+            } else {
+                Role::Receiver
+            };
+            let which: &mut dyn PairTest = match (c.screen, screen.as_mut()) {
+                (true, Some(s)) => s,
+                _ => &mut *test,
+            };
+            let start = Instant::now();
+            which.run(t, c.pair, role)?;
+            let seconds = start.elapsed().as_secs_f64();
+            if role == Role::Sender && rank != 0 {
+                t.send_polite(0, Tag::RESULT, &seconds.to_le_bytes())?;
+            }
+            if role == Role::Sender && rank == 0 {
+                took.push(seconds);
+            }
+        }
+        if rank == 0 && c.pair.i != 0 {
+            let mut bytes = [0u8; 8];
+            t.recv(c.pair.i, Tag::RESULT, &mut bytes)?;
+            took.push(f64::from_le_bytes(bytes));
+        }
+    }
+    everyone.wait::<HarnessError>(t, 0xD7_FFFF, &mut || Ok(()))?;
+    Ok(took)
+}
+
+/// What the plan costs, from the calibration's times.
+fn estimate(
+    options: &RunOptions,
+    tests: &[Calibration],
+    took: &[f64],
+    topology: &lgate_topology::Topology,
+    groups: &[Vec<Rank>],
+    infos: &[lgate_rundir::RankInfo],
+) -> Result<DryRun, HarnessError> {
+    let size = infos.len();
+    // The times of one test and kind of pair: their mean and the slowest.
+    let times_of = |screen: bool, inside: bool| -> Vec<f64> {
+        tests
+            .iter()
+            .zip(took)
+            .filter(|(c, _)| {
+                c.screen == screen
+                    && groups
+                        .iter()
+                        .any(|g| g.contains(&c.pair.i) && g.contains(&c.pair.j))
+                        == inside
+            })
+            .map(|(_, &s)| s)
+            .collect()
+    };
+    let time_of = |screen: bool, inside: bool| {
+        let v = times_of(screen, inside);
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    };
+    let slowest =
+        |screen: bool, inside: bool| times_of(screen, inside).into_iter().reduce(f64::max);
+    let group_of = |r: Rank| groups.iter().position(|g| g.contains(&r));
+    let inside = |p: Pair| group_of(p.i) == group_of(p.j);
+    let mut lines = Vec::new();
+    let calibrated = |what: &str, screen: bool| {
+        let part = |inside: bool, name: &str| {
+            let v = times_of(screen, inside);
+            let lo = v.iter().copied().reduce(f64::min)?;
+            let hi = v.iter().copied().reduce(f64::max)?;
+            Some(if v.len() > 1 {
+                format!("{}-{} {name}", human(lo), human(hi))
+            } else {
+                format!("{} {name}", human(lo))
+            })
+        };
+        let parts: Vec<String> = [part(true, "inside a host"), part(false, "between hosts")]
+            .into_iter()
+            .flatten()
+            .collect();
+        format!("calibration, {what}: {}", parts.join(", "))
+    };
+    let sweeps = options.sweeps as f64;
+    let wall = match &options.plan {
+        PlanKind::Full => {
+            let schedule = Schedule::new(topology.tree(), size, 0, options.fast)?;
+            let (ti, tb) = (
+                time_of(false, true).unwrap_or(0.0),
+                time_of(false, false).unwrap_or(0.0),
+            );
+            lines.push(format!(
+                "plan: full, {} pair tests per sweep, {} sweep(s), {} group(s) side by side at most",
+                schedule.pairs_per_sweep(),
+                options.sweeps,
+                schedule.leaf_count()
+            ));
+            lines.push(calibrated("the full test", false));
+            schedule.critical_path(|p| if inside(p) { ti } else { tb }, |_| 0.0) * sweeps
+        }
+        PlanKind::Staged(staged) => {
+            let (choices, notes) = settle_staged(&staged.plan, infos, topology);
+            let plan = StagedPlan::new(topology.tree(), size, 0, &choices)?;
+            let screen = |p: Pair| {
+                let v = time_of(true, inside(p));
+                v.unwrap_or(0.0)
+            };
+            let (hosts_s, between_s) = plan.screening_time(|_, p| screen(p), |_| 0.0);
+            let (tests_inside, tests_between) = plan.screening_tests_per_sweep();
+            let (si, sb) = (
+                time_of(true, true).unwrap_or(0.0),
+                time_of(true, false).unwrap_or(0.0),
+            );
+            let (pi, pb) = (
+                time_of(false, true).unwrap_or(0.0),
+                time_of(false, false).unwrap_or(0.0),
+            );
+            let several = groups.len() > 1;
+            let o = plan.options();
+            let alone_between = if several { o.alone / 2 } else { 0 };
+            let alone_s = (o.alone - o.alone / 2) as f64 * si + alone_between as f64 * sb;
+            let sample_between = if several { o.samples + 1 } else { 0 };
+            // The sample spreads over the distances, and adds the slowest pair between hosts.
+            let sample_s = o.samples as f64 * pi
+                + (sample_between.saturating_sub(1)) as f64 * pb
+                + if several {
+                    slowest(false, false).unwrap_or(pb)
+                } else {
+                    0.0
+                };
+            lines.push(format!(
+                "plan: staged, {} group(s), {} sweep(s){}",
+                groups.len(),
+                options.sweeps,
+                choices
+                    .concurrency
+                    .map(|c| format!(", at most {c} test(s) at once"))
+                    .unwrap_or_default()
+            ));
+            lines.extend(notes.iter().map(|n| format!("  {n}")));
+            lines.push(format!(
+                "stage hosts:   {tests_inside} screening tests, every group at once: {}",
+                human(hosts_s * sweeps)
+            ));
+            lines.push(format!(
+                "stage between: {tests_between} screening tests in {} rounds: {}",
+                plan.rounds(),
+                human(between_s * sweeps)
+            ));
+            lines.push(format!(
+                "stage alone:   {} screening tests one at a time: {}",
+                o.alone - o.alone / 2 + alone_between,
+                human(alone_s * sweeps)
+            ));
+            lines.push(format!(
+                "stage sample:  {} full tests one at a time: {}",
+                o.samples + sample_between,
+                human(sample_s * sweeps)
+            ));
+            lines.push(calibrated("the screening test", true));
+            lines.push(calibrated("the full test", false));
+            (hosts_s + between_s + alone_s + sample_s) * sweeps
+        }
+    };
+    lines.push(format!(
+        "estimated wall time: {} (barriers and bookkeeping not counted); nothing was written",
+        human(wall)
+    ));
+    Ok(DryRun { lines })
+}
+
+/// A duration as people read it.
+fn human(s: f64) -> String {
+    match s {
+        s if s < 1e-3 => format!("{:.0} us", s * 1e6),
+        s if s < 1.0 => format!("{:.1} ms", s * 1e3),
+        s if s < 60.0 => format!("{s:.1} s"),
+        s if s < 3600.0 => format!("{} min {} s", (s / 60.0) as u64, (s % 60.0) as u64),
+        s => format!(
+            "{} h {} min",
+            (s / 3600.0) as u64,
+            ((s % 3600.0) / 60.0) as u64
+        ),
+    }
+}
