@@ -210,6 +210,9 @@ fn print_summary(report: &RunReport, derived: &[String]) {
                 match stage.stage {
                     lgate_rundir::Stage::Hosts => "  (screening every pair inside each host)",
                     lgate_rundir::Stage::Between => "  (screening sampled pairs between hosts)",
+                    lgate_rundir::Stage::Refine => {
+                        "  (screening more pairs of hosts whose samples disagree)"
+                    }
                     lgate_rundir::Stage::Alone => "  (screened pairs again, one at a time)",
                     lgate_rundir::Stage::Sample => "  (the full test for a sample of pairs)",
                 }

@@ -34,6 +34,10 @@ pub struct PlanArgs {
     /// side by side.
     #[arg(long, default_value_t = StagedOptions::default().alone, value_name = "N")]
     alone: usize,
+    /// Staged: the most extra screening tests for pairs of hosts whose K samples disagree
+    /// (several rails, one slow link), screened one at a time.
+    #[arg(long, default_value_t = StagedOptions::default().refine, value_name = "N")]
+    refine: usize,
     /// Staged: the most pair tests running at once across the machine [default: one per
     /// host].
     #[arg(long, value_name = "N")]
@@ -54,6 +58,7 @@ impl PlanArgs {
                 pairs_between: self.pairs_between,
                 samples: self.samples,
                 alone: self.alone,
+                refine: self.refine,
                 concurrency: self.concurrency,
             },
             screen_sizes: if self.screen_size.0 == 0 {

@@ -226,14 +226,14 @@ pub fn run(args: SimulateArgs) -> Result<()> {
                         } else {
                             0
                         },
-                    duration(e.stage_wall_s[2]),
+                    duration(e.stage_wall_s[3]),
                     plan.options().samples
                         + if plan.groups().len() > 1 {
                             plan.options().samples + 1
                         } else {
                             0
                         },
-                    duration(e.stage_wall_s[3]),
+                    duration(e.stage_wall_s[4]),
                     e.pairs,
                     duration(e.pair_tests_s),
                     duration(e.wall_s),

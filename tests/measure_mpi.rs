@@ -320,6 +320,9 @@ fn staged_plan_screens_groups_samples_between_and_fills_the_rest() {
             "8",
             "--pairs-between",
             "2",
+            // Exact counts: refinement follows the values measured (simulate_cli covers it).
+            "--refine",
+            "0",
         ],
         dir.path(),
     );

@@ -364,12 +364,13 @@ fn a_staged_run_fills_what_it_did_not_measure_and_still_finds_every_level() {
         &std::fs::read_to_string(d.join("staged/matrices/index.json")).unwrap(),
     )
     .unwrap();
-    // Inside each of 8 nodes every pair (8 x 496), between 28 pairs of nodes 4 each.
-    assert_eq!(index["measured"]["measured_pairs"], 8 * 496 + 28 * 4);
-    assert_eq!(
-        index["measured"]["filled_pairs"],
-        256 * 255 / 2 - (8 * 496 + 28 * 4)
-    );
+    // Inside each of 8 nodes every pair (8 x 496), between 28 pairs of nodes 4 each, and the
+    // pairs refinement added where a pair of nodes' samples disagree (if any).
+    let screen = std::fs::read_to_string(d.join("staged/screen.csv")).unwrap();
+    let refined = screen.lines().filter(|l| l.contains(",refine,")).count() / 2;
+    let measured = 8 * 496 + 28 * 4 + refined;
+    assert_eq!(index["measured"]["measured_pairs"], measured);
+    assert_eq!(index["measured"]["filled_pairs"], 256 * 255 / 2 - measured);
     assert_eq!(
         index["candidates"],
         serde_json::json!(["rtt:0", "rtt:64KiB"])
@@ -384,7 +385,11 @@ fn a_staged_run_fills_what_it_did_not_measure_and_still_finds_every_level() {
         .iter()
         .map(|s| s["stage"].as_str().unwrap())
         .collect();
-    assert_eq!(stages, ["hosts", "between", "alone", "sample"]);
+    let expected: Vec<&str> = ["hosts", "between", "refine", "alone", "sample"]
+        .into_iter()
+        .filter(|&s| s != "refine" || refined > 0)
+        .collect();
+    assert_eq!(stages, expected);
     assert!(d.join("staged/measurements.parquet").exists());
 
     // The estimate lays out the stages; the full plan's is far longer.

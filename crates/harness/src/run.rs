@@ -391,7 +391,7 @@ fn measure(
             let follow_up: FollowUp = match collector.as_mut() {
                 Some(c) => {
                     c.collect_all(t)?;
-                    let chosen = choose_follow_up(&c.screened, choices);
+                    let chosen = choose_follow_up(&c.screened, &plan);
                     let left = (0..options.sweeps)
                         .flat_map(|sweep| follow_up_tests(&chosen, sweep).collect::<Vec<_>>())
                         .filter(|x| !done.contains(x))
@@ -425,14 +425,10 @@ fn measure(
 
 /// The tests of a follow-up in one sweep.
 fn follow_up_tests(f: &FollowUp, sweep: u32) -> impl Iterator<Item = StagedTest> + '_ {
-    f.alone
-        .iter()
-        .map(|&p| (Stage::Alone, p))
-        .chain(f.sample.iter().map(|&p| (Stage::Sample, p)))
-        .map(move |(stage, pair)| StagedTest {
-            stage,
-            test: SweepPair { sweep, pair },
-        })
+    f.tests().map(move |(stage, pair)| StagedTest {
+        stage,
+        test: SweepPair { sweep, pair },
+    })
 }
 
 /// The screening distance of a screening result: the median round trip at its largest size.
@@ -748,7 +744,7 @@ fn prepare(
                 (Scheduled::Full(valid), None) if valid.contains(&test) => prepared.done.push(test),
                 (Scheduled::Staged(valid), Some(stage)) => {
                     let t = StagedTest { stage, test };
-                    let follow_up = matches!(stage, Stage::Alone | Stage::Sample);
+                    let follow_up = matches!(stage, Stage::Refine | Stage::Alone | Stage::Sample);
                     if !(valid.contains(&t) || follow_up && e.sweep < options.sweeps) {
                         return Err(unscheduled(e));
                     }

@@ -7,12 +7,15 @@
 //!    even); in each round every group meets one other, all meetings of a round at the same
 //!    time, and a meeting tests `K` sampled rank pairs one after another, so a host's link
 //!    carries one test at a time. `H (H - 1) / 2 * K` tests in `H - 1` rounds.
-//! 3. **alone**: a few pairs of the stages above tested again, one at a time across the
+//! 3. **refine**: pairs of groups whose K samples disagree beyond the spread that is usual
+//!    between samples of one pair of groups (several rails, one slow link) get more pairs,
+//!    screened one at a time, within a budget.
+//! 4. **alone**: a few pairs of the stages above tested again, one at a time across the
 //!    machine: the bias of measuring side by side, reported rather than assumed away.
-//! 4. **sample**: the full pair test for pairs spread over the screening's distances, inside
+//! 5. **sample**: the full pair test for pairs spread over the screening's distances, inside
 //!    groups and between them, and the slowest pair between groups (a slow host).
 //!
-//! Stages 1-2 are fixed by the topology and the seed; stages 3-4 are chosen by rank 0 from the
+//! Stages 1-2 are fixed by the topology and the seed; stages 3-5 are chosen by rank 0 from the
 //! screening results, deterministically, so a resumed run chooses them again alike.
 //!
 //! Nothing here grows as P^2 except stage 1's pairs inside a group: the program of a rank is
@@ -37,6 +40,9 @@ pub struct StagedOptions {
     pub samples: usize,
     /// Screened pairs tested again alone, to measure the bias of testing side by side.
     pub alone: usize,
+    /// The most extra screening tests for pairs of groups whose samples disagree.
+    #[serde(default)]
+    pub refine: usize,
     /// The most pair tests running at once across the machine; unbounded when `None`.
     pub concurrency: Option<usize>,
 }
@@ -47,6 +53,7 @@ impl Default for StagedOptions {
             pairs_between: 4,
             samples: 3,
             alone: 8,
+            refine: 32,
             concurrency: None,
         }
     }
@@ -103,9 +110,11 @@ pub struct ScreenedPair {
     pub value: f64,
 }
 
-/// The pairs rank 0 chose for stages 3-4, the same on every rank.
+/// The pairs rank 0 chose for stages 3-5, the same on every rank.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FollowUp {
+    /// More pairs of groups whose samples disagree, screened.
+    pub refine: Vec<Pair>,
     /// Pairs screened again alone.
     pub alone: Vec<Pair>,
     /// Pairs given the full test.
@@ -113,15 +122,16 @@ pub struct FollowUp {
 }
 
 impl FollowUp {
-    /// The tests of stages 3-4 in the order they run, per sweep.
-    fn tests(&self) -> impl Iterator<Item = (Stage, Pair)> + '_ {
-        self.alone
+    /// The tests of stages 3-5 in the order they run, per sweep.
+    pub fn tests(&self) -> impl Iterator<Item = (Stage, Pair)> + '_ {
+        self.refine
             .iter()
-            .map(|&p| (Stage::Alone, p))
+            .map(|&p| (Stage::Refine, p))
+            .chain(self.alone.iter().map(|&p| (Stage::Alone, p)))
             .chain(self.sample.iter().map(|&p| (Stage::Sample, p)))
     }
 
-    /// The ranks taking part in stages 3-4, ascending.
+    /// The ranks taking part in stages 3-5, ascending.
     pub fn members(&self) -> Vec<Rank> {
         let mut m: Vec<Rank> = self.tests().flat_map(|(_, p)| [p.i, p.j]).collect();
         m.sort_unstable();
@@ -460,7 +470,7 @@ impl StagedPlan {
         })
     }
 
-    /// `rank`'s program for stages 3-4: the chosen tests one at a time, per sweep.
+    /// `rank`'s program for stages 3-5: the chosen tests one at a time, per sweep.
     pub fn follow_up_program<'a>(
         &'a self,
         rank: Rank,
@@ -542,10 +552,12 @@ impl StagedPlan {
     }
 }
 
-/// The pairs rank 0 chooses for stages 3-4 from the screening: for each kind of pair (inside
+/// The pairs rank 0 chooses for stages 3-5 from the screening of `plan`: more pairs for the
+/// pairs of groups whose samples disagree (see [`refinement`]); for each kind of pair (inside
 /// groups, between groups), `samples` pairs at evenly spread quantiles of its distances, and
 /// the slowest pair between groups; `alone` pairs spread the same way over both kinds.
-pub fn choose_follow_up(screened: &[ScreenedPair], options: &StagedOptions) -> FollowUp {
+pub fn choose_follow_up(screened: &[ScreenedPair], plan: &StagedPlan) -> FollowUp {
+    let options = plan.options();
     let spread = |stage: Stage, count: usize| -> Vec<Pair> {
         let mut of_stage: Vec<&ScreenedPair> =
             screened.iter().filter(|s| s.stage == stage).collect();
@@ -574,7 +586,77 @@ pub fn choose_follow_up(screened: &[ScreenedPair], options: &StagedOptions) -> F
     let half = options.alone / 2;
     let mut alone = spread(Stage::Hosts, options.alone - half);
     alone.extend(spread(Stage::Between, half));
-    FollowUp { alone, sample }
+    FollowUp {
+        refine: refinement(screened, plan),
+        alone,
+        sample,
+    }
+}
+
+/// A pair of groups' samples disagree when the slowest is this much above the fastest, and
+/// more than twice as far above it as is usual for the job's pairs of groups.
+const DISAGREE: f64 = 1.25;
+
+/// More pairs for the pairs of groups whose K samples disagree (the slowest over the fastest
+/// above 1.25, and more than twice the usual excess), the most disagreeing first, each given
+/// as many new pairs as it had samples, within `options.refine` tests.
+pub fn refinement(screened: &[ScreenedPair], plan: &StagedPlan) -> Vec<Pair> {
+    let budget = plan.options().refine;
+    if budget == 0 {
+        return Vec::new();
+    }
+    let group_of = plan.group_of();
+    let mut by_groups: std::collections::BTreeMap<(usize, usize), Vec<f64>> = Default::default();
+    for s in screened.iter().filter(|s| s.stage == Stage::Between) {
+        let (a, b) = (group_of[s.pair.i], group_of[s.pair.j]);
+        by_groups
+            .entry((a.min(b), a.max(b)))
+            .or_default()
+            .push(s.value);
+    }
+    let spreads: Vec<((usize, usize), f64, usize)> = by_groups
+        .iter()
+        .filter(|(_, v)| v.len() >= 2)
+        .map(|(&k, v)| {
+            let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = v.iter().copied().fold(0.0, f64::max);
+            (k, if lo > 0.0 { hi / lo } else { 1.0 }, v.len())
+        })
+        .collect();
+    if spreads.is_empty() {
+        return Vec::new();
+    }
+    let mut usual: Vec<f64> = spreads.iter().map(|s| s.1).collect();
+    usual.sort_by(f64::total_cmp);
+    let usual = usual[usual.len() / 2];
+    let mut flagged: Vec<&((usize, usize), f64, usize)> = spreads
+        .iter()
+        .filter(|s| s.1 > DISAGREE && s.1 - 1.0 > 2.0 * (usual - 1.0))
+        .collect();
+    flagged.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
+    let mut out = Vec::new();
+    for &&((a, b), _, count) in &flagged {
+        let measured = plan.meeting_pairs(a, b);
+        let (ga, gb) = (&plan.groups()[a], &plan.groups()[b]);
+        // Along diagonals of the two groups' ranks, skipping the pairs already screened.
+        let more = (0..gb.len())
+            .flat_map(|d| (0..ga.len()).map(move |x| Pair::new(ga[x], gb[(x + d + 1) % gb.len()])))
+            .filter(|p| !measured.contains(p));
+        let mut added = 0;
+        for p in more {
+            if out.len() == budget || added == count {
+                break;
+            }
+            if !out.contains(&p) {
+                out.push(p);
+                added += 1;
+            }
+        }
+        if out.len() == budget {
+            break;
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -735,7 +817,13 @@ mod tests {
                 value: 10.0 + k as f64,
             });
         }
-        let f = choose_follow_up(&screened, &StagedOptions::default());
+        let two = tree("cluster { group { 0-29 } group { 30-59 } }");
+        let plan = StagedPlan::new(&two, 60, 1, &StagedOptions::default()).unwrap();
+        let f = choose_follow_up(&screened, &plan);
+        assert!(
+            f.refine.is_empty(),
+            "one pair of groups: nothing to compare it with"
+        );
         assert_eq!(f.sample.len(), 3 + 3 + 1);
         assert!(f.sample.contains(&Pair::new(19, 49)), "the slowest");
         let inside: Vec<f64> = f
@@ -751,8 +839,58 @@ mod tests {
         assert_eq!(f.alone.len(), 8);
         let mut shuffled = screened.clone();
         shuffled.reverse();
-        assert_eq!(choose_follow_up(&shuffled, &StagedOptions::default()), f);
+        assert_eq!(choose_follow_up(&shuffled, &plan), f);
         let members = f.members();
         assert!(members.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn groups_whose_samples_disagree_get_more_pairs() {
+        let plan = StagedPlan::new(&hosts(3, 4), 12, 1, &StagedOptions::default()).unwrap();
+        let mut screened = Vec::new();
+        for (a, b, values) in [
+            (0, 1, [1.0, 1.0, 1.02, 1.0]),
+            (0, 2, [1.0, 1.05, 1.0, 1.0]),
+            // One of four samples three times the others: a slow link, or another rail.
+            (1, 2, [1.0, 1.0, 3.0, 1.0]),
+        ] {
+            for (pair, value) in plan.meeting_pairs(a, b).into_iter().zip(values) {
+                screened.push(ScreenedPair {
+                    stage: Stage::Between,
+                    pair,
+                    value,
+                });
+            }
+        }
+        let refine = refinement(&screened, &plan);
+        assert_eq!(refine.len(), 4, "as many as it had samples: {refine:?}");
+        let measured = plan.meeting_pairs(1, 2);
+        for p in &refine {
+            assert_eq!((p.i / 4, p.j / 4), (1, 2), "{p:?}");
+            assert!(!measured.contains(p), "{p:?} was screened already");
+        }
+        // The budget bounds it; none, and nothing is added.
+        let small = StagedPlan::new(
+            &hosts(3, 4),
+            12,
+            1,
+            &StagedOptions {
+                refine: 2,
+                ..StagedOptions::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(refinement(&screened, &small).len(), 2);
+        let none = StagedPlan::new(
+            &hosts(3, 4),
+            12,
+            1,
+            &StagedOptions {
+                refine: 0,
+                ..StagedOptions::default()
+            },
+        )
+        .unwrap();
+        assert!(refinement(&screened, &none).is_empty());
     }
 }

@@ -131,7 +131,14 @@ fn stages_screen_inside_and_between_then_sample() {
     assert_eq!(plan.screening_tests, [18, 12]);
     let summary = meta.summary.unwrap();
     let stages: Vec<Stage> = summary.stages.iter().map(|s| s.stage).collect();
-    assert_eq!(stages, Stage::ALL.to_vec());
+    let ran: Vec<Stage> = Stage::ALL
+        .into_iter()
+        .filter(|&s| count(&keys, s) > 0)
+        .collect();
+    assert_eq!(stages, ran);
+    for s in [Stage::Hosts, Stage::Between, Stage::Alone, Stage::Sample] {
+        assert!(stages.contains(&s), "{s:?}");
+    }
     let report = reports[0].as_ref().unwrap();
     assert_eq!(report.summary.pairs_measured, keys.len());
 }
@@ -166,8 +173,10 @@ fn a_killed_staged_run_resumes_with_nothing_twice() {
         let reports = world().run(|t| run(&t, &mut Full::default(), &resume).unwrap());
         let report = reports[0].as_ref().unwrap();
         assert_eq!(report.resumed_pairs, stop);
-        assert_eq!(report.summary.pairs_measured, expected.len() - stop);
         let keys = journal(&out);
+        // The follow-up depends on the values measured (refinement, the sample), so the
+        // resumed run's size is its own journal's.
+        assert_eq!(report.summary.pairs_measured, keys.len() - stop);
         let unique: BTreeSet<&Key> = keys.iter().collect();
         assert_eq!(unique.len(), keys.len(), "nothing measured twice");
         // The same tests as an uninterrupted run, for the stages the seed fixes; the

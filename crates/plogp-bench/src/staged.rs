@@ -103,7 +103,9 @@ pub fn write_staged_outputs(
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    let concurrent = |e: &JournalEntry| matches!(e.stage, Some(Stage::Hosts | Stage::Between));
+    // Every screening but the alone re-tests, which would count a pair twice.
+    let concurrent =
+        |e: &JournalEntry| matches!(e.stage, Some(Stage::Hosts | Stage::Between | Stage::Refine));
     let filled = fill_matrices(
         screened
             .iter()

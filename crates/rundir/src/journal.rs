@@ -41,6 +41,8 @@ pub enum Stage {
     Hosts,
     /// Screening tests of sampled pairs between groups, in tournament rounds.
     Between,
+    /// Screening tests of more pairs between groups whose samples disagree, one at a time.
+    Refine,
     /// Screening tests of a sample of the pairs above again, one at a time: the interference.
     Alone,
     /// The full pair test of a sample of pairs from each class the screening found.
@@ -49,13 +51,20 @@ pub enum Stage {
 
 impl Stage {
     /// Every stage, in order.
-    pub const ALL: [Stage; 4] = [Stage::Hosts, Stage::Between, Stage::Alone, Stage::Sample];
+    pub const ALL: [Stage; 5] = [
+        Stage::Hosts,
+        Stage::Between,
+        Stage::Refine,
+        Stage::Alone,
+        Stage::Sample,
+    ];
 
     /// The stage's name in the journal and the tables.
     pub fn name(self) -> &'static str {
         match self {
             Stage::Hosts => "hosts",
             Stage::Between => "between",
+            Stage::Refine => "refine",
             Stage::Alone => "alone",
             Stage::Sample => "sample",
         }

@@ -49,9 +49,9 @@ pub struct Estimate {
     pub pairs: usize,
     /// How many pair tests run at once on average: the sum over the wall time.
     pub concurrency: f64,
-    /// A staged run's wall time per stage (hosts, between, alone, sample), seconds; zeros for
-    /// the full plan.
-    pub stage_wall_s: [f64; 4],
+    /// A staged run's wall time per stage (hosts, between, refine, alone, sample), seconds;
+    /// zeros for the full plan. Refinement depends on the values measured and is not counted.
+    pub stage_wall_s: [f64; 5],
 }
 
 /// The time of one pair test over `link`, microseconds, with `jitter_us` of noise per batch
@@ -176,7 +176,7 @@ pub fn estimate(
         pair_tests_s,
         pairs,
         concurrency: if wall > 0.0 { pair_tests_s / wall } else { 1.0 },
-        stage_wall_s: [0.0; 4],
+        stage_wall_s: [0.0; 5],
     }
 }
 
@@ -265,7 +265,7 @@ pub fn estimate_staged(
             + samples_between)
             * sweeps as usize,
         concurrency: if wall > 0.0 { pair_tests_s / wall } else { 1.0 },
-        stage_wall_s: [inside, between, alone_wall, sample_wall].map(|x| x * sweeps as f64),
+        stage_wall_s: [inside, between, 0.0, alone_wall, sample_wall].map(|x| x * sweeps as f64),
     }
 }
 

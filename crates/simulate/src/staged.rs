@@ -206,8 +206,16 @@ impl Simulation<'_> {
                 })
             })
             .collect();
-        let follow_up = choose_follow_up(&screened, &staged.plan);
+        let follow_up = choose_follow_up(&screened, &plan);
         for sweep in 0..o.sweeps {
+            for &pair in &follow_up.refine {
+                entries.push(entry(
+                    Stage::Refine,
+                    sweep,
+                    pair,
+                    screen(Stage::Refine, sweep, pair),
+                ));
+            }
             for &pair in &follow_up.alone {
                 entries.push(entry(
                     Stage::Alone,
