@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use lgate_harness::TopologySource;
+use lgate_harness::{human_duration, TopologySource};
 use lgate_plogp_bench::{MessageSize, OutputOptions, PLogPOptions};
 use lgate_simulate::{MachineModel, Placement, SimulateOptions, Simulation};
 
@@ -217,26 +217,26 @@ pub fn run(args: SimulateArgs) -> Result<()> {
                     plan.groups().len(),
                     topology_name(&options.topology),
                     options.sweeps,
-                    duration(e.stage_wall_s[0]),
+                    human_duration(e.stage_wall_s[0]),
                     plan.rounds(),
-                    duration(e.stage_wall_s[1]),
+                    human_duration(e.stage_wall_s[1]),
                     plan.options().alone - plan.options().alone / 2
                         + if plan.groups().len() > 1 {
                             plan.options().alone / 2
                         } else {
                             0
                         },
-                    duration(e.stage_wall_s[3]),
+                    human_duration(e.stage_wall_s[3]),
                     plan.options().samples
                         + if plan.groups().len() > 1 {
                             plan.options().samples + 1
                         } else {
                             0
                         },
-                    duration(e.stage_wall_s[4]),
+                    human_duration(e.stage_wall_s[4]),
                     e.pairs,
-                    duration(e.pair_tests_s),
-                    duration(e.wall_s),
+                    human_duration(e.pair_tests_s),
+                    human_duration(e.wall_s),
                     e.concurrency
                 )
             }
@@ -257,9 +257,9 @@ pub fn run(args: SimulateArgs) -> Result<()> {
                     topology_name(&options.topology),
                     options.sweeps,
                     e.pairs,
-                    duration(e.pair_tests_s / e.pairs.max(1) as f64),
-                    duration(e.pair_tests_s),
-                    duration(e.wall_s),
+                    human_duration(e.pair_tests_s / e.pairs.max(1) as f64),
+                    human_duration(e.pair_tests_s),
+                    human_duration(e.wall_s),
                     e.concurrency
                 )
             }
@@ -289,20 +289,5 @@ fn topology_name(topology: &TopologySource) -> String {
         TopologySource::None => "one pair at a time (no --topology)".to_string(),
         TopologySource::Auto => "one group per host (--topology auto)".to_string(),
         TopologySource::File(p) => format!("topology {}", p.display()),
-    }
-}
-
-/// A duration as people read it: 850 us, 12.3 ms, 4.2 s, 3 min 20 s, 2 h 5 min.
-fn duration(s: f64) -> String {
-    match s {
-        s if s < 1e-3 => format!("{:.0} us", s * 1e6),
-        s if s < 1.0 => format!("{:.1} ms", s * 1e3),
-        s if s < 60.0 => format!("{s:.1} s"),
-        s if s < 3600.0 => format!("{} min {} s", (s / 60.0) as u64, (s % 60.0) as u64),
-        s => format!(
-            "{} h {} min",
-            (s / 3600.0) as u64,
-            ((s % 3600.0) / 60.0) as u64
-        ),
     }
 }

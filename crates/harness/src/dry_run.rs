@@ -198,9 +198,9 @@ fn estimate(
             let lo = v.iter().copied().reduce(f64::min)?;
             let hi = v.iter().copied().reduce(f64::max)?;
             Some(if v.len() > 1 {
-                format!("{}-{} {name}", human(lo), human(hi))
+                format!("{}-{} {name}", human_duration(lo), human_duration(hi))
             } else {
-                format!("{} {name}", human(lo))
+                format!("{} {name}", human_duration(lo))
             })
         };
         let parts: Vec<String> = [part(true, "inside a host"), part(false, "between hosts")]
@@ -268,22 +268,22 @@ fn estimate(
             lines.extend(notes.iter().map(|n| format!("  {n}")));
             lines.push(format!(
                 "stage hosts:   {tests_inside} screening tests, every group at once: {}",
-                human(hosts_s * sweeps)
+                human_duration(hosts_s * sweeps)
             ));
             lines.push(format!(
                 "stage between: {tests_between} screening tests in {} rounds: {}",
                 plan.rounds(),
-                human(between_s * sweeps)
+                human_duration(between_s * sweeps)
             ));
             lines.push(format!(
                 "stage alone:   {} screening tests one at a time: {}",
                 o.alone - o.alone / 2 + alone_between,
-                human(alone_s * sweeps)
+                human_duration(alone_s * sweeps)
             ));
             lines.push(format!(
                 "stage sample:  {} full tests one at a time: {}",
                 o.samples + sample_between,
-                human(sample_s * sweeps)
+                human_duration(sample_s * sweeps)
             ));
             lines.push(calibrated("the screening test", true));
             lines.push(calibrated("the full test", false));
@@ -292,13 +292,13 @@ fn estimate(
     };
     lines.push(format!(
         "estimated wall time: {} (barriers and bookkeeping not counted); nothing was written",
-        human(wall)
+        human_duration(wall)
     ));
     Ok(DryRun { lines })
 }
 
-/// A duration as people read it.
-fn human(s: f64) -> String {
+/// A duration in seconds as people read it: 850 us, 12.3 ms, 4.2 s, 3 min 20 s, 2 h 5 min.
+pub fn human_duration(s: f64) -> String {
     match s {
         s if s < 1e-3 => format!("{:.0} us", s * 1e6),
         s if s < 1.0 => format!("{:.1} ms", s * 1e3),

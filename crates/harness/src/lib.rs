@@ -34,7 +34,7 @@ pub mod schedule;
 pub mod staged;
 pub mod stats;
 
-pub use dry_run::{dry_run, DryRun};
+pub use dry_run::{dry_run, human_duration, DryRun};
 pub use lgate_transport::{
     barrier, in_process, transport, InProcessTransport, InProcessWorld, LinkModel, PoliteWait,
     SubsetBarrier, Tag, Transport, TransportError,

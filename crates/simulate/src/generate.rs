@@ -503,31 +503,7 @@ impl<'a> Simulation<'a> {
             pairs_per_sweep: schedule.pairs_per_sweep(),
             plan: None,
         };
-        let mut meta = RunMeta {
-            mpi: [
-                ("library_version".to_string(), serde_json::Value::from("none: simulated by lgate-plogp simulate")),
-                (
-                    "control_variables".to_string(),
-                    serde_json::json!({"total": 1, "protocol": {"eager_limit": self.model.eager_limit_bytes}}),
-                ),
-            ]
-            .into_iter()
-            .collect(),
-            launcher: LauncherInfo {
-                kind: "simulated".into(),
-                command_line: None,
-                environment: Default::default(),
-            },
-            simulation: Some(self.record()),
-            ..RunMeta::started(
-                o.tool.clone(),
-                o.command_line.clone(),
-                test,
-                schedule_info,
-                self.layout.rank_infos(),
-                start,
-            )
-        };
+        let mut meta = self.simulated_meta(test, schedule_info, start);
         run.write_meta(&meta)?;
 
         let sweeps: Vec<u32> = (0..o.sweeps).collect();
@@ -589,6 +565,45 @@ impl<'a> Simulation<'a> {
             files,
             wall_s,
         })
+    }
+
+    /// The `meta.json` of a simulated run as it starts: the true placement, no MPI, the
+    /// simulation's record.
+    pub(crate) fn simulated_meta(
+        &self,
+        test: TestInfo,
+        schedule: ScheduleInfo,
+        start: String,
+    ) -> RunMeta {
+        let o = self.options;
+        RunMeta {
+            mpi: [
+                (
+                    "library_version".to_string(),
+                    serde_json::Value::from("none: simulated by lgate-plogp simulate"),
+                ),
+                (
+                    "control_variables".to_string(),
+                    serde_json::json!({"total": 1, "protocol": {"eager_limit": self.model.eager_limit_bytes}}),
+                ),
+            ]
+            .into_iter()
+            .collect(),
+            launcher: LauncherInfo {
+                kind: "simulated".into(),
+                command_line: None,
+                environment: Default::default(),
+            },
+            simulation: Some(self.record()),
+            ..RunMeta::started(
+                o.tool.clone(),
+                o.command_line.clone(),
+                test,
+                schedule,
+                self.layout.rank_infos(),
+                start,
+            )
+        }
     }
 
     /// What `meta.json` keeps of the simulation: the model and the artifacts drawn.

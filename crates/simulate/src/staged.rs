@@ -15,8 +15,8 @@ use lgate_harness::{
 };
 use lgate_plogp_bench::write_staged_outputs;
 use lgate_rundir::{
-    JournalEntry, LauncherInfo, PlanInfo, RunDir, RunMeta, RunStatus, RunSummary, ScheduleInfo,
-    Stage, StageSummary, TestInfo,
+    JournalEntry, PlanInfo, RunDir, RunStatus, RunSummary, ScheduleInfo, Stage, StageSummary,
+    TestInfo,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -136,31 +136,11 @@ impl Simulation<'_> {
                 notes: Vec::new(),
             }),
         };
-        let mut meta = RunMeta {
-            mpi: [(
-                "library_version".to_string(),
-                serde_json::Value::from("none: simulated by lgate-plogp simulate"),
-            )]
-            .into_iter()
-            .collect(),
-            launcher: LauncherInfo {
-                kind: "simulated".into(),
-                command_line: None,
-                environment: Default::default(),
-            },
-            simulation: Some(self.record()),
-            ..RunMeta::started(
-                o.tool.clone(),
-                o.command_line.clone(),
-                TestInfo {
-                    name: "plogp".into(),
-                    parameters: serde_json::to_value(&plogp).expect("options serialise"),
-                },
-                schedule_info,
-                self.layout().rank_infos(),
-                start,
-            )
+        let test = TestInfo {
+            name: "plogp".into(),
+            parameters: serde_json::to_value(&plogp).expect("options serialise"),
         };
+        let mut meta = self.simulated_meta(test, schedule_info, start);
         run.write_meta(&meta)?;
 
         // Stages 1-2, then the follow-up rank 0 would choose from them.

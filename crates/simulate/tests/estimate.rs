@@ -73,16 +73,21 @@ fn measured_link() -> Link {
     }
 }
 
+/// Asserts that `took` is within a factor 1.5 of `predicted`, either way.
+fn within_one_and_a_half(what: &str, took: f64, predicted: f64) {
+    let ratio = took / predicted;
+    assert!(
+        (0.67..=1.5).contains(&ratio),
+        "{what} took {took:.3} s, the estimate says {predicted:.3} s (ratio {ratio:.2})"
+    );
+}
+
 #[test]
 fn the_screening_test_and_a_budgeted_pair_test_take_the_estimated_time() {
     // The staged plan's screening test: echoes at 0 and 1 KiB.
     let took = least_of_three(|| Box::new(PingPong::new(vec![0, 1024], 8).unwrap()));
     let predicted = screen_test_us(&measured_link(), usize::MAX, &[0, 1024], 8) * 1e-6;
-    let ratio = took / predicted;
-    assert!(
-        (0.67..=1.5).contains(&ratio),
-        "the screening test took {took:.3} s, the estimate says {predicted:.3} s ({ratio:.2})"
-    );
+    within_one_and_a_half("the screening test", took, predicted);
     // A PLogP test whose budget (0.15 s) is far below its 32 repetitions' time (about 1 s).
     let options = PLogPOptions {
         sizes: vec![0, 256, 1024],
@@ -94,11 +99,7 @@ fn the_screening_test_and_a_budgeted_pair_test_take_the_estimated_time() {
     };
     let took = least_of_three(|| Box::new(PLogP::new(options.clone()).unwrap()));
     let predicted = pair_test_us(&measured_link(), usize::MAX, &options, 0.0) * 1e-6;
-    let ratio = took / predicted;
-    assert!(
-        (0.67..=1.5).contains(&ratio),
-        "the budgeted pair test took {took:.3} s, the estimate says {predicted:.3} s ({ratio:.2})"
-    );
+    within_one_and_a_half("the budgeted pair test", took, predicted);
 }
 
 #[test]
@@ -113,9 +114,5 @@ fn a_pair_test_takes_the_estimated_time() {
     };
     let took = least_of_three(|| Box::new(PLogP::new(options.clone()).unwrap()));
     let predicted = pair_test_us(&measured_link(), usize::MAX, &options, 0.0) * 1e-6;
-    let ratio = took / predicted;
-    assert!(
-        (0.67..=1.5).contains(&ratio),
-        "the pair test took {took:.3} s, the estimate says {predicted:.3} s (ratio {ratio:.2})"
-    );
+    within_one_and_a_half("the pair test", took, predicted);
 }
