@@ -125,7 +125,18 @@ fn heatmap(args: HeatmapArgs) -> Result<()> {
     if !(args.clip > 0.5 && args.clip <= 1.0) {
         anyhow::bail!("--clip must be above 0.5 and at most 1");
     }
-    let input = lgate_cluster::load(&args.input, args.matrix.as_deref())?;
+    // The matrix `cluster` would take: a staged run's screening size that shows most levels.
+    let input = match args.matrix.as_deref() {
+        Some(name) => lgate_cluster::load(&args.input, Some(name))?,
+        None => {
+            let mut inputs = lgate_cluster::load_candidates(&args.input)?;
+            if inputs.len() == 1 {
+                inputs.remove(0)
+            } else {
+                lgate_cluster::default_clustering(&args.input)?.0
+            }
+        }
+    };
     let unit = args.unit.clone().unwrap_or_else(|| {
         if args.input.is_dir() {
             "us".into()
@@ -133,8 +144,9 @@ fn heatmap(args: HeatmapArgs) -> Result<()> {
             String::new()
         }
     });
-    let mut figure =
-        Heatmap::new(&input.matrix, &input.source, &unit).with_clip_quantile(args.clip);
+    let mut figure = Heatmap::new(&input.matrix, &input.source, &unit)
+        .with_clip_quantile(args.clip)
+        .with_note(input.filled_note());
     if let Some(path) = &args.topology {
         let (topology, _) = lgate_topology::format::read_file(path, None)?;
         figure = figure

@@ -392,6 +392,25 @@ fn a_staged_run_fills_what_it_did_not_measure_and_still_finds_every_level() {
     assert_eq!(stages, expected);
     assert!(d.join("staged/measurements.parquet").exists());
 
+    // Plots and the report read a staged run, and say what share was filled.
+    success(lgate_plogp_in(
+        d,
+        &["plot", "heatmap", "staged", "--output", "staged.png"],
+    ));
+    success(lgate_plogp_in(
+        d,
+        &["plot", "curves", "staged", "--output", "curves.png"],
+    ));
+    success(lgate_plogp_in(
+        d,
+        &["report", "staged", "--output", "staged.html"],
+    ));
+    let html = std::fs::read_to_string(d.join("staged.html")).unwrap();
+    assert!(
+        html.contains("of pairs not measured, filled from their hosts"),
+        "plan row"
+    );
+
     // The estimate lays out the stages; the full plan's is far longer.
     let staged = success(lgate_plogp_in(
         d,

@@ -44,6 +44,20 @@ pub struct ClusterInput {
     pub warnings: Vec<String>,
     /// The placement a run recorded (none for a plain matrix), to name the levels found.
     pub placement: Option<Truth>,
+    /// For a staged run: pairs filled in (not measured), and all pairs.
+    pub filled: Option<(usize, usize)>,
+}
+
+impl ClusterInput {
+    /// A line saying what share of the pairs was filled in, when some were.
+    pub fn filled_note(&self) -> Option<String> {
+        self.filled.filter(|&(f, _)| f > 0).map(|(f, total)| {
+            format!(
+                "{:.1}% of pairs not measured, filled from their hosts' pairs",
+                100.0 * f as f64 / total.max(1) as f64
+            )
+        })
+    }
 }
 
 impl ClusterInput {
@@ -67,6 +81,13 @@ impl ClusterInput {
 /// The topology `cluster` finds with its defaults on a run's default matrix (or the best of
 /// its candidates), its levels named after the run's placement where they match it.
 pub fn default_topology(run: &Path) -> Result<lgate_topology::Topology, InputError> {
+    let (input, tree) = default_clustering(run)?;
+    input.topology(&tree)
+}
+
+/// The matrix `cluster` takes with its defaults (the best of a staged run's candidates) and
+/// the hierarchy it finds there.
+pub fn default_clustering(run: &Path) -> Result<(ClusterInput, crate::Tree), InputError> {
     let inputs = load_candidates(run)?;
     let (input, tree, _) = choose_by_levels(inputs, |i| {
         Ok::<_, InputError>(crate::auto(
@@ -74,7 +95,7 @@ pub fn default_topology(run: &Path) -> Result<lgate_topology::Topology, InputErr
             &crate::AutoParams::default(),
         ))
     })?;
-    input.topology(&tree)
+    Ok((input, tree))
 }
 
 /// The inputs `cluster` tries when no matrix is named: a run's candidate matrices (a staged
@@ -160,6 +181,7 @@ pub fn load(path: &Path, matrix: Option<&str>) -> Result<ClusterInput, InputErro
             warnings: read.warnings,
             matrix: read.matrix,
             placement: None,
+            filled: None,
         });
     }
     let run = lgate_rundir::RunDir::open(path)?;
@@ -215,6 +237,10 @@ pub fn load(path: &Path, matrix: Option<&str>) -> Result<ClusterInput, InputErro
         source: format!("{} ({})", file.display(), chosen.name),
         warnings: read.warnings,
         placement: Some(meta.known_placement()),
+        filled: index
+            .measured
+            .as_ref()
+            .map(|m| (m.filled_pairs, m.filled_pairs + m.measured_pairs)),
     })
 }
 

@@ -30,8 +30,8 @@ mod test_matrices;
 pub use auto::{auto, separation_of, AutoParams, Tree, View};
 pub use hdbscan::{hdbscan, Hdbscan, HdbscanParams};
 pub use input::{
-    choose_by_levels, default_topology, load, load_candidates, read_truth, ClusterInput,
-    InputError, Truth,
+    choose_by_levels, default_clustering, default_topology, load, load_candidates, read_truth,
+    ClusterInput, InputError, Truth,
 };
 pub use linkage::{profile_distances, Dendrogram, Linkage};
 pub use score::{accuracy, adjusted_rand_index, name_levels, score_levels, LevelScore, ScoreError};

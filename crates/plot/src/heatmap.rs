@@ -37,6 +37,7 @@ pub struct Heatmap<'a> {
     /// Per level, coarsest first: the positions (in `order`) where a new group starts.
     boundaries: Vec<(String, Vec<usize>)>,
     clip_quantile: f64,
+    note: Option<String>,
 }
 
 impl<'a> Heatmap<'a> {
@@ -49,7 +50,14 @@ impl<'a> Heatmap<'a> {
             order: (0..matrix.len()).collect(),
             boundaries: Vec::new(),
             clip_quantile: 0.95,
+            note: None,
         }
+    }
+
+    /// Adds a note to the line under the title (such as the share of pairs filled in).
+    pub fn with_note(mut self, note: Option<String>) -> Self {
+        self.note = note;
+        self
     }
 
     /// Orders the ranks as the leaves of `topology` and draws its groups' boundaries. The
@@ -327,7 +335,10 @@ impl Figure for Heatmap<'_> {
             "no values clipped".to_string()
         };
         root.draw(&Text::new(
-            format!("{n} ranks; {clipped}"),
+            match &self.note {
+                Some(note) => format!("{n} ranks; {clipped}; {note}"),
+                None => format!("{n} ranks; {clipped}"),
+            },
             (LEFT, 38),
             font(13.0),
         ))

@@ -67,7 +67,8 @@ pub fn report_html(run: &Path, inputs: &ReportInputs) -> Result<String, PlotErro
     let report: Option<Value> = std::fs::read_to_string(run.join("report.json"))
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok());
-    let input = lgate_cluster::load(run, None).map_err(|e| input_err(e.to_string()))?;
+    let (input, _) =
+        lgate_cluster::default_clustering(run).map_err(|e| input_err(e.to_string()))?;
     let title = format!("lgate-plogp report: {}", run.display());
 
     let mut html = String::new();
@@ -127,6 +128,16 @@ pub fn report_html(run: &Path, inputs: &ReportInputs) -> Result<String, PlotErro
             meta.schedule.pairs_per_sweep
         ),
     );
+    if let Some(plan) = &meta.schedule.plan {
+        let mut text = format!("{} {}", plan.name, plan.parameters);
+        if let Some(note) = input.filled_note() {
+            text.push_str(&format!("; {note} (matrices/measured.csv)"));
+        }
+        for note in &plan.notes {
+            text.push_str(&format!("; {note}"));
+        }
+        row(&mut html, "plan", &text);
+    }
     row(&mut html, "launcher", &meta.launcher.kind);
     if let Some(v) = meta.mpi.get("library_version") {
         row(
@@ -174,7 +185,8 @@ pub fn report_html(run: &Path, inputs: &ReportInputs) -> Result<String, PlotErro
         &input.matrix,
         &format!("{} (rank order)", input.source),
         "us",
-    );
+    )
+    .with_note(input.filled_note());
     html.push_str(&img(&plain, "heat map in rank order")?);
     html.push('\n');
     let ordered = Heatmap::new(
@@ -182,6 +194,7 @@ pub fn report_html(run: &Path, inputs: &ReportInputs) -> Result<String, PlotErro
         &format!("{} (topology order)", input.source),
         "us",
     )
+    .with_note(input.filled_note())
     .with_topology(inputs.topology)?;
     html.push_str(&img(&ordered, "heat map in topology order")?);
     html.push('\n');
