@@ -256,6 +256,32 @@ fn emit(
             s.push_str(&lgate_topology::level_summary(&topology));
         }
         eprint!("{s}");
+        if algo == "auto" {
+            let slow = lgate_cluster::slow_ranks(input.matrix.values());
+            if !slow.is_empty() {
+                let ranks: Vec<usize> = slow.iter().map(|&(i, _)| input.ranks[i]).collect();
+                let mut hosts: Vec<&str> = match &input.hosts {
+                    Some(h) => ranks
+                        .iter()
+                        .filter_map(|&r| h.get(r))
+                        .map(|h| h.as_str())
+                        .collect(),
+                    None => Vec::new(),
+                };
+                hosts.sort_unstable();
+                hosts.dedup();
+                let (lo, hi) = slow.iter().fold((f64::MAX, 0.0f64), |(lo, hi), &(_, f)| {
+                    (lo.min(f), hi.max(f))
+                });
+                eprintln!(
+                    "  slow ranks: {} ({}{}), {lo:.2}-{hi:.2}x the usual distance towards every \
+                     other rank; their pairs were scaled down before clustering",
+                    lgate_topology::sorted_rank_list(&ranks),
+                    if hosts.is_empty() { "" } else { "on " },
+                    hosts.join(", ")
+                );
+            }
+        }
     }
     Ok(())
 }

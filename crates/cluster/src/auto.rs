@@ -498,12 +498,70 @@ fn groups_of(members: &[usize], labels: &[usize]) -> Vec<Vec<usize>> {
 /// The hierarchy `auto` finds in a distance matrix.
 pub fn auto(d: &Array2<f64>, p: &AutoParams) -> Tree {
     let all: Vec<usize> = (0..d.nrows()).collect();
+    let slow = slow_ranks(d);
+    if !slow.is_empty() {
+        // Every pair touching a slow rank is divided by its slowness, so one slow node does
+        // not lift its pairs over the next level's distances.
+        let mut m = d.as_standard_layout().into_owned();
+        let n = m.nrows();
+        let mut factor = vec![1.0; n];
+        for &(r, f) in &slow {
+            factor[r] = f;
+        }
+        for i in 0..n {
+            for j in 0..n {
+                let f = factor[i].max(factor[j]);
+                if f > 1.0 {
+                    m[[i, j]] /= f;
+                }
+            }
+        }
+        return split(&m, &all, p);
+    }
     // Rows are read as slices: a column-major matrix is copied once.
     if d.is_standard_layout() {
         split(d, &all, p)
     } else {
         split(&d.as_standard_layout().into_owned(), &all, p)
     }
+}
+
+/// A rank whose median distance is this many times the ranks' usual median is slow.
+const SLOW_RANK: f64 = 1.15;
+
+/// Ranks slow towards every other rank (a slow node, a rank on a busy core), with how many
+/// times slower: a rank's median distance over the median of all ranks' medians, when at
+/// least 1.15 and for at most a third of the ranks. In a machine whose ranks all see the same
+/// mix of levels, a rank's median distance is the same for every rank; a slow node's ranks
+/// see it multiplied. (Ranks of a smaller node see more of the far levels and are not
+/// flagged unless their median moves past 15 %.)
+pub fn slow_ranks(d: &Array2<f64>) -> Vec<(usize, f64)> {
+    let n = d.nrows();
+    if n < 8 {
+        return Vec::new();
+    }
+    let medians: Vec<f64> = (0..n)
+        .into_par_iter()
+        .map(|i| {
+            let mut row: Vec<f64> = (0..n).filter(|&j| j != i).map(|j| d[[i, j]]).collect();
+            median(&mut row)
+        })
+        .collect();
+    let mut sorted = medians.clone();
+    let usual = median(&mut sorted);
+    if usual <= 0.0 {
+        return Vec::new();
+    }
+    let slow: Vec<(usize, f64)> = medians
+        .iter()
+        .enumerate()
+        .map(|(i, &m)| (i, m / usual))
+        .filter(|&(_, f)| f >= SLOW_RANK)
+        .collect();
+    if slow.len() * 3 > n {
+        return Vec::new();
+    }
+    slow
 }
 
 fn split(d: &Array2<f64>, members: &[usize], p: &AutoParams) -> Tree {

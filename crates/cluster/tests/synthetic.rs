@@ -1,5 +1,5 @@
 //! `auto` on synthetic machines with the artifacts the thesis reports: log-normal noise,
-//! random outlier entries, a slow first pair (ranks 0 and 1), and one slow rank.
+//! random outlier entries, a slow first pair (ranks 0 and 1), one slow rank, and one slow node.
 
 use lgate_cluster::{adjusted_rand_index, auto, topology_of, AutoParams};
 use ndarray::Array2;
@@ -62,6 +62,64 @@ fn nodes_and_sockets_survive_noise_outliers_and_a_slow_pair() {
             );
         }
         assert_eq!(found.len(), 2, "seed {seed}: extra levels {:?}", t.levels());
+    }
+}
+
+#[test]
+fn one_slow_node_does_not_hide_the_levels() {
+    // 2 switches x 2 nodes x 2 sockets x 8 cores at FRAM's proportions (0.27 / 0.43 / 0.69 /
+    // 0.89 us); every pair touching node 2 is 1.4 times slower, which lifts that node's pairs
+    // across nodes (0.97) over the others' pairs across switches (0.89), and its pairs across
+    // sockets (0.6) near the pairs across nodes.
+    let n = 64;
+    let switch = |r: usize| r / 32;
+    let node = |r: usize| r / 16;
+    let socket = |r: usize| r / 8;
+    for seed in 0..20 {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut d = Array2::zeros((n, n));
+        for i in 0..n {
+            for j in i + 1..n {
+                let base = if switch(i) != switch(j) {
+                    0.89
+                } else if node(i) != node(j) {
+                    0.69
+                } else if socket(i) != socket(j) {
+                    0.43
+                } else {
+                    0.27
+                };
+                let z: f64 = rng.random_range(-1.0..1.0) * 0.02 * 1.7;
+                let slow = if node(i) == 2 || node(j) == 2 {
+                    1.4
+                } else {
+                    1.0
+                };
+                d[[i, j]] = base * z.exp() * slow;
+                d[[j, i]] = d[[i, j]];
+            }
+        }
+        let t = topology_of(&auto(&d, &AutoParams::default()), n, None).unwrap();
+        let found: Vec<Vec<usize>> = t.levels().iter().map(|l| l.labels(n)).collect();
+        for (name, level) in [
+            ("switch", &switch as &dyn Fn(usize) -> usize),
+            ("node", &node),
+            ("socket", &socket),
+        ] {
+            let truth: Vec<usize> = (0..n).map(level).collect();
+            let best = found
+                .iter()
+                .map(|f| adjusted_rand_index(&truth, f))
+                .fold(0.0, f64::max);
+            assert_eq!(best, 1.0, "seed {seed}: {name}; levels {:?}", t.levels());
+        }
+        assert_eq!(found.len(), 3, "seed {seed}: extra levels {:?}", t.levels());
+        // The slow node is named, with its factor.
+        let slow = lgate_cluster::slow_ranks(&d);
+        assert_eq!(slow.len(), 16, "seed {seed}: {slow:?}");
+        assert!(slow
+            .iter()
+            .all(|&(r, f)| node(r) == 2 && (1.3..1.5).contains(&f)));
     }
 }
 
