@@ -674,8 +674,7 @@ fn prepare(
     };
     let schedule_info = ScheduleInfo {
         topology_source: options.topology.describe(),
-        topology: serde_json::from_str(&format::to_string(&topology, TopologyFormat::Json))
-            .expect("topology JSON parses"),
+        topology: lgate_topology::json::to_value(&topology),
         sweeps: options.sweeps,
         seed,
         fast_fraction: options.fast,

@@ -115,11 +115,7 @@ impl Simulation<'_> {
         let plogp = self.plogp_options();
         let schedule_info = ScheduleInfo {
             topology_source: o.topology.describe(),
-            topology: serde_json::from_str(&lgate_topology::format::to_string(
-                &topology,
-                lgate_topology::TopologyFormat::Json,
-            ))
-            .expect("topology JSON parses"),
+            topology: lgate_topology::json::to_value(&topology),
             sweeps: o.sweeps,
             seed: o.seed,
             fast_fraction: None,

@@ -141,6 +141,12 @@ fn node_of(node: Node, path: &str) -> Result<TopologyNode, TopologyError> {
     }
 }
 
+/// The topology as a JSON value (the document [`to_string`] writes), for embedding in other
+/// JSON files such as a run's meta.json.
+pub fn to_value(topology: &Topology) -> serde_json::Value {
+    serde_json::from_str(&to_string(topology)).expect("the topology's JSON parses")
+}
+
 /// Writes a topology as a JSON document: one line per group and level, ranks kept on one line.
 pub fn to_string(topology: &Topology) -> String {
     let mut out = String::new();
