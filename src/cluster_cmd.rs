@@ -235,6 +235,9 @@ fn emit(
     let text = writer
         .write(&topology, &context)
         .with_context(|| args.input.display().to_string())?;
+    if let Some(out) = args.output.as_deref() {
+        crate::output::refuse_inputs(out, &[&args.input])?;
+    }
     write_output(args.output.as_deref(), &text)?;
     if !args.quiet {
         for w in &input.warnings {

@@ -1,7 +1,7 @@
 //! Where command output goes: stdout, or a file replaced atomically.
 
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
@@ -16,6 +16,70 @@ pub fn write_output(path: Option<&Path>, text: &str) -> Result<()> {
     };
     lgate_output::write_atomic(path, text.as_bytes())
         .with_context(|| format!("{}: cannot write", path.display()))
+}
+
+/// The files a run directory holds for its own use: its record and what was derived from it.
+const RUN_FILES: &[&str] = &[
+    lgate_rundir::META_FILE,
+    lgate_rundir::JOURNAL_FILE,
+    "measurements.parquet",
+    "measurements.csv",
+    "raw.parquet",
+    "raw.csv",
+    "report.json",
+    "screen.csv",
+    "pingpong.csv",
+];
+
+/// The absolute path `path` names, whether or not it exists yet.
+fn resolved(path: &Path) -> Option<PathBuf> {
+    if let Ok(p) = path.canonicalize() {
+        return Some(p);
+    }
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.canonicalize().ok()?,
+        _ => std::env::current_dir().ok()?,
+    };
+    Some(parent.join(path.file_name()?))
+}
+
+/// Refuses an output that would replace one of the command's `inputs`: the same file, or a
+/// file a run directory among them keeps for itself (meta.json, the journal, the tables,
+/// `matrices/`, report.json). Other files may be written into a run directory.
+pub fn refuse_inputs(output: &Path, inputs: &[&Path]) -> Result<()> {
+    let Some(out) = resolved(output) else {
+        return Ok(());
+    };
+    for input in inputs {
+        let Ok(input) = input.canonicalize() else {
+            continue;
+        };
+        if out == input {
+            anyhow::bail!(
+                "{}: this is the input; write the output elsewhere",
+                output.display()
+            );
+        }
+        if input.join(lgate_rundir::META_FILE).is_file() {
+            if let Ok(inside) = out.strip_prefix(&input) {
+                let first = inside.components().next().map(|c| c.as_os_str().to_owned());
+                let owned = first.is_some_and(|f| {
+                    f == lgate_rundir::MATRICES_DIR
+                        || RUN_FILES.iter().any(|name| f == *name)
+                            && inside.components().count() == 1
+                });
+                if owned {
+                    anyhow::bail!(
+                        "{}: this file belongs to the run {}, which is the input; write the \
+                         output elsewhere",
+                        output.display(),
+                        input.display()
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Whether an error is only stdout closing early (`lgate-plogp ... | head`).

@@ -93,6 +93,7 @@ pub fn run(command: PlotCommand) -> Result<()> {
 
 fn bcast(args: BcastPlotArgs) -> Result<()> {
     lgate_plot::ImageFormat::of(&args.output)?;
+    crate::output::refuse_inputs(&args.output, &[&args.tuning])?;
     let figure = lgate_plot::BcastFigure::of_file(&args.tuning)?;
     save(&figure, &args.output)?;
     eprintln!("wrote {}", args.output.display());
@@ -101,6 +102,7 @@ fn bcast(args: BcastPlotArgs) -> Result<()> {
 
 fn dendrogram(args: DendrogramArgs) -> Result<()> {
     lgate_plot::ImageFormat::of(&args.output)?;
+    crate::output::refuse_inputs(&args.output, &[&args.input])?;
     let (topology, title) = if args.input.is_dir() {
         (
             lgate_cluster::default_topology(&args.input)?,
@@ -122,6 +124,7 @@ fn dendrogram(args: DendrogramArgs) -> Result<()> {
 
 fn heatmap(args: HeatmapArgs) -> Result<()> {
     lgate_plot::ImageFormat::of(&args.output)?;
+    crate::output::refuse_inputs(&args.output, &[&args.input])?;
     if !(args.clip > 0.5 && args.clip <= 1.0) {
         anyhow::bail!("--clip must be above 0.5 and at most 1");
     }
@@ -160,6 +163,7 @@ fn heatmap(args: HeatmapArgs) -> Result<()> {
 
 fn curves(args: CurvesArgs) -> Result<()> {
     lgate_plot::ImageFormat::of(&args.output)?;
+    crate::output::refuse_inputs(&args.output, &[&args.run])?;
     let pairs = args
         .pairs
         .as_ref()
@@ -203,6 +207,7 @@ pub fn report(args: ReportArgs) -> Result<()> {
     if !args.run.is_dir() {
         anyhow::bail!("{}: not a run directory", args.run.display());
     }
+    crate::output::refuse_inputs(&args.output, &[&args.run])?;
     let (topology, source) = match &args.topology {
         Some(path) => (
             lgate_topology::format::read_file(path, None)?.0,

@@ -81,6 +81,9 @@ pub fn run(cmd: TopologyCommand) -> Result<()> {
             let text = writer
                 .write(&topology, &context)
                 .with_context(|| source.clone())?;
+            if let Some(out) = output.as_deref() {
+                crate::output::refuse_inputs(out, &[&input.file])?;
+            }
             write_output(output.as_deref(), &text)
         }
         TopologyCommand::Check { input } => {

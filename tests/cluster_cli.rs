@@ -246,3 +246,103 @@ fn one_rank_and_asymmetric_input() {
         "{stderr}"
     );
 }
+
+#[test]
+fn outputs_never_replace_their_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let run = d.join("run");
+    let out = lgate_plogp(&[
+        "simulate",
+        "--preset",
+        "fram",
+        "--machine",
+        "switch=1,node=2,socket=2,core=4",
+        "--out",
+        run.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta = std::fs::read(run.join("meta.json")).unwrap();
+    let matrix = run.join("matrices/rtt_0.csv");
+    let copy = d.join("m.csv");
+    std::fs::copy(&matrix, &copy).unwrap();
+    let r = run.to_str().unwrap();
+    let path = |p: &Path| p.to_str().unwrap().to_string();
+    let refused: Vec<Vec<String>> = vec![
+        vec![
+            "cluster".into(),
+            r.into(),
+            "--output".into(),
+            path(&run.join("meta.json")),
+        ],
+        vec![
+            "cluster".into(),
+            r.into(),
+            "--output".into(),
+            path(&run.join("matrices/x.json")),
+        ],
+        vec![
+            "cluster".into(),
+            path(&copy),
+            "--output".into(),
+            path(&copy),
+        ],
+        vec![
+            "report".into(),
+            r.into(),
+            "--output".into(),
+            path(&run.join("report.json")),
+        ],
+        vec![
+            "plot".into(),
+            "heatmap".into(),
+            r.into(),
+            "--output".into(),
+            path(&run.join("matrices/heat.png")),
+        ],
+    ];
+    for args in &refused {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = lgate_plogp(&args);
+        assert!(!out.status.success(), "{args:?} was allowed");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("write the output elsewhere"),
+            "{args:?}: {err}"
+        );
+    }
+    assert_eq!(
+        std::fs::read(run.join("meta.json")).unwrap(),
+        meta,
+        "the run is intact"
+    );
+    assert_eq!(
+        std::fs::read(&copy).unwrap(),
+        std::fs::read(&matrix).unwrap()
+    );
+    // A new file beside the run's own is fine, and so is replacing it.
+    let topology = run.join("topology.json");
+    for _ in 0..2 {
+        let out = lgate_plogp(&["cluster", r, "--output", topology.to_str().unwrap(), "-q"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = lgate_plogp(&[
+        "topology",
+        "convert",
+        topology.to_str().unwrap(),
+        "--to",
+        "lgate",
+        "--output",
+        topology.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success(), "convert over its own input");
+}
