@@ -543,6 +543,8 @@ struct Prepared {
     screened: Vec<ScreenedPair>,
     /// The staged plan's choices for this machine.
     staged: Option<StagedOptions>,
+    /// A finished run's end and summary, kept when resuming it measures nothing more.
+    finished: Option<(Option<String>, Option<RunSummary>)>,
 }
 
 impl Prepared {
@@ -707,6 +709,7 @@ fn prepare(
         staged_done: Vec::new(),
         screened: Vec::new(),
         staged: settled,
+        finished: None,
     };
     if let (Some(old), Some(scheduled)) = (previous, scheduled) {
         let run = &prepared.run;
@@ -754,6 +757,9 @@ fn prepare(
             }
         }
         prepared.meta.start = old.start;
+        if old.status == RunStatus::Complete {
+            prepared.finished = Some((old.end, old.summary));
+        }
     }
     prepared.run.write_meta(&prepared.meta)?;
     Ok(prepared)
@@ -926,10 +932,15 @@ impl Collector {
                     .collect()
             },
         };
+        // Re-deriving a finished run measures nothing: its record of the measuring stays.
+        let (end, recorded) = match self.prepared.finished.take() {
+            Some((end, Some(old))) if self.received == 0 => (end, old),
+            _ => (Some(now_rfc3339()), summary.clone()),
+        };
         let meta = RunMeta {
             status: RunStatus::Complete,
-            end: Some(now_rfc3339()),
-            summary: Some(summary.clone()),
+            end,
+            summary: Some(recorded),
             ..self.prepared.meta
         };
         self.prepared.run.write_meta(&meta)?;

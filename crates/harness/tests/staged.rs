@@ -191,3 +191,25 @@ fn a_killed_staged_run_resumes_with_nothing_twice() {
         assert_eq!(count(&keys, Stage::Alone), count(&expected, Stage::Alone));
     }
 }
+
+#[test]
+fn resuming_a_finished_run_keeps_its_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.lgate");
+    std::fs::write(&path, TOPOLOGY).unwrap();
+    let out = dir.path().join("run");
+    let opts = staged(&out, TopologySource::File(path.clone()));
+    InProcessWorld::new(12).run(|t| run(&t, &mut Full::default(), &opts).unwrap());
+    let before = RunDir::open(&out).unwrap().read_meta().unwrap();
+    let mut resume = staged(&out, TopologySource::File(path));
+    resume.resume = true;
+    let reports = InProcessWorld::new(12).run(|t| run(&t, &mut Full::default(), &resume).unwrap());
+    assert_eq!(reports[0].as_ref().unwrap().summary.pairs_measured, 0);
+    let after = RunDir::open(&out).unwrap().read_meta().unwrap();
+    assert_eq!(
+        after.summary, before.summary,
+        "the measuring's record stays"
+    );
+    assert_eq!(after.end, before.end);
+    assert_eq!(after.status, RunStatus::Complete);
+}
