@@ -60,12 +60,7 @@ pub fn dry_run(
             let prepared = (|| {
                 let hosts: Vec<String> = infos.iter().map(|i| i.host.clone()).collect();
                 let topology = resolve_topology(&options.topology, &hosts)?;
-                let groups: Vec<Vec<Rank>> = topology
-                    .tree()
-                    .groups()
-                    .iter()
-                    .map(|g| g.to_vec())
-                    .collect();
+                let groups = topology.tree().sorted_groups();
                 let screening = matches!(options.plan, PlanKind::Staged(_));
                 let mut tests = Vec::new();
                 for pair in calibration_pairs(&groups) {

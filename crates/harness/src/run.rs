@@ -775,12 +775,7 @@ pub(crate) fn settle_staged(
     let mut choices = plan.clone();
     let mut notes = Vec::new();
     if choices.concurrency.is_none() {
-        let groups: Vec<Vec<Rank>> = topology
-            .tree()
-            .groups()
-            .iter()
-            .map(|g| g.to_vec())
-            .collect();
+        let groups = topology.tree().sorted_groups();
         if let Some((n, why)) = placement::shared_machine_concurrency(infos, &groups) {
             choices.concurrency = Some(n);
             notes.push(format!("--concurrency {n}: {why}"));

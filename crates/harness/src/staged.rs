@@ -175,16 +175,7 @@ impl StagedPlan {
         options.check()?;
         // The same checks as the full plan: every rank in one group.
         Schedule::new(tree, size, seed, None)?;
-        let groups: Vec<Vec<Rank>> = tree
-            .groups()
-            .into_iter()
-            .map(|g| {
-                let mut g = g.to_vec();
-                g.sort_unstable();
-                g
-            })
-            .filter(|g| !g.is_empty())
-            .collect();
+        let groups = tree.sorted_groups();
         let mut group_of = vec![0; size];
         for (k, g) in groups.iter().enumerate() {
             for &r in g {
@@ -870,27 +861,14 @@ mod tests {
             assert!(!measured.contains(p), "{p:?} was screened already");
         }
         // The budget bounds it; none, and nothing is added.
-        let small = StagedPlan::new(
-            &hosts(3, 4),
-            12,
-            1,
-            &StagedOptions {
-                refine: 2,
+        let with_budget = |refine| {
+            let options = StagedOptions {
+                refine,
                 ..StagedOptions::default()
-            },
-        )
-        .unwrap();
-        assert_eq!(refinement(&screened, &small).len(), 2);
-        let none = StagedPlan::new(
-            &hosts(3, 4),
-            12,
-            1,
-            &StagedOptions {
-                refine: 0,
-                ..StagedOptions::default()
-            },
-        )
-        .unwrap();
-        assert!(refinement(&screened, &none).is_empty());
+            };
+            StagedPlan::new(&hosts(3, 4), 12, 1, &options).unwrap()
+        };
+        assert_eq!(refinement(&screened, &with_budget(2)).len(), 2);
+        assert!(refinement(&screened, &with_budget(0)).is_empty());
     }
 }

@@ -224,12 +224,7 @@ fn groups_of(meta: &RunMeta) -> Result<Vec<Vec<usize>>, String> {
         Some(meta.ranks.len()),
     )
     .map_err(|e| format!("its topology does not parse: {e}"))?;
-    Ok(topology
-        .tree()
-        .groups()
-        .into_iter()
-        .map(|g| g.to_vec())
-        .collect())
+    Ok(topology.tree().sorted_groups())
 }
 
 /// Complete matrices of a staged run, one per size, and the mask of measured pairs.

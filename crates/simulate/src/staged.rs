@@ -184,30 +184,14 @@ impl Simulation<'_> {
             .collect();
         let follow_up = choose_follow_up(&screened, &plan);
         for sweep in 0..o.sweeps {
-            for &pair in &follow_up.refine {
-                entries.push(entry(
-                    Stage::Refine,
-                    sweep,
-                    pair,
-                    screen(Stage::Refine, sweep, pair),
-                ));
-            }
-            for &pair in &follow_up.alone {
-                entries.push(entry(
-                    Stage::Alone,
-                    sweep,
-                    pair,
-                    screen(Stage::Alone, sweep, pair),
-                ));
-            }
-            for &pair in &follow_up.sample {
-                let m = self.measure(pair, sweep);
-                entries.push(entry(
-                    Stage::Sample,
-                    sweep,
-                    pair,
-                    serde_json::to_value(m).expect("results serialise"),
-                ));
+            for (stage, pair) in follow_up.tests() {
+                let result = match stage {
+                    Stage::Sample => {
+                        serde_json::to_value(self.measure(pair, sweep)).expect("results serialise")
+                    }
+                    _ => screen(stage, sweep, pair),
+                };
+                entries.push(entry(stage, sweep, pair, result));
             }
         }
         let mut files = write_staged_outputs(run, &meta, &entries, &o.outputs)?;

@@ -92,6 +92,20 @@ impl TopologyNode {
         out
     }
 
+    /// The leaf groups under this node in file order, each as its ranks sorted; empty groups
+    /// left out.
+    pub fn sorted_groups(&self) -> Vec<Vec<Rank>> {
+        self.groups()
+            .into_iter()
+            .filter(|g| !g.is_empty())
+            .map(|g| {
+                let mut g = g.to_vec();
+                g.sort_unstable();
+                g
+            })
+            .collect()
+    }
+
     fn collect_groups<'a>(&'a self, out: &mut Vec<&'a [Rank]>) {
         match self {
             TopologyNode::Group { ranks, .. } => out.push(ranks),
