@@ -29,8 +29,8 @@ pub struct ClusterArgs {
     /// or `1KiB` [default: the smallest].
     #[arg(long, value_enum, default_value_t = Space::Matrix)]
     space: Space,
-    /// auto: the least separation of a level (least distance between groups over the 95th
-    /// percentile inside them).
+    /// auto: the least separation of a level (least median distance between two groups over
+    /// the largest upper quartile inside a group).
     #[arg(long, default_value_t = AutoParams::default().min_ratio, value_name = "R")]
     min_ratio: f64,
     /// auto: the least gap between groups, as a share of the median distance.
@@ -150,6 +150,7 @@ pub fn run(args: ClusterArgs) -> Result<()> {
         None => lgate_cluster::load_candidates(&args.input)?,
     };
     let mut searched = Vec::new();
+    let mut outliers = Vec::new();
     let (input, tree, chose) = lgate_cluster::choose_by_levels(inputs, |input| {
         let d = input.matrix.values();
         Ok::<_, anyhow::Error>(match args.search {
@@ -164,9 +165,19 @@ pub fn run(args: ClusterArgs) -> Result<()> {
                 ));
                 t
             }
-            None => methods::method(&args.algo, &args.params())?.fit(d),
+            None => {
+                let (tree, slow) =
+                    methods::method(&args.algo, &args.params())?.fit_with_outliers(d);
+                outliers.push((input.source.clone(), slow));
+                tree
+            }
         })
     })?;
+    let outliers = outliers
+        .into_iter()
+        .find(|(source, _)| *source == input.source)
+        .map(|(_, slow)| slow)
+        .unwrap_or_default();
     let searched = searched
         .into_iter()
         .find(|(source, _)| *source == input.source)
@@ -183,6 +194,7 @@ pub fn run(args: ClusterArgs) -> Result<()> {
         &tree,
         (!note.is_empty()).then_some(note.as_str()),
         items,
+        &outliers,
     )
 }
 
@@ -214,18 +226,28 @@ fn run_features(args: &ClusterArgs) -> Result<()> {
         &tree,
         Some("space: features (L, o_s, o_r, g towards every rank)"),
         items,
+        &[],
     )
 }
 
-/// Writes the topology of a clustering, and the summary on stderr.
+/// Writes the topology of a clustering with the slow items the method set aside (item, how
+/// many times slower), and the summary on stderr.
 fn emit(
     args: &ClusterArgs,
     input: &lgate_cluster::ClusterInput,
     tree: &Tree,
     searched: Option<&str>,
     items: usize,
+    slow: &[(usize, f64)],
 ) -> Result<()> {
-    let topology = input.topology(tree)?;
+    let topology = input.topology(tree)?.with_outliers(
+        slow.iter()
+            .map(|&(i, f)| lgate_topology::Outlier {
+                rank: input.ranks[i],
+                slowness: f,
+            })
+            .collect(),
+    )?;
     let writer = lgate_topology::export::writer(&args.format)
         .with_context(|| format!("unknown --format {}", args.format))?;
     let context = lgate_topology::export::ExportContext {
@@ -259,8 +281,7 @@ fn emit(
             s.push_str(&lgate_topology::level_summary(&topology));
         }
         eprint!("{s}");
-        if algo == "auto" {
-            let slow = lgate_cluster::slow_ranks(input.matrix.values());
+        {
             if !slow.is_empty() {
                 let ranks: Vec<usize> = slow.iter().map(|&(i, _)| input.ranks[i]).collect();
                 let mut hosts: Vec<&str> = match &input.hosts {
@@ -276,12 +297,16 @@ fn emit(
                 let (lo, hi) = slow.iter().fold((f64::MAX, 0.0f64), |(lo, hi), &(_, f)| {
                     (lo.min(f), hi.max(f))
                 });
+                let on = if hosts.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (on {})", hosts.join(", "))
+                };
                 eprintln!(
-                    "  slow ranks: {} ({}{}), {lo:.2}-{hi:.2}x the usual distance towards every \
-                     other rank; their pairs were scaled down before clustering",
+                    "  slow ranks: {}{on}, {lo:.2}-{hi:.2}x the usual distance towards every \
+                     other rank; their pairs were scaled down before clustering (outliers in \
+                     the JSON topology)",
                     lgate_topology::sorted_rank_list(&ranks),
-                    if hosts.is_empty() { "" } else { "on " },
-                    hosts.join(", ")
                 );
             }
         }

@@ -27,7 +27,7 @@ pub mod score;
 #[cfg(test)]
 mod test_matrices;
 
-pub use auto::{auto, separation_of, slow_ranks, AutoParams, Tree, View};
+pub use auto::{auto, auto_with_outliers, separation_of, slow_ranks, AutoParams, Tree, View};
 pub use hdbscan::{hdbscan, Hdbscan, HdbscanParams};
 pub use input::{
     choose_by_levels, default_clustering, default_topology, load, load_candidates, read_truth,

@@ -101,16 +101,16 @@ pub struct SimulationReport {
     pub wall_s: f64,
 }
 
-/// The seeded, fixed choices of a simulation: which pairs and node are slow.
+/// The seeded, fixed choices of a simulation: which pairs and nodes are slow.
 #[derive(Debug, Clone)]
 pub struct Effects {
     bands: Vec<usize>,
     slow_pairs: HashSet<Pair>,
-    slow_node: Option<usize>,
+    slow_nodes: Vec<usize>,
 }
 
 impl Effects {
-    /// Draws the bands, slow pairs and slow node of `model` from `seed`.
+    /// Draws the bands, slow pairs and slow nodes of `model` from `seed`.
     pub fn new(model: &MachineModel, layout: &Layout, seed: u64) -> Effects {
         let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x6172_7469_6661_6374);
         let n = layout.size();
@@ -135,20 +135,32 @@ impl Effects {
                 }
             }
         }
-        let slow_node = a.slow_node.map(|s| {
-            s.node
-                .unwrap_or_else(|| rng.random_range(0..model.node_count()))
-        });
+        let mut slow_nodes = Vec::new();
+        if let Some(s) = a.slow_node {
+            let nodes = model.node_count();
+            match s.node {
+                Some(first) => slow_nodes.extend(first..first + s.count),
+                None => {
+                    while slow_nodes.len() < s.count.min(nodes) {
+                        let k = rng.random_range(0..nodes);
+                        if !slow_nodes.contains(&k) {
+                            slow_nodes.push(k);
+                        }
+                    }
+                    slow_nodes.sort_unstable();
+                }
+            }
+        }
         Effects {
             bands,
             slow_pairs,
-            slow_node,
+            slow_nodes,
         }
     }
 
-    /// The node made slow, if any.
-    pub fn slow_node(&self) -> Option<usize> {
-        self.slow_node
+    /// The nodes made slow, in machine order.
+    pub fn slow_nodes(&self) -> &[usize] {
+        &self.slow_nodes
     }
 
     /// The slow pairs drawn.
@@ -180,8 +192,9 @@ impl Effects {
                 f *= s.factor;
             }
         }
-        if let (Some(s), Some(node)) = (a.slow_node, self.slow_node) {
-            if layout.node_of(pair.i) == node || layout.node_of(pair.j) == node {
+        if let Some(s) = a.slow_node {
+            let slow = |r: usize| self.slow_nodes.contains(&layout.node_of(r));
+            if slow(pair.i) || slow(pair.j) {
                 f *= s.factor;
             }
         }
@@ -613,7 +626,8 @@ impl<'a> Simulation<'a> {
             "artifacts": self.model.artifacts.names(),
             "band_offsets": self.effects.bands(),
             "slow_pairs": slow.iter().map(|p| [p.i, p.j]).collect::<Vec<_>>(),
-            "slow_node": self.effects.slow_node().map(|n| self.layout.host_name(n)),
+            "slow_node": self.effects.slow_nodes().first().map(|&n| self.layout.host_name(n)),
+            "slow_nodes": self.effects.slow_nodes().iter().map(|&n| self.layout.host_name(n)).collect::<Vec<_>>(),
             "times": "simulated: start from SOURCE_DATE_EPOCH (or the Unix epoch), wall time as estimated for a real run",
         })
     }

@@ -261,6 +261,7 @@ impl Artifacts {
             }),
             slow_node: Some(SlowNode {
                 node: None,
+                count: 1,
                 factor: 1.4,
             }),
         }
@@ -347,15 +348,27 @@ pub struct Counted {
     pub factor: f64,
 }
 
-/// A slow node.
+/// Slow nodes: every pair with a rank on one of them measures slow.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SlowNode {
-    /// Which node (0-based, in machine order); chosen from the seed when absent.
+    /// The first slow node (0-based, in machine order); the others follow it. Chosen from the
+    /// seed when absent.
     #[serde(default)]
     pub node: Option<usize>,
-    /// How much slower its pairs are.
+    /// How many nodes are slow.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub count: usize,
+    /// How much slower their pairs are.
     pub factor: f64,
+}
+
+fn one() -> usize {
+    1
+}
+
+fn is_one(n: &usize) -> bool {
+    *n == 1
 }
 
 /// What is wrong with a model.
@@ -485,11 +498,21 @@ impl MachineModel {
                 return bad(format!("spike rate {} is not a probability", s.rate));
             }
         }
-        if let (Some(SlowNode { node: Some(k), .. }), nodes) = (a.slow_node, self.node_count()) {
-            if k >= nodes {
+        if let Some(s) = a.slow_node {
+            let nodes = self.node_count();
+            if s.count == 0 || (nodes >= 2 && s.count >= nodes) || (nodes < 2 && s.count > 1) {
                 return bad(format!(
-                    "the slow node is {k}, but the machine has {nodes} node(s)"
+                    "{} slow node(s) on a machine of {nodes} node(s): at least one, and fewer than all",
+                    s.count
                 ));
+            }
+            if let Some(k) = s.node {
+                if k + s.count > nodes {
+                    return bad(format!(
+                        "the slow nodes are {k} to {}, but the machine has {nodes} node(s)",
+                        k + s.count - 1
+                    ));
+                }
             }
         }
         Ok(())

@@ -95,6 +95,7 @@ fn a_slow_node_is_reported_and_is_not_a_level() {
         .unwrap();
     model.artifacts.slow_node = Some(SlowNode {
         node: Some(2),
+        count: 1,
         factor: 1.4,
     });
     let run = simulate(&model, dir.path(), "slow-node", 4);

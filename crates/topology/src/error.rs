@@ -140,6 +140,16 @@ pub enum Problem {
         /// Number of ranks.
         ranks: usize,
     },
+    /// An outlier that names no rank of the topology or gives no usable slowness.
+    #[error("outlier rank {rank} (slowness {slowness}): ranks are 0 to {ranks} - 1 and slowness a finite number of at least 1")]
+    BadOutlier {
+        /// The rank given.
+        rank: usize,
+        /// The slowness given.
+        slowness: f64,
+        /// Number of ranks.
+        ranks: usize,
+    },
     /// A height that is NaN or infinite.
     #[error("height {0} is not a finite number")]
     NonFiniteHeight(f64),

@@ -21,7 +21,9 @@
 //! ```
 //!
 //! A node is a cluster (non-empty `children`, empty `ranks`) or a group (`ranks`, no children).
-//! `labels`, `height` and `separation` are optional. Every level is a partition of `0..ranks`,
+//! `labels`, `height`, `separation` and `outliers` (ranks measured slower towards every other
+//! rank, each `{"rank": 5, "slowness": 1.4}`, as `cluster --algo auto` reports them) are
+//! optional. Every level is a partition of `0..ranks`,
 //! coarsest first. When reading, either `tree` or `levels` may be left out and is derived from
 //! the other; when both are given they must agree.
 
@@ -49,6 +51,14 @@ struct Document {
     tree: Option<Node>,
     #[serde(default)]
     levels: Option<Vec<LevelDoc>>,
+    #[serde(default)]
+    outliers: Vec<OutlierDoc>,
+}
+
+#[derive(Deserialize)]
+struct OutlierDoc {
+    rank: Rank,
+    slowness: f64,
 }
 
 #[derive(Deserialize)]
@@ -116,6 +126,15 @@ pub fn parse(text: &str, ranks: Option<usize>) -> Result<Topology, TopologyError
         (None, Some(levels)) => Topology::from_levels(doc.ranks, levels)?,
         (None, None) => return Err(at("tree", Problem::NoTree)),
     };
+    let topology = topology.with_outliers(
+        doc.outliers
+            .into_iter()
+            .map(|o| crate::tree::Outlier {
+                rank: o.rank,
+                slowness: o.slowness,
+            })
+            .collect(),
+    )?;
     match doc.labels {
         Some(labels) => topology.with_labels(labels),
         None => Ok(topology),
@@ -178,7 +197,22 @@ pub fn to_string(topology: &Topology) -> String {
     if !topology.levels().is_empty() {
         out.push_str("\n  ");
     }
-    out.push_str("]\n}\n");
+    out.push(']');
+    if !topology.outliers().is_empty() {
+        let list: Vec<String> = topology
+            .outliers()
+            .iter()
+            .map(|o| {
+                format!(
+                    "{{\"rank\": {}, \"slowness\": {}}}",
+                    o.rank,
+                    number((o.slowness * 1000.0).round() / 1000.0)
+                )
+            })
+            .collect();
+        let _ = write!(out, ",\n  \"outliers\": [{}]", list.join(", "));
+    }
+    out.push_str("\n}\n");
     out
 }
 

@@ -35,4 +35,4 @@ pub use error::{Location, Problem, TopologyError};
 pub use format::TopologyFormat;
 pub use outline::{level_summary, outline, OutlineOptions};
 pub use ranks::{sorted_rank_list, Rank, RankList};
-pub use tree::{default_level_name, Level, Topology, TopologyNode};
+pub use tree::{default_level_name, Level, Outlier, Topology, TopologyNode};

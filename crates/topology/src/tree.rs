@@ -210,6 +210,17 @@ pub struct Topology {
     labels: Option<Vec<String>>,
     tree: TopologyNode,
     levels: Vec<Level>,
+    outliers: Vec<Outlier>,
+}
+
+/// A rank measured slower towards every other rank (a slow node, a busy core): reported beside
+/// the levels instead of making one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Outlier {
+    /// The rank.
+    pub rank: Rank,
+    /// How many times the usual distance its distances are.
+    pub slowness: f64,
 }
 
 impl Topology {
@@ -244,6 +255,7 @@ impl Topology {
             labels: None,
             tree,
             levels,
+            outliers: Vec::new(),
         })
     }
 
@@ -256,7 +268,34 @@ impl Topology {
             labels: None,
             tree,
             levels,
+            outliers: Vec::new(),
         })
+    }
+
+    /// The same topology with its slow ranks, in rank order.
+    pub fn with_outliers(mut self, mut outliers: Vec<Outlier>) -> Result<Self, TopologyError> {
+        if let Some(o) = outliers
+            .iter()
+            .find(|o| o.rank >= self.ranks || !(o.slowness.is_finite() && o.slowness >= 1.0))
+        {
+            return Err(TopologyError::at(
+                Location::Path("outliers".into()),
+                Problem::BadOutlier {
+                    rank: o.rank,
+                    slowness: o.slowness,
+                    ranks: self.ranks,
+                },
+            ));
+        }
+        outliers.sort_by_key(|o| o.rank);
+        outliers.dedup_by_key(|o| o.rank);
+        self.outliers = outliers;
+        Ok(self)
+    }
+
+    /// The ranks measured slower towards every other rank, in rank order.
+    pub fn outliers(&self) -> &[Outlier] {
+        &self.outliers
     }
 
     /// The same topology with one label (host name, CPU) per rank.

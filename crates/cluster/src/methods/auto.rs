@@ -3,7 +3,7 @@
 use ndarray::Array2;
 
 use super::{ClusterMethod, MethodParams, MethodSpec, ParamError};
-use crate::auto::{auto, AutoParams, Tree};
+use crate::auto::{auto, auto_with_outliers, AutoParams, Tree};
 
 /// The registry entry.
 pub(super) const SPEC: MethodSpec = MethodSpec {
@@ -44,5 +44,8 @@ impl ClusterMethod for Auto {
     }
     fn fit(&self, d: &Array2<f64>) -> Tree {
         auto(d, &self.0)
+    }
+    fn fit_with_outliers(&self, d: &Array2<f64>) -> (Tree, Vec<(usize, f64)>) {
+        auto_with_outliers(d, &self.0)
     }
 }

@@ -106,6 +106,11 @@ pub trait ClusterMethod: Send + Sync + std::fmt::Debug {
     fn name(&self) -> &'static str;
     /// The hierarchy of the items of the distance matrix `d`.
     fn fit(&self, d: &Array2<f64>) -> Tree;
+    /// The hierarchy, and the items found slower towards every other item (with how many
+    /// times slower) that the method set aside instead of making them a level.
+    fn fit_with_outliers(&self, d: &Array2<f64>) -> (Tree, Vec<(usize, f64)>) {
+        (self.fit(d), Vec::new())
+    }
     /// The hierarchy of the items as points (rows of `v`) in vector space, for the methods that
     /// work there (`--space features`); `None` for those that need a matrix.
     fn fit_vectors(&self, _v: &Array2<f64>) -> Option<Tree> {
