@@ -4,7 +4,8 @@
 
 use std::path::Path;
 
-use lgate_cluster::{adjusted_rand_index, auto, topology_of, AutoParams};
+mod common;
+
 use lgate_rundir::RunDir;
 use lgate_simulate::model::SlowNode;
 use lgate_simulate::{preset, MachineModel, SimulateOptions, Simulation};
@@ -21,46 +22,10 @@ fn simulate(model: &MachineModel, dir: &Path, name: &str, seed: u64) -> std::pat
     path
 }
 
-/// A partition of the ranks: a label per rank.
-type Labels = Vec<usize>;
-
-/// The true levels with more than one group and fewer groups than ranks, and the levels
-/// `auto` found on the run's default matrix.
-fn truth_and_found(run: &Path) -> (Vec<(String, Labels)>, Vec<Labels>) {
-    let input = lgate_cluster::load(run, None).unwrap();
-    let n = input.matrix.len();
-    let tree = auto(input.matrix.values(), &AutoParams::default());
-    let topology = topology_of(&tree, n, None).unwrap();
-    let found = topology.levels().iter().map(|l| l.labels(n)).collect();
-    let truth = lgate_cluster::read_truth(run)
-        .unwrap()
-        .levels
-        .into_iter()
-        .filter(|(_, labels)| {
-            let groups = labels.iter().max().map_or(0, |&m| m + 1);
-            groups > 1 && groups < n
-        })
-        .collect();
-    (truth, found)
-}
-
 fn assert_recovered(run: &Path, what: &str) {
-    let (truth, found) = truth_and_found(run);
-    for (name, labels) in &truth {
-        let best = found
-            .iter()
-            .map(|f| adjusted_rand_index(labels, f))
-            .fold(0.0, f64::max);
-        assert_eq!(best, 1.0, "{what}: true level {name} best ARI {best:.3}");
+    if let Some(error) = common::recovery_error(run, what) {
+        panic!("{error}");
     }
-    assert_eq!(
-        found.len(),
-        truth.len(),
-        "{what}: {} levels found, the machine has {} ({:?})",
-        found.len(),
-        truth.len(),
-        truth.iter().map(|t| &t.0).collect::<Vec<_>>()
-    );
 }
 
 #[test]

@@ -7,7 +7,8 @@
 
 use std::path::Path;
 
-use lgate_cluster::{adjusted_rand_index, auto, topology_of, AutoParams};
+mod common;
+
 use lgate_rundir::RunDir;
 use lgate_simulate::model::Artifacts;
 use lgate_simulate::{preset, SimulateOptions, Simulation};
@@ -35,37 +36,10 @@ fn judge(name: &str, noise: f64, slow_nodes: usize, seed: u64, dir: &Path) -> Op
         .unwrap()
         .write(&run)
         .unwrap();
-    let input = lgate_cluster::load(&path, None).unwrap();
-    let n = input.matrix.len();
-    let tree = auto(input.matrix.values(), &AutoParams::default());
-    let found: Vec<Vec<usize>> = topology_of(&tree, n, None)
-        .unwrap()
-        .levels()
-        .iter()
-        .map(|l| l.labels(n))
-        .collect();
-    let truth: Vec<(String, Vec<usize>)> = lgate_cluster::read_truth(&path)
-        .unwrap()
-        .levels
-        .into_iter()
-        .filter(|(_, labels)| {
-            let groups = labels.iter().max().map_or(0, |&m| m + 1);
-            groups > 1 && groups < n
-        })
-        .collect();
-    std::fs::remove_dir_all(&path).unwrap();
     let what = format!("{name}, noise {noise}, {slow_nodes} slow node(s), seed {seed}");
-    for (level, labels) in &truth {
-        let best = found
-            .iter()
-            .map(|f| adjusted_rand_index(labels, f))
-            .fold(0.0, f64::max);
-        if best < 1.0 {
-            return Some(format!("{what}: level {level} best ARI {best:.3}"));
-        }
-    }
-    (found.len() != truth.len())
-        .then(|| format!("{what}: {} levels found, {} true", found.len(), truth.len()))
+    let error = common::recovery_error(&path, &what);
+    std::fs::remove_dir_all(&path).unwrap();
+    error
 }
 
 fn every_level_of(name: &str, slow_nodes: &[usize]) {

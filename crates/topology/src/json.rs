@@ -289,6 +289,34 @@ mod tests {
     }
 
     #[test]
+    fn outliers_are_written_and_read_back() {
+        let slow = vec![
+            crate::tree::Outlier {
+                rank: 5,
+                slowness: 1.4,
+            },
+            crate::tree::Outlier {
+                rank: 4,
+                slowness: 1.38,
+            },
+        ];
+        let t = parse(example(), None).unwrap().with_outliers(slow).unwrap();
+        assert_eq!(t.outliers()[0].rank, 4, "in rank order");
+        let text = to_string(&t);
+        assert!(
+            text.contains(
+                r#""outliers": [{"rank": 4, "slowness": 1.38}, {"rank": 5, "slowness": 1.4}]"#
+            ),
+            "{text}"
+        );
+        assert_eq!(parse(&text, None).unwrap(), t);
+        let bad = text.replace(r#""rank": 5"#, r#""rank": 8"#);
+        let err = parse(&bad, None).unwrap_err();
+        assert_eq!(err.location().unwrap().to_string(), "outliers");
+        assert!(err.to_string().contains("outlier rank 8"), "{err}");
+    }
+
+    #[test]
     fn levels_alone_give_the_tree() {
         let text = r#"{"format": "lgate-plogp-topology", "version": 1, "ranks": 4,
                        "levels": [{"name": "node", "groups": [[0, 1], [2, 3]]}]}"#;
