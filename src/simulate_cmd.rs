@@ -18,7 +18,9 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "FILE")]
     model: Option<PathBuf>,
     /// The levels from the top down with their fan-out, replacing the model's, e.g.
-    /// switch=2,node=4,socket=2,core=16 (every level needs a link in the model).
+    /// switch=2,node=4,socket=2,core=16 (every level needs a link in the model). A fan-out may
+    /// differ between the items above, as runs taken in turn: core=64/64/64/32 (a smaller
+    /// socket), cluster=10,cpu=2x8/4x2 (8 P-cores of 2 threads, 2 clusters of 4 E-cores).
     #[arg(long, value_name = "LEVELS")]
     machine: Option<String>,
     /// How ranks are dealt to cores: block, round-robin (over sockets within a node) or

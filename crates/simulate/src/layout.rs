@@ -13,62 +13,96 @@ use crate::model::{MachineModel, Placement};
 /// The ranks of a machine placed on its cores.
 #[derive(Debug, Clone)]
 pub struct Layout {
-    fanouts: Vec<usize>,
     names: Vec<String>,
     node_level: Option<usize>,
     /// Per rank, per level: the index of the rank's item of that level among all items of
     /// the level (so equal values mean the same socket, node, ...).
     groups: Vec<Vec<u32>>,
-    /// Per rank, per level: its digit, the index within the item above.
-    digits: Vec<Vec<u32>>,
+    /// Per rank: its core's index among all cores of the machine, in machine order.
+    slots: Vec<usize>,
+    /// Per level, per item: the index of its first core in machine order (an item's cores are
+    /// consecutive).
+    first_slot: Vec<Vec<usize>>,
+    /// Per core in machine order, per level: its item.
+    core_items: Vec<Vec<u32>>,
     host_prefix: String,
     host_width: usize,
+}
+
+/// The cores of a machine in machine order: each core's item at every level, and each item's
+/// first core.
+fn cores_of(model: &MachineModel) -> (Vec<Vec<u32>>, Vec<Vec<usize>>) {
+    // Items level by level: each item's parent (its index at the level above).
+    let mut parents: Vec<Vec<u32>> = Vec::with_capacity(model.levels.len());
+    let mut above = 1usize;
+    for l in &model.levels {
+        let mut p = Vec::new();
+        for k in 0..above {
+            p.extend(std::iter::repeat_n(k as u32, l.fanout.of(k)));
+        }
+        above = p.len();
+        parents.push(p);
+    }
+    let levels = parents.len();
+    let cores = above;
+    let mut groups = vec![vec![0u32; levels]; cores];
+    for (c, g) in groups.iter_mut().enumerate() {
+        let mut item = c as u32;
+        for l in (0..levels).rev() {
+            g[l] = item;
+            item = parents[l][item as usize];
+        }
+    }
+    let mut first_slot: Vec<Vec<usize>> =
+        parents.iter().map(|p| vec![usize::MAX; p.len()]).collect();
+    for (c, g) in groups.iter().enumerate() {
+        for (l, &item) in g.iter().enumerate() {
+            let f = &mut first_slot[l][item as usize];
+            *f = (*f).min(c);
+        }
+    }
+    (groups, first_slot)
 }
 
 impl Layout {
     /// Places the ranks of `model` (a random placement draws from `seed`).
     pub fn new(model: &MachineModel, seed: u64) -> Layout {
-        let fanouts: Vec<usize> = model.levels.iter().map(|l| l.fanout).collect();
-        let levels = fanouts.len();
-        let size: usize = fanouts.iter().product();
+        let (cores, first_slot) = cores_of(model);
+        let size = cores.len();
         let node_level = model.node_level();
-        let slots: Vec<Vec<u32>> = match model.placement {
-            Placement::Block => (0..size).map(|r| digits_of(r, &fanouts)).collect(),
+        let order: Vec<usize> = match model.placement {
+            Placement::Block => (0..size).collect(),
             Placement::Random => {
                 let mut order: Vec<usize> = (0..size).collect();
                 order.shuffle(&mut ChaCha8Rng::seed_from_u64(seed ^ 0x706c_6163_656d_656e));
-                order.into_iter().map(|s| digits_of(s, &fanouts)).collect()
+                order
             }
             Placement::RoundRobin => {
+                // Nodes filled in turn; within a node, consecutive ranks go to the next item of
+                // the level below the node (socket), then of the next level, ...: the core's
+                // index within its item changes slowest.
                 let below = node_level.map_or(0, |k| k + 1);
-                let per_node: usize = fanouts[below..].iter().product();
-                (0..size)
-                    .map(|r| {
-                        let mut d = digits_of(r / per_node * per_node, &fanouts);
-                        let mut k = r % per_node;
-                        // Consecutive ranks go to the next socket, then the next item of the
-                        // level below, ...: the core index changes slowest.
-                        for (l, &f) in fanouts.iter().enumerate().skip(below) {
-                            d[l] = (k % f) as u32;
-                            k /= f;
-                        }
-                        d
-                    })
-                    .collect()
+                let index_in = |c: usize, l: usize| {
+                    let above = if l == 0 {
+                        0
+                    } else {
+                        first_slot[l - 1][cores[c][l - 1] as usize]
+                    };
+                    // The item's index among the items of its level under the same parent.
+                    cores[c][l] as usize - cores[above][l] as usize
+                };
+                let mut order: Vec<usize> = (0..size).collect();
+                order.sort_by_key(|&c| {
+                    let node = node_level.map_or(0, |k| cores[c][k]);
+                    let key: Vec<usize> = (below..cores[c].len())
+                        .rev()
+                        .map(|l| index_in(c, l))
+                        .collect();
+                    (node, key)
+                });
+                order
             }
         };
-        let groups = slots
-            .iter()
-            .map(|d| {
-                let mut g = Vec::with_capacity(levels);
-                let mut acc = 0u64;
-                for (l, &x) in d.iter().enumerate() {
-                    acc = acc * fanouts[l] as u64 + x as u64;
-                    g.push(acc as u32);
-                }
-                g
-            })
-            .collect();
         let nodes = model.node_count();
         let prefix: String = model
             .name
@@ -77,10 +111,11 @@ impl Layout {
             .collect();
         Layout {
             names: model.levels.iter().map(|l| l.name.clone()).collect(),
-            fanouts,
             node_level,
-            groups,
-            digits: slots,
+            groups: order.iter().map(|&c| cores[c].clone()).collect(),
+            slots: order,
+            first_slot,
+            core_items: cores,
             host_prefix: if prefix.is_empty() {
                 "n".into()
             } else {
@@ -114,6 +149,20 @@ impl Layout {
         format!("{}{:0w$}", self.host_prefix, node, w = self.host_width)
     }
 
+    /// Where rank `r`'s core is counted from within its item of level `l` (the whole machine
+    /// for `l` = None): the first core of that item.
+    fn first_core(&self, r: usize, l: Option<usize>) -> usize {
+        l.map_or(0, |l| self.first_slot[l][self.groups[r][l] as usize])
+    }
+
+    /// The index of rank `r`'s item of level `of` among the items of that level under its item
+    /// of level `within` (the whole machine for None).
+    fn index_within(&self, r: usize, of: usize, within: Option<usize>) -> usize {
+        // The first core of the item above is in the first item of level `of` under it.
+        let first = self.first_core(r, within);
+        self.groups[r][of] as usize - self.core_items[first][of] as usize
+    }
+
     /// What `meta.json` records of each rank: host, socket, core, cpu, NUMA node, and the
     /// other levels (such as `switch`) as extra fields holding the item's index in the machine.
     pub fn rank_infos(&self) -> Vec<RankInfo> {
@@ -121,15 +170,10 @@ impl Layout {
         let socket = level("socket").or_else(|| level("package"));
         let numa = level("numa");
         let leaf = self.names.len() - 1;
-        let below = self.node_level.map_or(0, |k| k + 1);
         (0..self.size())
             .map(|r| {
-                let d = &self.digits[r];
-                // Index among the items of `from..=leaf` under the item above `from`.
-                let index_from = |from: usize| {
-                    (from..=leaf).fold(0usize, |acc, l| acc * self.fanouts[l] + d[l] as usize)
-                };
-                let cpu = index_from(below);
+                // The core's index within its node, within its socket.
+                let cpu = self.slots[r] - self.first_core(r, self.node_level);
                 let mut extra = BTreeMap::new();
                 for (l, name) in self.names.iter().enumerate() {
                     // `numa` has a field of its own (the index within the node).
@@ -147,13 +191,11 @@ impl Layout {
                     pid: None,
                     cpu: Some(cpu),
                     cpuset: Some(cpu.to_string()),
-                    core: Some(socket.map_or(cpu, |s| index_from(s + 1))),
-                    socket: Some(socket.map_or(0, |s| d[s] as usize)),
+                    core: Some(socket.map_or(cpu, |s| self.slots[r] - self.first_core(r, Some(s)))),
+                    socket: Some(socket.map_or(0, |s| self.index_within(r, s, s.checked_sub(1)))),
                     numa: Some(match numa {
-                        Some(n) => {
-                            (below..=n).fold(0usize, |acc, l| acc * self.fanouts[l] + d[l] as usize)
-                        }
-                        None => socket.map_or(0, |s| d[s] as usize),
+                        Some(n) => self.index_within(r, n, self.node_level),
+                        None => socket.map_or(0, |s| self.index_within(r, s, s.checked_sub(1))),
                     }),
                     governor: None,
                     machine: None,
@@ -162,16 +204,6 @@ impl Layout {
             })
             .collect()
     }
-}
-
-/// The digits of `slot` in the mixed radix of `fanouts` (the first level most significant).
-fn digits_of(mut slot: usize, fanouts: &[usize]) -> Vec<u32> {
-    let mut d = vec![0u32; fanouts.len()];
-    for (l, &f) in fanouts.iter().enumerate().rev() {
-        d[l] = (slot % f) as u32;
-        slot /= f;
-    }
-    d
 }
 
 #[cfg(test)]
@@ -235,6 +267,35 @@ mod tests {
         slots.sort();
         slots.dedup();
         assert_eq!(slots.len(), 32, "every core once");
+    }
+
+    #[test]
+    fn items_of_different_sizes_are_laid_out_in_turn() {
+        // Two nodes; the second has a smaller second socket.
+        let m = preset("betzy")
+            .unwrap()
+            .with_machine("node=2,socket=2,core=4/4/4/2")
+            .unwrap();
+        let mut block = m.clone();
+        block.placement = Placement::Block;
+        let layout = Layout::new(&block, 0);
+        assert_eq!(layout.size(), 14);
+        let infos = layout.rank_infos();
+        let hosts: Vec<&str> = infos.iter().map(|i| i.host.as_str()).collect();
+        assert_eq!(hosts[7], "betzy-n0");
+        assert_eq!(hosts[8], "betzy-n1");
+        let sockets: Vec<usize> = infos.iter().map(|i| i.socket.unwrap()).collect();
+        assert_eq!(sockets, [0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1]);
+        let cpus: Vec<usize> = infos[8..].iter().map(|i| i.cpu.unwrap()).collect();
+        assert_eq!(cpus, [0, 1, 2, 3, 4, 5]);
+        assert_eq!(layout.parting_level(12, 13), 2, "one socket");
+        assert_eq!(layout.parting_level(11, 12), 1, "two sockets");
+        // Round-robin deals each node's ranks over its sockets while both have cores left.
+        let mut rr = m;
+        rr.placement = Placement::RoundRobin;
+        let infos = Layout::new(&rr, 0).rank_infos();
+        let sockets: Vec<usize> = infos[8..].iter().map(|i| i.socket.unwrap()).collect();
+        assert_eq!(sockets, [0, 1, 0, 1, 0, 0]);
     }
 
     #[test]

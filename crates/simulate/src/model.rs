@@ -53,7 +53,73 @@ pub struct Level {
     /// Its name: `switch`, `node`, `socket`, `core`, ...
     pub name: String,
     /// How many of it each item of the level above holds.
-    pub fanout: usize,
+    pub fanout: Fanout,
+}
+
+/// How many items of a level each item of the level above holds: the same number for all, or
+/// a list taken in turn (item k of the level above holds `list[k % len]`), for machines whose
+/// parts differ: a hybrid CPU's 8 P-cores of 2 threads and 2 E-core clusters of 4
+/// (`cpu=2x8/4x2`), or a node with fewer cores (`core=16x7/8`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Fanout {
+    /// The same number under every item above.
+    Each(usize),
+    /// A number per item above, in turn.
+    InTurn(Vec<usize>),
+}
+
+impl Fanout {
+    /// How many items the `k`-th item of the level above holds.
+    pub fn of(&self, k: usize) -> usize {
+        match self {
+            Fanout::Each(n) => *n,
+            Fanout::InTurn(list) => list.get(k % list.len().max(1)).copied().unwrap_or(0),
+        }
+    }
+
+    /// Whether some item holds none, or the list is empty.
+    fn has_zero(&self) -> bool {
+        match self {
+            Fanout::Each(n) => *n == 0,
+            Fanout::InTurn(list) => list.is_empty() || list.contains(&0),
+        }
+    }
+}
+
+impl From<usize> for Fanout {
+    fn from(n: usize) -> Self {
+        Fanout::Each(n)
+    }
+}
+
+impl fmt::Display for Fanout {
+    /// `16`, or runs written `NxCOUNT` separated by `/`: `2x8/4x2`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Fanout::Each(n) => write!(f, "{n}"),
+            Fanout::InTurn(list) => {
+                let mut runs: Vec<(usize, usize)> = Vec::new();
+                for &n in list {
+                    match runs.last_mut() {
+                        Some((m, count)) if *m == n => *count += 1,
+                        _ => runs.push((n, 1)),
+                    }
+                }
+                let parts: Vec<String> = runs
+                    .iter()
+                    .map(|&(n, c)| {
+                        if c == 1 {
+                            n.to_string()
+                        } else {
+                            format!("{n}x{c}")
+                        }
+                    })
+                    .collect();
+                f.write_str(&parts.join("/"))
+            }
+        }
+    }
 }
 
 /// How ranks are dealt to cores.
@@ -402,9 +468,29 @@ impl MachineModel {
         serde_json::to_string_pretty(self).expect("models serialise") + "\n"
     }
 
-    /// The number of ranks: the product of the fan-outs.
+    /// The number of ranks: the items of the last level.
     pub fn ranks(&self) -> usize {
-        self.levels.iter().map(|l| l.fanout).product()
+        self.item_counts().last().copied().unwrap_or(0)
+    }
+
+    /// How many items each level has in the whole machine (saturating at `usize::MAX`).
+    pub fn item_counts(&self) -> Vec<usize> {
+        let mut counts = Vec::with_capacity(self.levels.len());
+        let mut above = 1usize;
+        for l in &self.levels {
+            let n = match &l.fanout {
+                Fanout::Each(n) => above.saturating_mul(*n),
+                Fanout::InTurn(_) if above <= MAX_ITEMS => {
+                    (0..above).fold(0usize, |acc, k| acc.saturating_add(l.fanout.of(k)))
+                }
+                Fanout::InTurn(list) => {
+                    above.saturating_mul(list.iter().copied().min().unwrap_or(0))
+                }
+            };
+            counts.push(n);
+            above = n;
+        }
+        counts
     }
 
     /// Replaces the levels by a description such as `switch=2,node=4,socket=2,core=16`.
@@ -429,8 +515,8 @@ impl MachineModel {
         }
         let mut seen = std::collections::BTreeSet::new();
         for l in &self.levels {
-            if l.fanout == 0 {
-                return bad(format!("level `{}` has fan-out 0", l.name));
+            if l.fanout.has_zero() {
+                return bad(format!("level `{}` has a fan-out of 0", l.name));
             }
             if !seen.insert(l.name.as_str()) {
                 return bad(format!("level `{}` appears twice", l.name));
@@ -455,13 +541,8 @@ impl MachineModel {
             link.check()
                 .map_err(|m| ModelError(format!("links.{}: {m}", l.name)))?;
         }
-        let ranks = self
-            .levels
-            .iter()
-            .try_fold(1usize, |acc, l| acc.checked_mul(l.fanout));
-        match ranks {
-            Some(n) if (2..=1 << 20).contains(&n) => {}
-            _ => return bad("the machine must have between 2 and 1048576 ranks".into()),
+        if !self.item_counts().iter().all(|&n| n <= MAX_ITEMS) || self.ranks() < 2 {
+            return bad("the machine must have between 2 and 1048576 ranks".into());
         }
         if !(self.noise.batch_jitter_us >= 0.0 && self.noise.batch_jitter_us.is_finite()) {
             return bad("noise.batch_jitter_us must be finite and not negative".into());
@@ -528,7 +609,7 @@ impl MachineModel {
     /// How many nodes the machine has (1 without a node level).
     pub fn node_count(&self) -> usize {
         match self.node_level() {
-            Some(k) => self.levels[..=k].iter().map(|l| l.fanout).product(),
+            Some(k) => self.item_counts()[k],
             None => 1,
         }
     }
@@ -563,7 +644,11 @@ impl Link {
     }
 }
 
-/// Parses `switch=2,node=4,socket=2,core=16`.
+/// The most items a level may have (the most ranks a machine may have).
+const MAX_ITEMS: usize = 1 << 20;
+
+/// Parses `switch=2,node=4,socket=2,core=16`; a fan-out may be a list taken in turn over the
+/// items of the level above, with `NxCOUNT` for runs: `cluster=10,cpu=2x8/4x2`.
 pub fn parse_levels(description: &str) -> Result<Vec<Level>, ModelError> {
     description
         .split(',')
@@ -573,13 +658,33 @@ pub fn parse_levels(description: &str) -> Result<Vec<Level>, ModelError> {
                     "`{part}` in --machine: expected LEVEL=FANOUT, as in node=4,socket=2,core=16"
                 ))
             })?;
-            let fanout = n.trim().parse::<usize>().map_err(|_| {
-                ModelError(format!(
-                    "`{n}` in --machine is not a whole number of {name}s"
-                ))
-            })?;
+            let name = name.trim();
+            let number = |x: &str| {
+                x.trim().parse::<usize>().map_err(|_| {
+                    ModelError(format!(
+                        "`{n}` in --machine: `{x}` is not a whole number of {name}s (a fan-out \
+                         is N, or runs such as 2x8/4x2 taken in turn)"
+                    ))
+                })
+            };
+            let fanout = if n.contains('/') || n.contains('x') {
+                let mut list = Vec::new();
+                for run in n.split('/') {
+                    let (each, count) = match run.split_once('x') {
+                        Some((e, c)) => (number(e)?, number(c)?),
+                        None => (number(run)?, 1),
+                    };
+                    if count > MAX_ITEMS {
+                        return Err(ModelError(format!("`{run}` in --machine: too many")));
+                    }
+                    list.extend(std::iter::repeat_n(each, count));
+                }
+                Fanout::InTurn(list)
+            } else {
+                Fanout::Each(number(n)?)
+            };
             Ok(Level {
-                name: name.trim().to_string(),
+                name: name.to_string(),
                 fanout,
             })
         })
@@ -635,7 +740,7 @@ mod tests {
             l[3],
             Level {
                 name: "core".into(),
-                fanout: 16
+                fanout: Fanout::Each(16)
             }
         );
         assert!(parse_levels("node4")
@@ -643,6 +748,42 @@ mod tests {
             .0
             .contains("LEVEL=FANOUT"));
         assert!(parse_levels("node=x")
+            .unwrap_err()
+            .0
+            .contains("not a whole number"));
+    }
+
+    #[test]
+    fn fan_outs_may_differ_between_items() {
+        // A hybrid CPU: 8 P-cores of two threads, then 2 clusters of 4 E-cores.
+        let l = parse_levels("cluster=10,cpu=2x8/4x2").unwrap();
+        assert_eq!(l[1].fanout.of(7), 2);
+        assert_eq!(l[1].fanout.of(8), 4);
+        assert_eq!(l[1].fanout.of(18), 4, "taken in turn over the items above");
+        let m = crate::presets::preset("arm1").unwrap();
+        let mut hybrid = m.clone();
+        hybrid.links = [("cluster", "core"), ("cpu", "core")]
+            .iter()
+            .map(|(n, from)| (n.to_string(), m.links[*from].clone()))
+            .collect();
+        hybrid.levels = l;
+        hybrid.check().unwrap();
+        assert_eq!(hybrid.ranks(), 24);
+        assert_eq!(hybrid.to_string(), "cluster=10,cpu=2x8/4x2");
+        let json = hybrid.to_json();
+        assert!(json.contains("\"fanout\": 10"), "one number stays a number");
+        assert_eq!(serde_json::from_str::<MachineModel>(&json).unwrap(), hybrid);
+        // A node with fewer cores.
+        let small = crate::presets::preset("betzy")
+            .unwrap()
+            .with_machine("node=2,socket=2,core=64/64/64/32")
+            .unwrap();
+        assert_eq!(small.ranks(), 224);
+        assert_eq!(small.node_count(), 2);
+        assert!(parse_levels("core=2x0")
+            .map(|l| l[0].fanout.has_zero())
+            .unwrap());
+        assert!(parse_levels("core=2xq")
             .unwrap_err()
             .0
             .contains("not a whole number"));
