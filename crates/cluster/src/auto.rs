@@ -484,7 +484,8 @@ fn near_group_pairs(
 /// A group of two whose distance is this many times the usual pair's is a slow pair.
 const SLOW_PAIR: f64 = 1.5;
 
-/// The median distance between two groups (from every `stride`-th pair of two large groups).
+/// The median distance between two groups (from every `step`-th row of the first when the two
+/// are large).
 fn median_between(m: &Array2<f64>, a: &[usize], b: &[usize], values: &mut Vec<f64>) -> f64 {
     values.clear();
     // Whole rows of `a`, every `step`-th: at most about PAIR_SAMPLES distances.
