@@ -516,7 +516,7 @@ impl MachineModel {
         let mut seen = std::collections::BTreeSet::new();
         for l in &self.levels {
             if l.fanout.has_zero() {
-                return bad(format!("level `{}` has a fan-out of 0", l.name));
+                return bad(format!("level `{}` has fan-out 0", l.name));
             }
             if !seen.insert(l.name.as_str()) {
                 return bad(format!("level `{}` appears twice", l.name));
