@@ -142,6 +142,21 @@ impl Tree {
             Tree::Node { children, .. } => children.iter().flat_map(Tree::ranks).collect(),
         }
     }
+
+    /// The least separation of the splits in this tree that have one (`None` when none has).
+    pub fn weakest_separation(&self) -> Option<f64> {
+        match self {
+            Tree::Leaf(_) => None,
+            Tree::Node {
+                children,
+                separation,
+            } => children
+                .iter()
+                .filter_map(Tree::weakest_separation)
+                .chain(*separation)
+                .reduce(f64::min),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -117,14 +117,19 @@ pub fn load_candidates(path: &Path) -> Result<Vec<ClusterInput>, InputError> {
     names.iter().map(|n| load(path, Some(n))).collect()
 }
 
-/// Clusters each input with `fit` and keeps the one whose topology has the most levels (the
-/// first of equals); with several inputs, also a line saying what each gave.
+/// Clusters each input with `fit` and keeps the one whose topology has the most levels (of
+/// equals, the one whose weakest split stands apart most, else the first); with several
+/// inputs, also a line saying what each gave.
+///
+/// Separations are ratios, so they compare across matrices of different units: on a staged
+/// run over a slow network the 0 B screening can show as many levels as the 64 KiB one, one of
+/// them made of noise (a split 1.3x apart against 7x).
 pub fn choose_by_levels<E: From<InputError>>(
     inputs: Vec<ClusterInput>,
     mut fit: impl FnMut(&ClusterInput) -> Result<crate::Tree, E>,
 ) -> Result<(ClusterInput, crate::Tree, Option<String>), E> {
     let several = inputs.len() > 1;
-    let mut best: Option<(usize, ClusterInput, crate::Tree)> = None;
+    let mut best: Option<((usize, f64), ClusterInput, crate::Tree)> = None;
     let mut tried = Vec::new();
     for input in inputs {
         let tree = fit(&input)?;
@@ -134,8 +139,10 @@ pub fn choose_by_levels<E: From<InputError>>(
             .rsplit_once(" (")
             .map_or(input.source.as_str(), |(_, n)| n.trim_end_matches(')'));
         tried.push(format!("{name} {levels}"));
-        if best.as_ref().is_none_or(|(l, _, _)| levels > *l) {
-            best = Some((levels, input, tree));
+        let rank = (levels, tree.weakest_separation().unwrap_or(0.0));
+        let better = |(l, s): &(usize, f64)| rank.0 > *l || (rank.0 == *l && rank.1 > *s);
+        if best.as_ref().is_none_or(|(r, _, _)| better(r)) {
+            best = Some((rank, input, tree));
         }
     }
     let (_, input, tree) = best.ok_or_else(|| {
@@ -248,4 +255,75 @@ pub fn load(path: &Path, matrix: Option<&str>) -> Result<ClusterInput, InputErro
 /// (see [`lgate_rundir::KnownPlacement::read`]).
 pub fn read_truth(path: &Path) -> Result<Truth, InputError> {
     Ok(Truth::read(path)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Tree;
+
+    fn input(source: &str) -> ClusterInput {
+        let values = ndarray::Array2::from_shape_fn((4, 4), |(i, j)| {
+            if i == j {
+                0.0
+            } else if i / 2 == j / 2 {
+                1.0
+            } else {
+                5.0
+            }
+        });
+        ClusterInput {
+            matrix: DistanceMatrix::new(values, None).unwrap(),
+            ranks: (0..4).collect(),
+            job_size: 4,
+            hosts: None,
+            source: source.into(),
+            warnings: Vec::new(),
+            placement: None,
+            filled: None,
+        }
+    }
+
+    fn pairs(separation: f64) -> Tree {
+        Tree::Node {
+            children: vec![Tree::Leaf(vec![0, 1]), Tree::Leaf(vec![2, 3])],
+            separation: Some(separation),
+        }
+    }
+
+    #[test]
+    fn of_equal_levels_the_clearer_matrix_is_kept() {
+        let inputs = vec![input("m (rtt:0)"), input("m (rtt:64KiB)")];
+        let (kept, _, note) = choose_by_levels(inputs, |i| {
+            Ok::<_, InputError>(pairs(if i.source.contains("rtt:0") {
+                1.3
+            } else {
+                7.0
+            }))
+        })
+        .unwrap();
+        assert_eq!(kept.source, "m (rtt:64KiB)");
+        assert!(note.unwrap().contains("rtt:0 1, rtt:64KiB 1"));
+        // More levels still win over a clearer split.
+        let inputs = vec![input("m (rtt:0)"), input("m (rtt:64KiB)")];
+        let (kept, _, _) = choose_by_levels(inputs, |i| {
+            Ok::<_, InputError>(if i.source.contains("rtt:0") {
+                pairs(1.3)
+            } else {
+                Tree::Leaf((0..4).collect())
+            })
+        })
+        .unwrap();
+        assert_eq!(kept.source, "m (rtt:0)");
+    }
+
+    #[test]
+    fn the_weakest_split_is_the_least_separation_anywhere() {
+        let tree = Tree::Node {
+            children: vec![pairs(3.0), pairs(2.0)],
+            separation: Some(9.0),
+        };
+        assert_eq!(tree.weakest_separation(), Some(2.0));
+        assert_eq!(Tree::Leaf(vec![0]).weakest_separation(), None);
+    }
 }
