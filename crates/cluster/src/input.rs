@@ -295,11 +295,7 @@ mod tests {
     fn of_equal_levels_the_clearer_matrix_is_kept() {
         let inputs = vec![input("m (rtt:0)"), input("m (rtt:64KiB)")];
         let (kept, _, note) = choose_by_levels(inputs, |i| {
-            Ok::<_, InputError>(pairs(if i.source.contains("rtt:0") {
-                1.3
-            } else {
-                7.0
-            }))
+            Ok::<_, InputError>(pairs(if i.source.contains("rtt:0") { 1.3 } else { 7.0 }))
         })
         .unwrap();
         assert_eq!(kept.source, "m (rtt:64KiB)");
