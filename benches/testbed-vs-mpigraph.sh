@@ -36,7 +36,7 @@ since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 
 # The levels `cluster` finds in a run or matrix, scored: "leaf=1.000 host=1.000".
 levels() {
-    "$bin" cluster "$1" --output "$work/found.json" --quiet 2>/dev/null
+    "$bin" cluster "$1" --output "$work/found.json" --force --quiet 2>/dev/null
     "$bin" score --truth "$truth" --topology "$work/found.json" --json |
         python3 -c 'import json, sys
 print(" ".join("%s=%.3f" % (r["level"], r["ari"]) for r in json.load(sys.stdin)))'

@@ -69,6 +69,9 @@ pub struct BenchArgs {
     /// The directory for bcast-tuning.json and openmpi-bcast-rules.conf.
     #[arg(long, default_value = "bcast-tuning", value_name = "DIR")]
     out: PathBuf,
+    /// Replace bcast-tuning.json and openmpi-bcast-rules.conf if --out holds them.
+    #[arg(long)]
+    force: bool,
     /// No progress on stderr.
     #[arg(long, short)]
     quiet: bool,
@@ -163,6 +166,13 @@ mod imp {
     }
 
     fn bench_cmd(t: &dyn Transport, args: BenchArgs) -> Result<()> {
+        // Before any broadcast: an existing table is replaced only with --force.
+        let free = Tuning::FILES.iter().try_for_each(|name| {
+            crate::output::check_output(&args.out.join(name), &[], args.force)
+        });
+        let Agreed::Yes(()) = agreed(t, if t.rank() == 0 { free } else { Ok(()) })? else {
+            return Ok(());
+        };
         let Agreed::Yes((hosts, tree)) = hosts_and_topology(t, args.topology.topology.as_deref())?
         else {
             return Ok(());

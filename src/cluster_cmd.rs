@@ -84,6 +84,9 @@ pub struct ClusterArgs {
     /// Write here instead of stdout (replaced atomically).
     #[arg(long, short, value_name = "FILE")]
     output: Option<PathBuf>,
+    /// Replace the output if it exists (never one of the inputs).
+    #[arg(long)]
+    force: bool,
     /// No summary on stderr.
     #[arg(long, short)]
     quiet: bool,
@@ -142,6 +145,9 @@ impl ClusterArgs {
 
 /// Runs `cluster`.
 pub fn run(args: ClusterArgs) -> Result<()> {
+    if let Some(out) = args.output.as_deref() {
+        crate::output::check_output(out, &[&args.input], args.force)?;
+    }
     if args.space == Space::Features {
         return run_features(&args);
     }
@@ -257,9 +263,6 @@ fn emit(
     let text = writer
         .write(&topology, &context)
         .with_context(|| args.input.display().to_string())?;
-    if let Some(out) = args.output.as_deref() {
-        crate::output::refuse_inputs(out, &[&args.input])?;
-    }
     write_output(args.output.as_deref(), &text)?;
     if !args.quiet {
         for w in &input.warnings {

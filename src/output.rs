@@ -82,6 +82,19 @@ pub fn refuse_inputs(output: &Path, inputs: &[&Path]) -> Result<()> {
     Ok(())
 }
 
+/// Checks an output before any work: it replaces none of the command's `inputs` (not even with
+/// `--force`), and an existing file only with `force`.
+pub fn check_output(output: &Path, inputs: &[&Path], force: bool) -> Result<()> {
+    refuse_inputs(output, inputs)?;
+    if !force && output.symlink_metadata().is_ok() {
+        anyhow::bail!(
+            "{}: exists; give --force to replace it, or write the output elsewhere",
+            output.display()
+        );
+    }
+    Ok(())
+}
+
 /// Whether an error is only stdout closing early (`lgate-plogp ... | head`).
 pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|cause| {

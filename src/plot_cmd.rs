@@ -31,6 +31,9 @@ pub struct BcastPlotArgs {
     /// The image to write: .png or .svg.
     #[arg(long, short, value_name = "FILE")]
     output: PathBuf,
+    /// Replace the output if it exists (never one of the inputs).
+    #[arg(long)]
+    force: bool,
 }
 
 /// Options of `plot curves`.
@@ -45,6 +48,9 @@ pub struct CurvesArgs {
     /// The image to write: .png or .svg.
     #[arg(long, short, value_name = "FILE")]
     output: PathBuf,
+    /// Replace the output if it exists (never one of the inputs).
+    #[arg(long)]
+    force: bool,
 }
 
 /// Options of `plot dendrogram`.
@@ -56,6 +62,9 @@ pub struct DendrogramArgs {
     /// The image to write: .png or .svg.
     #[arg(long, short, value_name = "FILE")]
     output: PathBuf,
+    /// Replace the output if it exists (never one of the inputs).
+    #[arg(long)]
+    force: bool,
 }
 
 /// Options of `plot heatmap`.
@@ -79,6 +88,9 @@ pub struct HeatmapArgs {
     /// The image to write: .png or .svg.
     #[arg(long, short, value_name = "FILE")]
     output: PathBuf,
+    /// Replace the output if it exists (never one of the inputs).
+    #[arg(long)]
+    force: bool,
 }
 
 /// Runs `plot`.
@@ -93,7 +105,7 @@ pub fn run(command: PlotCommand) -> Result<()> {
 
 fn bcast(args: BcastPlotArgs) -> Result<()> {
     lgate_plot::ImageFormat::of(&args.output)?;
-    crate::output::refuse_inputs(&args.output, &[&args.tuning])?;
+    crate::output::check_output(&args.output, &[&args.tuning], args.force)?;
     let figure = lgate_plot::BcastFigure::of_file(&args.tuning)?;
     save(&figure, &args.output)?;
     eprintln!("wrote {}", args.output.display());
@@ -102,7 +114,7 @@ fn bcast(args: BcastPlotArgs) -> Result<()> {
 
 fn dendrogram(args: DendrogramArgs) -> Result<()> {
     lgate_plot::ImageFormat::of(&args.output)?;
-    crate::output::refuse_inputs(&args.output, &[&args.input])?;
+    crate::output::check_output(&args.output, &[&args.input], args.force)?;
     let (topology, title) = if args.input.is_dir() {
         (
             lgate_cluster::default_topology(&args.input)?,
@@ -124,7 +136,9 @@ fn dendrogram(args: DendrogramArgs) -> Result<()> {
 
 fn heatmap(args: HeatmapArgs) -> Result<()> {
     lgate_plot::ImageFormat::of(&args.output)?;
-    crate::output::refuse_inputs(&args.output, &[&args.input])?;
+    let mut inputs = vec![args.input.as_path()];
+    inputs.extend(args.topology.as_deref());
+    crate::output::check_output(&args.output, &inputs, args.force)?;
     if !(args.clip > 0.5 && args.clip <= 1.0) {
         anyhow::bail!("--clip must be above 0.5 and at most 1");
     }
@@ -151,7 +165,7 @@ fn heatmap(args: HeatmapArgs) -> Result<()> {
         .with_clip_quantile(args.clip)
         .with_note(input.filled_note());
     if let Some(path) = &args.topology {
-        let (topology, _) = lgate_topology::format::read_file(path, None)?;
+        let topology = lgate_topology::format::read_file_of_job(path, input.job_size)?;
         figure = figure
             .with_topology(&topology)
             .with_context(|| path.display().to_string())?;
@@ -163,7 +177,7 @@ fn heatmap(args: HeatmapArgs) -> Result<()> {
 
 fn curves(args: CurvesArgs) -> Result<()> {
     lgate_plot::ImageFormat::of(&args.output)?;
-    crate::output::refuse_inputs(&args.output, &[&args.run])?;
+    crate::output::check_output(&args.output, &[&args.run], args.force)?;
     let pairs = args
         .pairs
         .as_ref()
@@ -200,6 +214,9 @@ pub struct ReportArgs {
     /// The HTML file to write.
     #[arg(long, short, value_name = "FILE")]
     output: PathBuf,
+    /// Replace the output if it exists (never one of the inputs).
+    #[arg(long)]
+    force: bool,
 }
 
 /// Runs `report`.
@@ -207,10 +224,18 @@ pub fn report(args: ReportArgs) -> Result<()> {
     if !args.run.is_dir() {
         anyhow::bail!("{}: not a run directory", args.run.display());
     }
-    crate::output::refuse_inputs(&args.output, &[&args.run])?;
+    let mut inputs = vec![args.run.as_path()];
+    inputs.extend(args.topology.as_deref());
+    crate::output::check_output(&args.output, &inputs, args.force)?;
     let (topology, source) = match &args.topology {
         Some(path) => (
-            lgate_topology::format::read_file(path, None)?.0,
+            lgate_topology::format::read_file_of_job(
+                path,
+                lgate_rundir::RunDir::open(&args.run)?
+                    .read_meta()?
+                    .ranks
+                    .len(),
+            )?,
             format!("The topology of {}.", path.display()),
         ),
         None => (

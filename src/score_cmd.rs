@@ -26,7 +26,11 @@ pub struct ScoreArgs {
 /// Runs `score`.
 pub fn score(args: ScoreArgs) -> Result<()> {
     let truth = lgate_cluster::read_truth(&args.truth)?;
-    let (topology, _) = format::read_file(&args.topology, None)?;
+    let ranks = truth.levels.first().map(|(_, labels)| labels.len());
+    let topology = match ranks {
+        Some(n) => format::read_file_of_job(&args.topology, n)?,
+        None => format::read_file(&args.topology, None)?.0,
+    };
     let rows = lgate_cluster::score::score_levels(&truth, &topology)
         .with_context(|| args.topology.display().to_string())?;
     let text = if args.json {

@@ -29,6 +29,9 @@ pub enum TopologyCommand {
         /// Write here instead of stdout (replaced atomically).
         #[arg(long, short, value_name = "OUT")]
         output: Option<PathBuf>,
+        /// Replace the output if it exists (never the input).
+        #[arg(long)]
+        force: bool,
     },
     /// Check that a topology file is well formed; exits non-zero with the first problem.
     Check {
@@ -68,7 +71,15 @@ pub fn run(cmd: TopologyCommand) -> Result<()> {
             let options = lgate_topology::OutlineOptions { max_depth: depth };
             write_output(None, &lgate_topology::outline(&topology, options))
         }
-        TopologyCommand::Convert { input, to, output } => {
+        TopologyCommand::Convert {
+            input,
+            to,
+            output,
+            force,
+        } => {
+            if let Some(out) = output.as_deref() {
+                crate::output::check_output(out, &[&input.file], force)?;
+            }
             let (topology, _) = input.read()?;
             let writer = lgate_topology::export::writer(&to)
                 .with_context(|| format!("unknown --to {to}"))?;
@@ -81,9 +92,6 @@ pub fn run(cmd: TopologyCommand) -> Result<()> {
             let text = writer
                 .write(&topology, &context)
                 .with_context(|| source.clone())?;
-            if let Some(out) = output.as_deref() {
-                crate::output::refuse_inputs(out, &[&input.file])?;
-            }
             write_output(output.as_deref(), &text)
         }
         TopologyCommand::Check { input } => {

@@ -91,7 +91,7 @@ fn malformed_inputs_each_get_a_clear_error() {
         (
             "huge.lgate",
             "group { 0-99999999999 }",
-            "is not a rank number",
+            "is beyond the largest topology this build reads (2097152 ranks",
         ),
         (
             "syntax.json",
@@ -139,6 +139,53 @@ fn malformed_inputs_each_get_a_clear_error() {
             "rank 1 is listed twice (first at 1:5)",
         ),
     ];
+    // Inputs sized to exhaust memory or the stack: refused at once, before allocating.
+    let json = |ranks: &str| {
+        format!(
+            r#"{{"format":"lgate-plogp-topology","version":1,"ranks":{ranks},"levels":[{{"name":"a","groups":[[0,1]]}}]}}"#
+        )
+    };
+    let hostile = [
+        (
+            "max.json".to_string(),
+            json("18446744073709551615"),
+            "rank count 18446744073709551615 is beyond the largest topology this build reads",
+        ),
+        (
+            "tera.json".to_string(),
+            json("1099511627776"),
+            "rank count 1099511627776 is beyond",
+        ),
+        (
+            "giga.json".to_string(),
+            json("1000000000"),
+            "rank count 1000000000 is beyond",
+        ),
+        (
+            "range.lgate".to_string(),
+            "group { 4-16777215 }".to_string(),
+            ":1:11: rank 16777215 is beyond",
+        ),
+        (
+            "deep.lgate".to_string(),
+            "cluster { ".repeat(30_000),
+            "clusters nested more than 1024 deep",
+        ),
+        (
+            "deep.nwk".to_string(),
+            "(".repeat(100_000),
+            "clusters nested more than 1024 deep",
+        ),
+        (
+            "seven".to_string(),
+            "7\n".to_string(),
+            "expected `(` opening a Newick tree of ranks, found `7` alone",
+        ),
+    ];
+    let cases = cases
+        .iter()
+        .map(|&(n, t, f)| (n.to_string(), t.to_string(), f))
+        .chain(hostile);
     for (name, text, fragment) in cases {
         let path = dir.path().join(name);
         std::fs::write(&path, text).unwrap();
@@ -257,15 +304,25 @@ fn convert_writes_atomically_and_reads_stdin() {
     let out_path = dir.path().join("t.json");
     std::fs::write(&out_path, "old contents").unwrap();
     let source = fixture("four-groups.lgate");
-    let out = lgate_plogp(&[
-        "topology",
-        "convert",
-        source.to_str().unwrap(),
-        "--to",
-        "json",
-        "--output",
-        out_path.to_str().unwrap(),
-    ]);
+    let convert = |extra: &[&str]| {
+        let mut args = vec![
+            "topology",
+            "convert",
+            source.to_str().unwrap(),
+            "--to",
+            "json",
+            "--output",
+            out_path.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        lgate_plogp(&args)
+    };
+    // An existing file is replaced only with --force.
+    let refused = convert(&[]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("exists; give --force"));
+    assert_eq!(std::fs::read_to_string(&out_path).unwrap(), "old contents");
+    let out = convert(&["--force"]);
     assert!(out.status.success());
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&out_path).unwrap()).unwrap();
@@ -284,6 +341,7 @@ fn convert_writes_atomically_and_reads_stdin() {
         "json",
         "--output",
         out_path.to_str().unwrap(),
+        "--force",
     ]);
     assert_eq!(out.status.code(), Some(1));
     assert!(std::fs::read_to_string(&out_path)

@@ -325,10 +325,16 @@ fn outputs_never_replace_their_inputs() {
         std::fs::read(&copy).unwrap(),
         std::fs::read(&matrix).unwrap()
     );
-    // A new file beside the run's own is fine, and so is replacing it.
+    // A new file beside the run's own is fine; replacing it takes --force.
     let topology = run.join("topology.json");
+    let t = topology.to_str().unwrap();
+    let out = lgate_plogp(&["cluster", r, "--output", t, "-q"]);
+    assert!(out.status.success());
+    let again = lgate_plogp(&["cluster", r, "--output", t, "-q"]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("exists; give --force"));
     for _ in 0..2 {
-        let out = lgate_plogp(&["cluster", r, "--output", topology.to_str().unwrap(), "-q"]);
+        let out = lgate_plogp(&["cluster", r, "--output", t, "-q", "--force"]);
         assert!(
             out.status.success(),
             "{}",
@@ -345,4 +351,46 @@ fn outputs_never_replace_their_inputs() {
         topology.to_str().unwrap(),
     ]);
     assert!(!out.status.success(), "convert over its own input");
+}
+
+#[test]
+fn a_topology_of_another_job_is_refused_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    let r = run.to_str().unwrap();
+    let sim = lgate_plogp(&["simulate", "--preset", "fram", "--out", r, "--quiet"]);
+    assert!(
+        sim.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sim.stderr)
+    );
+    // 32 ranks, for a run of 128: as LGate (its last rank) and as JSON (its declared count).
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/topology");
+    for name in ["four-groups.lgate", "four-groups.json"] {
+        let topology = fixtures.join(name);
+        let t = topology.to_str().unwrap();
+        let png = dir.path().join("h.png");
+        let html = dir.path().join("r.html");
+        for args in [
+            vec!["score", "--truth", r, "--topology", t],
+            vec![
+                "plot",
+                "heatmap",
+                r,
+                "--topology",
+                t,
+                "-o",
+                png.to_str().unwrap(),
+            ],
+            vec!["report", r, "--topology", t, "-o", html.to_str().unwrap()],
+        ] {
+            let out = lgate_plogp(&args);
+            assert_clean_failure(
+                &out,
+                name,
+                "the topology is of 32 ranks, but the job has 128",
+            );
+        }
+        assert!(!png.exists() && !html.exists());
+    }
 }

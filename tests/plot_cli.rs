@@ -88,9 +88,12 @@ fn plots_by_extension_and_clean_failures() {
             vec!["plot", "heatmap", "run", "-o", "h.pdf"],
             "must end in .png or .svg",
         ),
-        (vec!["plot", "heatmap", "nowhere", "-o", "h.png"], "nowhere"),
         (
-            vec!["plot", "heatmap", "run", "--clip", "0.2", "-o", "h.png"],
+            vec!["plot", "heatmap", "nowhere", "-o", "fail.png"],
+            "nowhere",
+        ),
+        (
+            vec!["plot", "heatmap", "run", "--clip", "0.2", "-o", "fail.png"],
             "--clip",
         ),
         (
@@ -101,28 +104,51 @@ fn plots_by_extension_and_clean_failures() {
                 "--topology",
                 "missing.json",
                 "-o",
-                "h.png",
+                "fail.png",
             ],
             "missing.json",
         ),
         (
-            vec!["plot", "curves", "m.csv", "-o", "c.png"],
+            vec!["plot", "curves", "m.csv", "-o", "fail-c.png"],
             "measurements.parquet",
         ),
         (
-            vec!["plot", "curves", "run", "--pairs", "0-0", "-o", "c.png"],
+            vec![
+                "plot",
+                "curves",
+                "run",
+                "--pairs",
+                "0-0",
+                "-o",
+                "fail-c.png",
+            ],
             "not a pair",
         ),
         (
-            vec!["plot", "curves", "run", "--pairs", "0-500", "-o", "c.png"],
+            vec![
+                "plot",
+                "curves",
+                "run",
+                "--pairs",
+                "0-500",
+                "-o",
+                "fail-c.png",
+            ],
             "pair 0-500 is not in",
         ),
         (
             vec!["report", "m.csv", "-o", "r.html"],
             "not a run directory",
         ),
+        // An existing picture is replaced only with --force.
+        (
+            vec!["plot", "heatmap", "run", "-o", "h.png"],
+            "exists; give --force",
+        ),
     ] {
         assert_clean_failure(&lgate_plogp_in(d, &args), fragment);
     }
     assert!(!d.join("h.pdf").exists());
+    let forced = lgate_plogp_in(d, &["plot", "heatmap", "run", "-o", "h.png", "--force"]);
+    assert!(forced.status.success());
 }

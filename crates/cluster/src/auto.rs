@@ -431,7 +431,12 @@ fn separation(
         return 0.0;
     }
     if inside <= 0.0 {
-        return if least_between > 0.0 { f64::MAX } else { 0.0 };
+        // Groups without spread inside stand apart without measure.
+        return if least_between > 0.0 {
+            f64::INFINITY
+        } else {
+            0.0
+        };
     }
     least_between / inside
 }

@@ -51,7 +51,8 @@ fn node_of(tree: &Tree) -> TopologyNode {
         } => {
             let mut kids: Vec<TopologyNode> = children.iter().map(node_of).collect();
             kids.sort_by_key(|k| k.ranks().into_iter().min());
-            TopologyNode::cluster(kids).with_height(*separation)
+            // A split of groups with no spread inside has no finite separation to write.
+            TopologyNode::cluster(kids).with_height(separation.filter(|s| s.is_finite()))
         }
     }
 }
@@ -71,8 +72,8 @@ fn groups_at(
             separation: s,
         } if here < depth => {
             if here + 1 == depth {
-                if let Some(s) = s {
-                    *separation = Some(separation.map_or(*s, |x: f64| x.min(*s)));
+                if let Some(s) = s.filter(|s| s.is_finite()) {
+                    *separation = Some(separation.map_or(s, |x: f64| x.min(s)));
                 }
             }
             for c in children {

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
 use lgate_rundir::{
-    JournalEntry, PlanInfo, RankTime, RunDir, RunMeta, RunStatus, RunSummary, ScheduleInfo, Stage,
-    StageSummary, TestInfo,
+    JournalEntry, PlanInfo, RankTime, RunDir, RunMeta, RunPart, RunStatus, RunSummary,
+    ScheduleInfo, Stage, StageSummary, TestInfo,
 };
 use lgate_topology::{format, Rank, Topology, TopologyFormat, TopologyNode};
 use lgate_transport::{
@@ -684,17 +684,19 @@ fn prepare(
         pairs_per_sweep,
         plan: plan_info,
     };
+    let start = now_rfc3339();
     let meta = RunMeta {
         mpi,
         launcher: placement::launcher(),
         system: placement::system(),
+        parts: vec![RunPart::starting(start.clone())],
         ..RunMeta::started(
             options.tool.clone(),
             options.command_line.clone(),
             test_info,
             schedule_info,
             infos,
-            now_rfc3339(),
+            start,
         )
     };
     let (previous, run) = match previous {
@@ -756,6 +758,9 @@ fn prepare(
                 _ => return Err(unscheduled(e)),
             }
         }
+        let mut parts = old.parts_before_resume(prepared.resumed_tests());
+        parts.append(&mut prepared.meta.parts);
+        prepared.meta.parts = parts;
         prepared.meta.start = old.start;
         if old.status == RunStatus::Complete {
             prepared.finished = Some((old.end, old.summary));
@@ -928,14 +933,29 @@ impl Collector {
             },
         };
         // Re-deriving a finished run measures nothing: its record of the measuring stays.
+        let mut parts = std::mem::take(&mut self.prepared.meta.parts);
         let (end, recorded) = match self.prepared.finished.take() {
-            Some((end, Some(old))) if self.received == 0 => (end, old),
-            _ => (Some(now_rfc3339()), summary.clone()),
+            Some((end, Some(old))) if self.received == 0 => {
+                parts.pop();
+                (end, old)
+            }
+            _ => {
+                let end = now_rfc3339();
+                if let Some(last) = parts.last_mut() {
+                    last.end = Some(end.clone());
+                    last.pairs_measured = self.received;
+                    last.wall_s = Some(wall_s);
+                    last.testing_s = Some(testing_s);
+                }
+                let total = RunSummary::over_parts(&parts, summary.pairs_total, summary.clone());
+                (Some(end), total)
+            }
         };
         let meta = RunMeta {
             status: RunStatus::Complete,
             end,
             summary: Some(recorded),
+            parts,
             ..self.prepared.meta
         };
         self.prepared.run.write_meta(&meta)?;

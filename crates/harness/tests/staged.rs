@@ -177,6 +177,18 @@ fn a_killed_staged_run_resumes_with_nothing_twice() {
         // The follow-up depends on the values measured (refinement, the sample), so the
         // resumed run's size is its own journal's.
         assert_eq!(report.summary.pairs_measured, keys.len() - stop);
+        // The record keeps both parts: the killed one (its tests from the journal, no end)
+        // and the resume; the totals are over both.
+        let meta = RunDir::open(&out).unwrap().read_meta().unwrap();
+        assert_eq!(meta.parts.len(), 2, "{:?}", meta.parts);
+        assert_eq!(meta.parts[0].pairs_measured, stop);
+        assert_eq!(meta.parts[0].end, None);
+        assert_eq!(meta.parts[1].pairs_measured, keys.len() - stop);
+        assert!(meta.parts[1].end.is_some() && meta.parts[1].wall_s.is_some());
+        let total = meta.summary.as_ref().unwrap();
+        assert_eq!(total.pairs_measured, keys.len());
+        assert_eq!(total.pairs_total, keys.len());
+        assert_eq!(meta.start, meta.parts[0].start);
         let unique: BTreeSet<&Key> = keys.iter().collect();
         assert_eq!(unique.len(), keys.len(), "nothing measured twice");
         // The same tests as an uninterrupted run, for the stages the seed fixes; the
@@ -212,4 +224,10 @@ fn resuming_a_finished_run_keeps_its_record() {
     );
     assert_eq!(after.end, before.end);
     assert_eq!(after.status, RunStatus::Complete);
+    assert_eq!(after.parts, before.parts, "re-deriving adds no part");
+    assert_eq!(before.parts.len(), 1);
+    assert_eq!(
+        before.parts[0].pairs_measured,
+        before.summary.as_ref().unwrap().pairs_measured
+    );
 }

@@ -22,8 +22,8 @@ use std::path::{Path, PathBuf};
 pub use journal::{read_journal, Journal, JournalEntry, JournalRead, Stage, JOURNAL_FILE};
 pub use matrices::{MatrixEntry, MatrixIndex, MeasuredMask, MATRICES_DIR, MATRIX_INDEX_FILE};
 pub use meta::{
-    LauncherInfo, PlanInfo, RankInfo, RankTime, RunMeta, RunStatus, RunSummary, ScheduleInfo,
-    StageSummary, SystemInfo, TestInfo, META_FILE, RUN_FORMAT, RUN_VERSION,
+    LauncherInfo, PlanInfo, RankInfo, RankTime, RunMeta, RunPart, RunStatus, RunSummary,
+    ScheduleInfo, StageSummary, SystemInfo, TestInfo, META_FILE, RUN_FORMAT, RUN_VERSION,
 };
 pub use placement::KnownPlacement;
 

@@ -51,6 +51,10 @@ pub struct RunMeta {
     /// Totals, once the run has ended.
     #[serde(default)]
     pub summary: Option<RunSummary>,
+    /// Each invocation that measured: the first start and every resume, in order; the last is
+    /// open (no end) while it runs, or when it was killed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<RunPart>,
     /// For a run written by `simulate`: the machine model and what was drawn from the seed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub simulation: Option<serde_json::Value>,
@@ -175,23 +179,54 @@ pub struct SystemInfo {
     pub os: Option<String>,
 }
 
+/// One invocation of a run that measured: its first start, or a resume.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunPart {
+    /// When it started (RFC 3339, UTC).
+    pub start: String,
+    /// When it ended; none while it runs or when it was killed.
+    #[serde(default)]
+    pub end: Option<String>,
+    /// Tests it measured (for a killed part: the journal's entries it left).
+    pub pairs_measured: usize,
+    /// Its wall time, seconds, when it ended.
+    #[serde(default)]
+    pub wall_s: Option<f64>,
+    /// Time during which one of its pair tests was running, seconds, when it ended.
+    #[serde(default)]
+    pub testing_s: Option<f64>,
+}
+
+impl RunPart {
+    /// A part starting now that has measured nothing yet.
+    pub fn starting(start: String) -> Self {
+        RunPart {
+            start,
+            end: None,
+            pairs_measured: 0,
+            wall_s: None,
+            testing_s: None,
+        }
+    }
+}
+
 /// Totals of a finished run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunSummary {
-    /// Pairs measured in this invocation (not counting resumed ones).
+    /// Pairs measured, over every part of the run (first start and resumes).
     pub pairs_measured: usize,
     /// Pairs in the journal, all sweeps.
     pub pairs_total: usize,
-    /// Wall time of this invocation, seconds.
+    /// Wall time, summed over the parts whose wall time is known, seconds.
     pub wall_s: f64,
-    /// Time during which at least one pair test was running, seconds.
+    /// Time during which at least one pair test was running, summed like `wall_s`, seconds.
     pub testing_s: f64,
     /// Share of wall time with no pair test running: barriers, bookkeeping, I/O.
     pub overhead_share: f64,
-    /// How each rank spent this invocation: waiting for its next test or testing.
+    /// How each rank spent the last part: waiting for its next test or testing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rank_time: Vec<RankTime>,
-    /// A staged run's stages: tests and the wall time each took in this invocation.
+    /// A staged run's stages: tests and the wall time each took in the last part.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stages: Vec<StageSummary>,
 }
@@ -288,10 +323,60 @@ impl RunMeta {
             start,
             end: None,
             summary: None,
+            parts: Vec::new(),
             simulation: None,
         }
     }
 
+    /// The parts of this run as a resume finds them: a part left open was killed, and is
+    /// closed with the tests the journal (`journal_tests` in all) holds beyond the earlier
+    /// parts'; a run written before parts were kept is one part made of its start, end and
+    /// summary.
+    pub fn parts_before_resume(&self, journal_tests: usize) -> Vec<RunPart> {
+        let mut parts = self.parts.clone();
+        if parts.is_empty() {
+            parts.push(RunPart {
+                start: self.start.clone(),
+                end: self.end.clone(),
+                pairs_measured: self
+                    .summary
+                    .as_ref()
+                    .map_or(journal_tests, |s| s.pairs_measured),
+                wall_s: self.summary.as_ref().map(|s| s.wall_s),
+                testing_s: self.summary.as_ref().map(|s| s.testing_s),
+            });
+        }
+        if let Some((last, earlier)) = parts.split_last_mut() {
+            if last.end.is_none() && last.wall_s.is_none() {
+                let before: usize = earlier.iter().map(|p| p.pairs_measured).sum();
+                last.pairs_measured = journal_tests.saturating_sub(before);
+            }
+        }
+        parts
+    }
+}
+
+impl RunSummary {
+    /// Totals over `parts`, with the last part's `rank_time` and `stages`.
+    pub fn over_parts(parts: &[RunPart], pairs_total: usize, last: RunSummary) -> RunSummary {
+        let wall_s: f64 = parts.iter().filter_map(|p| p.wall_s).sum();
+        let testing_s: f64 = parts.iter().filter_map(|p| p.testing_s).sum();
+        RunSummary {
+            pairs_measured: parts.iter().map(|p| p.pairs_measured).sum(),
+            pairs_total,
+            wall_s,
+            testing_s,
+            overhead_share: if wall_s > 0.0 {
+                (1.0 - testing_s / wall_s).max(0.0)
+            } else {
+                0.0
+            },
+            ..last
+        }
+    }
+}
+
+impl RunMeta {
     /// Reads and checks meta.json.
     pub fn read(path: &Path) -> Result<Self, RunDirError> {
         let bad = |message: String| RunDirError::BadMeta {
@@ -420,6 +505,7 @@ mod tests {
             start: "2026-11-21T21:00:00Z".into(),
             end: None,
             summary: None,
+            parts: Vec::new(),
             simulation: None,
         }
     }

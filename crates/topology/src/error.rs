@@ -97,7 +97,10 @@ pub enum Problem {
         ranks: usize,
     },
     /// A document whose declared rank count is not the job's.
-    #[error("the document is for {declared} ranks, but the job has {expected}")]
+    #[error(
+        "the topology is of {declared} ranks, but the job has {expected}: give the topology of \
+         this job (lgate-plogp cluster RUN writes one)"
+    )]
     RankCount {
         /// The count the document declares.
         declared: usize,
@@ -115,6 +118,39 @@ pub enum Problem {
     /// Text where a rank number should be.
     #[error("`{0}` is not a rank number")]
     NotARank(String),
+    /// A rank or rank count beyond what this build handles.
+    #[error(
+        "{what} {value} is beyond the largest topology this build reads ({limit} ranks, ranks 0 \
+         to {last})",
+        last = limit - 1
+    )]
+    TooManyRanks {
+        /// What is too large: `rank` or `rank count`.
+        what: &'static str,
+        /// The value found.
+        value: String,
+        /// The most ranks a topology may have.
+        limit: usize,
+    },
+    /// Ranks times levels beyond what this build reads.
+    #[error(
+        "{ranks} ranks in {levels} levels (or clusters nested {levels} deep) is beyond the largest \
+         topology this build reads ({limit} ranks times levels)"
+    )]
+    TooLarge {
+        /// The rank count.
+        ranks: usize,
+        /// The levels, or the tree's depth.
+        levels: usize,
+        /// The most ranks times levels.
+        limit: usize,
+    },
+    /// Clusters nested deeper than any machine's hierarchy.
+    #[error("clusters nested more than {limit} deep: a topology's levels are far fewer")]
+    TooDeep {
+        /// The deepest nesting read.
+        limit: usize,
+    },
     /// JSON that does not parse or does not have the expected shape.
     #[error("{0}")]
     Json(String),

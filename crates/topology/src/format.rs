@@ -122,6 +122,22 @@ pub fn read_file(
     parse(&text, None, ranks).map_err(|e| e.in_file(path))
 }
 
+/// Reads the topology of a job of `ranks` ranks: a JSON document must declare that count, an
+/// LGate or Newick file must name its last rank, `ranks - 1` (a file of another job, or a
+/// rank count typed wrong, would otherwise be read with the ranks it lacks as singletons).
+pub fn read_file_of_job(path: &Path, ranks: usize) -> Result<Topology, TopologyError> {
+    let (topology, format) = read_file(path, Some(ranks))?;
+    let named = topology.tree().max_rank().map_or(0, |r| r + 1);
+    if format != TopologyFormat::Json && named != ranks {
+        let problem = Problem::RankCount {
+            declared: named,
+            expected: ranks,
+        };
+        return Err(TopologyError::at(Location::Document, problem).in_file(path));
+    }
+    Ok(topology)
+}
+
 /// Writes a topology in the given format.
 pub fn to_string(topology: &Topology, format: TopologyFormat) -> String {
     match format {

@@ -317,6 +317,42 @@ mod tests {
     }
 
     #[test]
+    fn rank_counts_past_the_limit_are_refused_before_allocating() {
+        for ranks in ["18446744073709551615", "1099511627776", "1000000000"] {
+            let text = format!(
+                r#"{{"format": "lgate-plogp-topology", "version": 1, "ranks": {ranks},
+                    "levels": [{{"name": "node", "groups": [[0, 1]]}}]}}"#
+            );
+            let e = parse(&text, None).unwrap_err();
+            assert!(
+                matches!(e.problem(), Some(Problem::TooManyRanks { .. })),
+                "{ranks}: {e}"
+            );
+        }
+        // Within the rank limit, but too many levels of singletons for it.
+        let levels: Vec<String> = (0..3)
+            .map(|k| {
+                format!(
+                    r#"{{"name": "l{k}", "groups": [[{}]]}}"#,
+                    (0..4 >> k)
+                        .map(|r| r.to_string())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                )
+            })
+            .collect();
+        let text = format!(
+            r#"{{"format": "lgate-plogp-topology", "version": 1, "ranks": 1048576, "levels": [{}]}}"#,
+            levels.join(",")
+        );
+        let e = parse(&text, None).unwrap_err();
+        assert!(
+            matches!(e.problem(), Some(Problem::TooLarge { levels: 3, .. })),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn levels_alone_give_the_tree() {
         let text = r#"{"format": "lgate-plogp-topology", "version": 1, "ranks": 4,
                        "levels": [{"name": "node", "groups": [[0, 1], [2, 3]]}]}"#;

@@ -11,22 +11,20 @@
 //! Ranks are separated by commas or whitespace; `a-b` is the inclusive range. `#` starts a
 //! comment that runs to the end of the line.
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use crate::error::{Location, Problem, TopologyError};
 use crate::ranks::{Rank, RankList};
-use crate::tree::{Topology, TopologyNode};
-
-/// The largest rank a topology file may name; larger numbers are typing mistakes.
-pub const MAX_RANK: Rank = (1 << 26) - 1;
+use crate::tree::{parse_rank, Topology, TopologyNode, MAX_DEPTH};
 
 /// Parses an LGate topology file; `ranks`, when given, bounds the ranks it may name.
 pub fn parse(text: &str, ranks: Option<usize>) -> Result<Topology, TopologyError> {
     let mut parser = Parser {
         lexer: Lexer::new(text),
         ranks,
-        first_seen: HashMap::new(),
+        seen: Vec::new(),
+        groups: Vec::new(),
+        depth: 0,
     };
     let tree = parser.document()?;
     Topology::from_tree(tree, ranks)
@@ -215,7 +213,13 @@ impl<'a> Lexer<'a> {
 struct Parser<'a> {
     lexer: Lexer<'a>,
     ranks: Option<usize>,
-    first_seen: HashMap<Rank, Pos>,
+    /// One bit a rank: listed already.
+    seen: Vec<u64>,
+    /// Each rank or range read, with where it was written, to say where a repeated rank was
+    /// listed first.
+    groups: Vec<(Rank, Rank, Pos)>,
+    /// How many clusters are open.
+    depth: usize,
 }
 
 impl Parser<'_> {
@@ -272,6 +276,16 @@ impl Parser<'_> {
     }
 
     fn cluster_body(&mut self, at: Pos, open: Pos) -> Result<TopologyNode, TopologyError> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(at.error(Problem::TooDeep { limit: MAX_DEPTH }));
+        }
+        let node = self.cluster_children(at, open);
+        self.depth -= 1;
+        node
+    }
+
+    fn cluster_children(&mut self, at: Pos, open: Pos) -> Result<TopologyNode, TopologyError> {
         let mut children = Vec::new();
         loop {
             match &self.lexer.peek().0 {
@@ -327,16 +341,9 @@ impl Parser<'_> {
                     } else {
                         start
                     };
-                    for rank in start..=end {
-                        if let Some(first) = self.first_seen.insert(rank, pos) {
-                            self.first_seen.insert(rank, first);
-                            return Err(pos.error(Problem::DuplicateRank {
-                                rank,
-                                first: first.location(),
-                            }));
-                        }
-                        ranks.push(rank);
-                    }
+                    self.mark(start, end, pos)?;
+                    ranks.extend(start..=end);
+                    self.groups.push((start, end, pos));
                     need_rank = false;
                     if self.lexer.peek().0 == Token::Comma {
                         self.lexer.next();
@@ -365,12 +372,32 @@ impl Parser<'_> {
         }
     }
 
+    /// Marks `start..=end` as listed, or says where a rank of it was listed first.
+    fn mark(&mut self, start: Rank, end: Rank, pos: Pos) -> Result<(), TopologyError> {
+        let words = end / 64 + 1;
+        if self.seen.len() < words {
+            self.seen.resize(words, 0);
+        }
+        for rank in start..=end {
+            let (word, bit) = (rank / 64, 1u64 << (rank % 64));
+            if self.seen[word] & bit != 0 {
+                let first = self
+                    .groups
+                    .iter()
+                    .find(|&&(a, b, _)| (a..=b).contains(&rank))
+                    .map_or(pos, |&(_, _, p)| p);
+                return Err(pos.error(Problem::DuplicateRank {
+                    rank,
+                    first: first.location(),
+                }));
+            }
+            self.seen[word] |= bit;
+        }
+        Ok(())
+    }
+
     fn rank(&self, text: &str, pos: Pos) -> Result<Rank, TopologyError> {
-        let rank: Rank = text
-            .parse()
-            .ok()
-            .filter(|&r| r <= MAX_RANK)
-            .ok_or_else(|| pos.error(Problem::NotARank(text.to_string())))?;
+        let rank = parse_rank(text).map_err(|p| pos.error(p))?;
         if let Some(n) = self.ranks {
             if rank >= n {
                 return Err(pos.error(Problem::RankOutOfRange { rank, ranks: n }));
@@ -498,8 +525,37 @@ cluster {
         ));
         assert_eq!(
             problem("group { 99999999999999999999999 }", None).0,
-            Problem::NotARank("99999999999999999999999".into())
+            Problem::TooManyRanks {
+                what: "rank",
+                value: "99999999999999999999999".into(),
+                limit: crate::tree::MAX_RANKS
+            }
         );
+        // A 20-byte file may not name 16 million ranks, nor nest past the stack.
+        assert!(matches!(
+            problem("group { 4-16777215 }", None).0,
+            Problem::TooManyRanks { what: "rank", .. }
+        ));
+        let deep = "cluster { ".repeat(30_000);
+        assert_eq!(
+            problem(&deep, None).0,
+            Problem::TooDeep {
+                limit: crate::tree::MAX_DEPTH
+            }
+        );
+        let chain = format!(
+            "{}group {{ 0-4095 }}{}",
+            "cluster { ".repeat(1000),
+            "}".repeat(1000)
+        );
+        assert!(matches!(
+            problem(&chain, None).0,
+            Problem::TooLarge {
+                ranks: 4096,
+                levels: 1000,
+                ..
+            }
+        ));
         assert!(matches!(
             problem("group { -1 }", None).0,
             Problem::Unexpected { .. }

@@ -10,9 +10,8 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use crate::error::{Location, Problem, TopologyError};
-use crate::lgate::MAX_RANK;
 use crate::ranks::Rank;
-use crate::tree::{Topology, TopologyNode};
+use crate::tree::{parse_rank, Topology, TopologyNode, MAX_DEPTH};
 
 /// Writes a topology as a Newick tree ending in `;` and a newline.
 pub fn to_string(topology: &Topology) -> String {
@@ -24,8 +23,9 @@ pub fn to_string(topology: &Topology) -> String {
 
 fn write_node(out: &mut String, node: &TopologyNode) {
     out.push('(');
+    let height = monotone_height(node);
     match node {
-        TopologyNode::Group { ranks, height } => {
+        TopologyNode::Group { ranks, .. } => {
             for (i, r) in ranks.iter().enumerate() {
                 if i > 0 {
                     out.push(',');
@@ -36,19 +36,36 @@ fn write_node(out: &mut String, node: &TopologyNode) {
                 }
             }
         }
-        TopologyNode::Cluster { children, height } => {
+        TopologyNode::Cluster { children, .. } => {
             for (i, child) in children.iter().enumerate() {
                 if i > 0 {
                     out.push(',');
                 }
                 write_node(out, child);
-                if let (Some(h), Some(c)) = (height, child.height()) {
+                if let (Some(h), Some(c)) = (height, monotone_height(child)) {
                     let _ = write!(out, ":{}", h - c);
                 }
             }
         }
     }
     out.push(')');
+}
+
+/// A node's height as a dendrogram draws it: at least the height of everything below it.
+///
+/// Heights from clustering are separations of each split, which need not grow towards the
+/// root; branch lengths are differences of heights and must not be negative.
+fn monotone_height(node: &TopologyNode) -> Option<f64> {
+    let below = node
+        .children()
+        .iter()
+        .filter_map(monotone_height)
+        .reduce(f64::max);
+    match (node.height(), below) {
+        (Some(h), Some(b)) => Some(h.max(b)),
+        (h, None) => h,
+        (None, Some(_)) => None,
+    }
 }
 
 /// Parses a Newick tree whose taxa are rank numbers; `ranks`, when given, bounds them.
@@ -58,12 +75,24 @@ pub fn parse(text: &str, ranks: Option<usize>) -> Result<Topology, TopologyError
         i: 0,
         line: 1,
         column: 1,
+        depth: 0,
     };
     p.skip();
     if p.peek().is_none() {
         return Err(TopologyError::at(Location::Document, Problem::EmptyInput));
     }
     let tree = p.subtree()?;
+    if let Parsed::Taxon { name, line, column } = &tree {
+        // `7` alone is a one-leaf Newick tree, but as a topology it is a mistake.
+        return Err(TopologyError::at_text(
+            *line,
+            *column,
+            Problem::Unexpected {
+                expected: "`(` opening a Newick tree of ranks",
+                found: format!("`{name}` alone"),
+            },
+        ));
+    }
     p.skip();
     if p.peek() == Some(';') {
         p.bump();
@@ -129,11 +158,7 @@ fn rank_of(
     first_seen: &mut HashMap<Rank, Location>,
 ) -> Result<Rank, TopologyError> {
     let here = Location::Text { line, column };
-    let rank: Rank = name
-        .parse()
-        .ok()
-        .filter(|&r| r <= MAX_RANK)
-        .ok_or_else(|| TopologyError::at(here.clone(), Problem::NotARank(name)))?;
+    let rank = parse_rank(&name).map_err(|p| TopologyError::at(here.clone(), p))?;
     if let Some(n) = ranks.filter(|&n| rank >= n) {
         return Err(TopologyError::at(
             here,
@@ -154,6 +179,8 @@ struct Parser {
     i: usize,
     line: usize,
     column: usize,
+    /// How many parentheses are open.
+    depth: usize,
 }
 
 impl Parser {
@@ -200,6 +227,10 @@ impl Parser {
         self.skip();
         let node = if self.peek() == Some('(') {
             let (line, column) = (self.line, self.column);
+            self.depth += 1;
+            if self.depth > MAX_DEPTH {
+                return Err(self.error(Problem::TooDeep { limit: MAX_DEPTH }));
+            }
             self.bump();
             let mut children = vec![self.subtree()?];
             loop {
@@ -224,6 +255,7 @@ impl Parser {
                     }
                 }
             }
+            self.depth -= 1;
             // An internal node's label carries no rank: skip it.
             self.label()?;
             Parsed::Inner(children)
@@ -328,6 +360,39 @@ mod tests {
         assert_eq!(
             parse(&text, None).unwrap().tree(),
             &t.tree().without_heights()
+        );
+    }
+
+    #[test]
+    fn branch_lengths_are_never_negative() {
+        // Separations as heights: the root's split is weaker than its children's.
+        let tree = TopologyNode::cluster(vec![
+            TopologyNode::cluster(vec![
+                TopologyNode::group(vec![0, 1]),
+                TopologyNode::group(vec![2, 3]),
+            ])
+            .with_height(Some(9.0)),
+            TopologyNode::group(vec![4, 5]).with_height(Some(0.5)),
+        ])
+        .with_height(Some(3.0));
+        let text = to_string(&Topology::from_tree(tree, None).unwrap());
+        assert_eq!(text, "(((0,1),(2,3)):0,(4:0.5,5:0.5):8.5);\n");
+        assert!(!text.contains(":-"), "{text}");
+    }
+
+    #[test]
+    fn a_bare_number_is_not_a_topology() {
+        let e = parse("7\n", None).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "line 1:1: expected `(` opening a Newick tree of ranks, found `7` alone"
+        );
+        let deep = "(".repeat(100_000);
+        assert_eq!(
+            parse(&deep, None).unwrap_err().problem(),
+            Some(&Problem::TooDeep {
+                limit: crate::tree::MAX_DEPTH
+            })
         );
     }
 

@@ -149,7 +149,7 @@ impl TopologyNode {
     }
 
     /// The largest rank under this node.
-    fn max_rank(&self) -> Option<Rank> {
+    pub fn max_rank(&self) -> Option<Rank> {
         let mut max = None;
         self.for_each_group(&mut |ranks| {
             if let Some(&m) = ranks.iter().max() {
@@ -194,6 +194,36 @@ impl Level {
         labels
     }
 }
+
+/// The most ranks a topology may have: 2^21 (2 097 152), far past any job this tool can
+/// measure (a dense distance matrix of that size holds 4.4 * 10^12 cells); rank counts are
+/// checked against it before anything of their size is allocated.
+pub const MAX_RANKS: usize = 1 << 21;
+
+/// The most ranks times levels (or tree depth) a topology may have: 2^21, so reading any
+/// topology takes well under a second and 1 GiB (each level holds a group for every rank it
+/// leaves alone): 1 048 576 ranks with 2 levels, 65 536 ranks with 32.
+pub const MAX_RANK_LEVELS: usize = 1 << 21;
+
+/// Reads a rank number written in a topology file, refusing ranks past [`MAX_RANKS`].
+pub(crate) fn parse_rank(text: &str) -> Result<Rank, Problem> {
+    let too_many = || Problem::TooManyRanks {
+        what: "rank",
+        value: text.to_string(),
+        limit: MAX_RANKS,
+    };
+    if !text.bytes().all(|b| b.is_ascii_digit()) || text.is_empty() {
+        return Err(Problem::NotARank(text.to_string()));
+    }
+    match text.parse::<Rank>() {
+        Ok(r) if r < MAX_RANKS => Ok(r),
+        _ => Err(too_many()),
+    }
+}
+
+/// The deepest nesting a topology file may have: machines have a handful of levels, and
+/// trees from clustering a few more; deeper files are refused before they exhaust the stack.
+pub const MAX_DEPTH: usize = 1024;
 
 /// The default name of the level at 1-based depth `depth`, coarsest first.
 pub fn default_level_name(depth: usize) -> String {
@@ -249,6 +279,7 @@ impl Topology {
     pub fn from_tree(tree: TopologyNode, ranks: Option<usize>) -> Result<Self, TopologyError> {
         validate_tree(&tree, ranks)?;
         let ranks = ranks.unwrap_or_else(|| tree.max_rank().map_or(0, |m| m + 1));
+        check_size(ranks, tree.depth(), "tree")?;
         let levels = levels_of_tree(&tree, ranks);
         Ok(Topology {
             ranks,
@@ -261,6 +292,8 @@ impl Topology {
 
     /// Builds the tree of nested levels (coarsest first); ranks a level leaves out are singletons.
     pub fn from_levels(ranks: usize, levels: Vec<Level>) -> Result<Self, TopologyError> {
+        check_rank_count(Some(ranks))?;
+        check_size(ranks, levels.len(), "levels")?;
         let levels = validate_levels(ranks, levels)?;
         let tree = tree_of_levels(ranks, &levels);
         Ok(Topology {
@@ -395,47 +428,108 @@ fn first_difference(ranks: usize, a: &Level, b: &Level) -> Option<Rank> {
 }
 
 fn validate_tree(tree: &TopologyNode, ranks: Option<usize>) -> Result<(), TopologyError> {
-    let mut first_seen: HashMap<Rank, String> = HashMap::new();
-    validate_node(tree, "tree".to_string(), ranks, &mut first_seen)
+    check_rank_count(ranks)?;
+    // One bit a rank: listed already. A repeated rank is rare, so where it was listed first is
+    // looked up again only then.
+    let mut seen: Vec<u64> = Vec::new();
+    validate_node(tree, &mut || "tree".to_string(), ranks, &mut seen, tree)
+}
+
+/// Refuses a rank count past [`MAX_RANKS`] before anything of that size is allocated.
+pub(crate) fn check_rank_count(ranks: Option<usize>) -> Result<(), TopologyError> {
+    match ranks {
+        Some(n) if n > MAX_RANKS => Err(TopologyError::at(
+            Location::Path("ranks".into()),
+            Problem::TooManyRanks {
+                what: "rank count",
+                value: n.to_string(),
+                limit: MAX_RANKS,
+            },
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Refuses a topology whose ranks times levels pass [`MAX_RANK_LEVELS`].
+fn check_size(ranks: usize, levels: usize, path: &str) -> Result<(), TopologyError> {
+    if ranks.saturating_mul(levels) > MAX_RANK_LEVELS {
+        return Err(TopologyError::at(
+            Location::Path(path.into()),
+            Problem::TooLarge {
+                ranks,
+                levels,
+                limit: MAX_RANK_LEVELS,
+            },
+        ));
+    }
+    Ok(())
+}
+
+/// The path of the first place `rank` is listed in `tree`.
+fn first_place(node: &TopologyNode, path: String, rank: Rank) -> Option<String> {
+    match node {
+        TopologyNode::Cluster { children, .. } => children
+            .iter()
+            .enumerate()
+            .find_map(|(i, c)| first_place(c, format!("{path}.children[{i}]"), rank)),
+        TopologyNode::Group { ranks, .. } => ranks
+            .iter()
+            .position(|&r| r == rank)
+            .map(|i| format!("{path}.ranks[{i}]")),
+    }
 }
 
 fn validate_node(
     node: &TopologyNode,
-    path: String,
+    path: &mut dyn FnMut() -> String,
     count: Option<usize>,
-    first_seen: &mut HashMap<Rank, String>,
+    seen: &mut Vec<u64>,
+    root: &TopologyNode,
 ) -> Result<(), TopologyError> {
     let fail = |path: String, problem| Err(TopologyError::at(Location::Path(path), problem));
     if let Some(h) = node.height() {
         if !h.is_finite() {
-            return fail(format!("{path}.height"), Problem::NonFiniteHeight(h));
+            return fail(format!("{}.height", path()), Problem::NonFiniteHeight(h));
         }
     }
     match node {
         TopologyNode::Cluster { children, .. } => {
             if children.is_empty() {
-                return fail(path, Problem::EmptyCluster);
+                return fail(path(), Problem::EmptyCluster);
             }
             for (i, child) in children.iter().enumerate() {
-                validate_node(child, format!("{path}.children[{i}]"), count, first_seen)?;
+                let mut here = || format!("{}.children[{i}]", path());
+                validate_node(child, &mut here, count, seen, root)?;
             }
         }
         TopologyNode::Group { ranks, .. } => {
             if ranks.is_empty() {
-                return fail(path, Problem::EmptyGroup);
+                return fail(path(), Problem::EmptyGroup);
             }
             for (i, &rank) in ranks.iter().enumerate() {
-                let here = format!("{path}.ranks[{i}]");
+                let here = |path: &mut dyn FnMut() -> String| format!("{}.ranks[{i}]", path());
                 if let Some(n) = count {
                     if rank >= n {
-                        return fail(here, Problem::RankOutOfRange { rank, ranks: n });
+                        return fail(here(path), Problem::RankOutOfRange { rank, ranks: n });
                     }
+                } else if rank >= MAX_RANKS {
+                    let problem = Problem::TooManyRanks {
+                        what: "rank",
+                        value: rank.to_string(),
+                        limit: MAX_RANKS,
+                    };
+                    return fail(here(path), problem);
                 }
-                if let Some(first) = first_seen.get(&rank) {
-                    let first = Location::Path(first.clone());
-                    return fail(here, Problem::DuplicateRank { rank, first });
+                let (word, bit) = (rank / 64, 1u64 << (rank % 64));
+                if seen.len() <= word {
+                    seen.resize(word + 1, 0);
                 }
-                first_seen.insert(rank, here);
+                if seen[word] & bit != 0 {
+                    let first = first_place(root, "tree".into(), rank).unwrap_or_default();
+                    let first = Location::Path(first);
+                    return fail(here(path), Problem::DuplicateRank { rank, first });
+                }
+                seen[word] |= bit;
             }
         }
     }
@@ -444,6 +538,7 @@ fn validate_node(
 
 /// Checks levels are partitions that nest, fills in singletons and sorts ranks inside groups.
 fn validate_levels(ranks: usize, levels: Vec<Level>) -> Result<Vec<Level>, TopologyError> {
+    check_rank_count(Some(ranks))?;
     let mut out: Vec<Level> = Vec::with_capacity(levels.len());
     for (i, mut level) in levels.into_iter().enumerate() {
         let mut seen: Vec<Option<usize>> = vec![None; ranks];
