@@ -5,12 +5,17 @@
 //! use lgate_cluster::{auto, topology_of, AutoParams};
 //! use ndarray::Array2;
 //!
-//! // Two nodes of four ranks: 1 us inside, 3 us across.
-//! let d = Array2::from_shape_fn((8, 8), |(i, j)| if i == j { 0.0 } else if i / 4 == j / 4 { 1.0 } else { 3.0 });
+//! // Two nodes of four ranks: 1-1.1 us inside, 3 us across.
+//! let d = Array2::from_shape_fn((8, 8), |(i, j)| match (i == j, i / 4 == j / 4) {
+//!     (true, _) => 0.0,
+//!     (false, true) => 1.0 + 0.1 * ((i + j) % 2) as f64,
+//!     (false, false) => 3.0,
+//! });
 //! let topology = topology_of(&auto(&d, &AutoParams::default()), 8, None)?;
 //! assert_eq!(topology.levels().len(), 1);
 //! assert_eq!(topology.levels()[0].groups, vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7]]);
-//! assert!(topology.levels()[0].separation.unwrap() >= 3.0);
+//! // A split of groups with no spread inside at all would have no (finite) separation.
+//! assert!(topology.levels()[0].separation.unwrap() >= 2.5);
 //! # Ok::<(), lgate_topology::TopologyError>(())
 //! ```
 #![deny(missing_docs)]
