@@ -166,10 +166,14 @@ mod imp {
     }
 
     fn bench_cmd(t: &dyn Transport, args: BenchArgs) -> Result<()> {
-        // Before any broadcast: an existing table is replaced only with --force.
-        let free = Tuning::FILES.iter().try_for_each(|name| {
-            crate::output::check_output(&args.out.join(name), &[], args.force)
-        });
+        // Before any broadcast: an existing table is replaced only with --force (--out is
+        // created when it does not exist yet).
+        let free = Tuning::FILES
+            .iter()
+            .filter(|_| args.out.is_dir())
+            .try_for_each(|name| {
+                crate::output::check_output(&args.out.join(name), &[], args.force)
+            });
         let Agreed::Yes(()) = agreed(t, if t.rank() == 0 { free } else { Ok(()) })? else {
             return Ok(());
         };

@@ -85,6 +85,22 @@ pub fn refuse_inputs(output: &Path, inputs: &[&Path]) -> Result<()> {
 /// Checks an output before any work: it replaces none of the command's `inputs` (not even with
 /// `--force`), and an existing file only with `force`.
 pub fn check_output(output: &Path, inputs: &[&Path], force: bool) -> Result<()> {
+    if output.is_dir() || output.as_os_str().to_string_lossy().ends_with('/') {
+        anyhow::bail!(
+            "{}: is a folder; --output takes a file name (such as {})",
+            output.display(),
+            output.join("name.ext").display()
+        );
+    }
+    if let Some(parent) = output.parent().filter(|p| !p.as_os_str().is_empty()) {
+        if !parent.is_dir() {
+            anyhow::bail!(
+                "{}: the folder {} does not exist; create it first",
+                output.display(),
+                parent.display()
+            );
+        }
+    }
     refuse_inputs(output, inputs)?;
     if !force && output.symlink_metadata().is_ok() {
         anyhow::bail!(

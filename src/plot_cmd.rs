@@ -104,8 +104,8 @@ pub fn run(command: PlotCommand) -> Result<()> {
 }
 
 fn bcast(args: BcastPlotArgs) -> Result<()> {
-    lgate_plot::ImageFormat::of(&args.output)?;
     crate::output::check_output(&args.output, &[&args.tuning], args.force)?;
+    lgate_plot::ImageFormat::of(&args.output)?;
     let figure = lgate_plot::BcastFigure::of_file(&args.tuning)?;
     save(&figure, &args.output)?;
     eprintln!("wrote {}", args.output.display());
@@ -113,8 +113,8 @@ fn bcast(args: BcastPlotArgs) -> Result<()> {
 }
 
 fn dendrogram(args: DendrogramArgs) -> Result<()> {
-    lgate_plot::ImageFormat::of(&args.output)?;
     crate::output::check_output(&args.output, &[&args.input], args.force)?;
+    lgate_plot::ImageFormat::of(&args.output)?;
     let (topology, title) = if args.input.is_dir() {
         (
             lgate_cluster::default_topology(&args.input)?,
@@ -135,10 +135,10 @@ fn dendrogram(args: DendrogramArgs) -> Result<()> {
 }
 
 fn heatmap(args: HeatmapArgs) -> Result<()> {
-    lgate_plot::ImageFormat::of(&args.output)?;
     let mut inputs = vec![args.input.as_path()];
     inputs.extend(args.topology.as_deref());
     crate::output::check_output(&args.output, &inputs, args.force)?;
+    lgate_plot::ImageFormat::of(&args.output)?;
     if !(args.clip > 0.5 && args.clip <= 1.0) {
         anyhow::bail!("--clip must be above 0.5 and at most 1");
     }
@@ -176,8 +176,8 @@ fn heatmap(args: HeatmapArgs) -> Result<()> {
 }
 
 fn curves(args: CurvesArgs) -> Result<()> {
-    lgate_plot::ImageFormat::of(&args.output)?;
     crate::output::check_output(&args.output, &[&args.run], args.force)?;
+    lgate_plot::ImageFormat::of(&args.output)?;
     let pairs = args
         .pairs
         .as_ref()

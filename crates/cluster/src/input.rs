@@ -221,6 +221,15 @@ pub fn load(path: &Path, matrix: Option<&str>) -> Result<ClusterInput, InputErro
             mask.file
         ));
     }
+    if meta.status == lgate_rundir::RunStatus::Running {
+        read.warnings.push(format!(
+            "{}: the run has not finished (meta.json says `running`: still measuring, or \
+             stopped before its end); these matrices hold what was derived before, and \
+             `lgate-plogp measure --resume --out {}` finishes it",
+            path.display(),
+            path.display()
+        ));
+    }
     let ranks = read
         .matrix
         .labels()

@@ -914,11 +914,7 @@ impl Collector {
             pairs_total: journal.entries.len(),
             wall_s,
             testing_s,
-            overhead_share: if wall_s > 0.0 {
-                (1.0 - testing_s / wall_s).max(0.0)
-            } else {
-                0.0
-            },
+            overhead_share: RunSummary::overhead_share(wall_s, testing_s),
             rank_time,
             stages: {
                 self.stages.sort_by_key(|s| s.0);

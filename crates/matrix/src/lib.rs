@@ -18,7 +18,7 @@ use std::fmt::Write as _;
 
 use ndarray::Array2;
 
-pub use read::{read_csv, read_matrix, ReadError, ReadMatrix};
+pub use read::{read_csv, read_matrix, read_matrix_bytes, ReadError, ReadMatrix};
 
 /// The first value (row-major) that is NaN, infinite or negative, with its position: a fast
 /// pass over memory first, positions only when something is wrong.
@@ -337,9 +337,10 @@ fn push_digits(out: &mut String, mut x: u64, width: usize) {
     out.push_str(std::str::from_utf8(&buf[k..]).expect("ASCII digits"));
 }
 
-/// A CSV field, quoted when it holds a comma, a quote or a line break.
+/// A CSV field, quoted when it holds a comma, a quote or a line break, or starts with `#`
+/// (which would start a comment line).
 pub fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
+    if s.contains([',', '"', '\n', '\r']) || s.starts_with('#') {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
         s.to_string()

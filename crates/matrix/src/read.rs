@@ -117,8 +117,23 @@ pub fn read_matrix(path: &Path) -> Result<ReadMatrix, ReadError> {
     read_csv_from(path, std::fs::File::open(path).map_err(io)?)
 }
 
+/// Reads a matrix from the bytes of a file: `.npy` by its magic bytes, CSV otherwise; `path`
+/// names the file in errors.
+pub fn read_matrix_bytes(path: &Path, bytes: &[u8]) -> Result<ReadMatrix, ReadError> {
+    if bytes.starts_with(b"\x93NUMPY") {
+        read_npy_from(path, || Ok(bytes), || (bytes.to_vec(), bytes.len() as u64))
+    } else {
+        read_csv_bytes(path, bytes)
+    }
+}
+
+/// Reads CSV from memory in one block (a block of [`BLOCK_BYTES`] would be allocated for a few
+/// bytes otherwise).
+fn read_csv_bytes(path: &Path, bytes: &[u8]) -> Result<ReadMatrix, ReadError> {
+    read_csv_in_blocks(path, bytes, bytes.len().clamp(1, BLOCK_BYTES))
+}
+
 fn read_npy(path: &Path) -> Result<ReadMatrix, ReadError> {
-    use ndarray_npy::ReadNpyExt;
     let open = || {
         std::fs::File::open(path)
             .map(std::io::BufReader::new)
@@ -127,13 +142,40 @@ fn read_npy(path: &Path) -> Result<ReadMatrix, ReadError> {
                 error,
             })
     };
+    // For an error's explanation: the header (within its first 64 KiB) and the file's length.
+    let head = || {
+        use std::io::Read;
+        let mut head = Vec::new();
+        let len = std::fs::metadata(path).map_or(0, |m| m.len());
+        if let Ok(f) = std::fs::File::open(path) {
+            let _ = f.take(NPY_HEAD_BYTES).read_to_end(&mut head);
+        }
+        (head, len)
+    };
+    read_npy_from(path, open, head)
+}
+
+/// How much of a `.npy` file is read to explain why it is refused.
+const NPY_HEAD_BYTES: u64 = 64 << 10;
+
+/// Reads a `.npy` array of f64 (or f32) from the reader `open` gives (called once per type);
+/// `head` gives the file's first bytes and length to explain a refusal.
+fn read_npy_from<R: std::io::Read>(
+    path: &Path,
+    open: impl Fn() -> Result<R, ReadError>,
+    head: impl Fn() -> (Vec<u8>, u64),
+) -> Result<ReadMatrix, ReadError> {
+    use ndarray_npy::ReadNpyExt;
     let values = match Array2::<f64>::read_npy(open()?) {
         Ok(v) => v,
         Err(_) => Array2::<f32>::read_npy(open()?)
             .map(|a| a.mapv(f64::from))
-            .map_err(|e| ReadError::Npy {
-                path: path.to_path_buf(),
-                message: e.to_string(),
+            .map_err(|e| {
+                let (bytes, len) = head();
+                ReadError::Npy {
+                    path: path.to_path_buf(),
+                    message: npy_problem(&bytes, len).unwrap_or_else(|| e.to_string()),
+                }
             })?,
     };
     finish(
@@ -143,6 +185,72 @@ fn read_npy(path: &Path) -> Result<ReadMatrix, ReadError> {
         |row, column| (row + 1, column + 1),
         Vec::new(),
     )
+}
+
+/// What is wrong with a `.npy` file, from its header and length, in words a user can act on;
+/// `None` when the header looks right (the reader's own message is given then).
+fn npy_problem(bytes: &[u8], len: u64) -> Option<String> {
+    let truncated_header = || Some("truncated: the file ends inside its header".to_string());
+    let Some(&major) = bytes.get(6) else {
+        return truncated_header();
+    };
+    let (size_bytes, start): (usize, usize) = if major == 1 { (2, 10) } else { (4, 12) };
+    let Some(size) = bytes.get(8..8 + size_bytes) else {
+        return truncated_header();
+    };
+    let header_len = size.iter().rev().fold(0usize, |acc, &b| {
+        acc.saturating_mul(256).saturating_add(usize::from(b))
+    });
+    let Some(header) = bytes.get(start..start.saturating_add(header_len)) else {
+        // A header longer than what was read for the explanation is left to the reader.
+        return ((bytes.len() as u64) >= len)
+            .then(|| "truncated: the file ends inside its header".into());
+    };
+    let header = String::from_utf8_lossy(header);
+    // The value after `'key':` in the header dictionary, up to its end.
+    let value = |key: &str| -> Option<String> {
+        let at = header.find(&format!("'{key}'"))? + key.len() + 2;
+        let rest = header[at..].trim_start().strip_prefix(':')?.trim_start();
+        let end = if rest.starts_with('(') {
+            rest.find(')')? + 1
+        } else {
+            rest.find([',', '}'])?
+        };
+        Some(rest[..end].trim().to_string())
+    };
+    let descr = value("descr")?.trim_matches(['\'', '"']).to_string();
+    let shape = value("shape")?;
+    let dims: Vec<u64> = shape
+        .trim_matches(['(', ')'])
+        .split(',')
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .map(|d| d.parse().ok())
+        .collect::<Option<_>>()?;
+    if dims.len() != 2 {
+        return Some(format!(
+            "a {}-D array of shape {shape}: a distance matrix is 2-D, n x n",
+            dims.len()
+        ));
+    }
+    let item: u64 = match descr.trim_start_matches(['<', '>', '=', '|']) {
+        "f8" => 8,
+        "f4" => 4,
+        _ => {
+            return Some(format!(
+                "it holds `{descr}` values: a distance matrix is float64 (`<f8`) or float32 (`<f4`)"
+            ))
+        }
+    };
+    let need = dims[0].saturating_mul(dims[1]).saturating_mul(item);
+    let have = len.saturating_sub((start + header_len) as u64);
+    (have < need).then(|| {
+        format!(
+            "truncated: its header declares {} x {} {descr} ({need} bytes of data), but {have} \
+             bytes follow",
+            dims[0], dims[1]
+        )
+    })
 }
 
 /// CSV is read in blocks of about this many bytes; each block's lines are parsed on every core.
@@ -197,10 +305,24 @@ struct SplitLine<'a> {
 fn split_first(text: &str) -> SplitLine<'_> {
     // A quoted label may hold commas; plain numbers never do.
     let (first, tail) = if text.starts_with('"') {
-        let all = split_csv_line(text);
-        let end = text.len() - all[1..].iter().map(|c| c.len() + 1).sum::<usize>();
+        // The first comma outside quotes ends the cell (`""` inside quotes is one quote).
+        let mut quoted = false;
+        let end = text
+            .bytes()
+            .position(|b| {
+                if b == b'"' {
+                    quoted = !quoted;
+                }
+                b == b',' && !quoted
+            })
+            .unwrap_or(text.len());
+        // Trimmed, as a label in the header row is.
+        let first = split_csv_line(&text[..end])
+            .swap_remove(0)
+            .trim()
+            .to_string();
         // Past the label and the comma after it.
-        (all[0].clone(), text.get(end + 1..).unwrap_or(""))
+        (first, text.get(end + 1..).unwrap_or(""))
     } else {
         match text.split_once(',') {
             Some((f, t)) => (f.trim().to_string(), t),
@@ -233,6 +355,74 @@ struct CsvRows<'p> {
     first_text: Option<String>,
     /// Why the first line is not a row of numbers, if it is not: an error only if it is no header.
     first_error: Option<ReadError>,
+    /// How cells are separated, told by the first line with cells.
+    separator: Option<Separator>,
+}
+
+/// How the cells of a line are separated.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Separator {
+    /// Commas (CSV).
+    Comma,
+    /// Spaces or tabs, as `numpy.savetxt` and many tools write: a line without commas whose
+    /// cells are separated by blanks.
+    Blank,
+}
+
+/// Whether a line is a comment (`#` first) or holds nothing.
+fn is_comment_or_blank(line: &str) -> bool {
+    let t = line.trim_start();
+    t.is_empty() || t.starts_with('#')
+}
+
+/// The separator the first line with cells in `text` shows, if there is one.
+fn separator_of(text: &str) -> Option<Separator> {
+    let line = text
+        .split('\n')
+        .map(|l| l.trim())
+        .find(|l| !is_comment_or_blank(l))?;
+    Some(if !line.contains(',') && line.contains([' ', '\t']) {
+        Separator::Blank
+    } else {
+        Separator::Comma
+    })
+}
+
+/// `text` with the blanks between cells of each line turned into commas, line for line.
+fn blanks_to_commas(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let (body, end) = match line.strip_suffix('\n') {
+            Some(b) => (b, "\n"),
+            None => (line, ""),
+        };
+        if is_comment_or_blank(body) {
+            out.push_str(body);
+        } else {
+            for (k, cell) in body.split_whitespace().enumerate() {
+                if k > 0 {
+                    out.push(',');
+                }
+                out.push_str(cell);
+            }
+        }
+        out.push_str(end);
+    }
+    out
+}
+
+/// Why a cell that reads as no finite number is refused.
+fn not_finite(text: &str) -> String {
+    let t = text.trim().trim_matches('"').trim();
+    let word = t.trim_start_matches(['+', '-']);
+    if word.eq_ignore_ascii_case("nan")
+        || word.eq_ignore_ascii_case("inf")
+        || word.eq_ignore_ascii_case("infinity")
+    {
+        format!("`{t}` is not a finite number")
+    } else {
+        format!("`{t}` is beyond the largest number a distance can have (about 1.8e308)")
+    }
 }
 
 impl CsvRows<'_> {
@@ -271,6 +461,11 @@ impl CsvRows<'_> {
                             .map_or(b.len(), |k| start + k);
                         pos = end;
                         let t = tail[start..end].trim();
+                        // A number in quotes, as spreadsheets may write it.
+                        let t = t
+                            .strip_prefix('"')
+                            .and_then(|q| q.strip_suffix('"'))
+                            .map_or(t, str::trim);
                         if t.is_empty() {
                             None
                         } else {
@@ -291,7 +486,7 @@ impl CsvRows<'_> {
                             path: self.path.to_path_buf(),
                             line,
                             column: c + 2,
-                            problem: format!("{v} is not a finite number"),
+                            problem: not_finite(&tail[start..pos]),
                         });
                     }
                     if let Some(x) = out.get_mut(c) {
@@ -340,6 +535,17 @@ impl CsvRows<'_> {
     /// Adds the lines of one block of text whose first line is line `first_line` of the file;
     /// returns the number of lines in the block.
     fn add_block(&mut self, text: &str, first_line: usize) -> Result<usize, ReadError> {
+        if self.separator.is_none() {
+            self.separator = separator_of(text);
+        }
+        if self.separator == Some(Separator::Blank) {
+            return self.add_lines(&blanks_to_commas(text), first_line);
+        }
+        self.add_lines(text, first_line)
+    }
+
+    /// [`CsvRows::add_block`] of comma-separated lines.
+    fn add_lines(&mut self, text: &str, first_line: usize) -> Result<usize, ReadError> {
         use rayon::prelude::*;
         let mut total = 0;
         let mut lines: Vec<(usize, &str)> = text
@@ -347,7 +553,7 @@ impl CsvRows<'_> {
             .inspect(|_| total += 1)
             .enumerate()
             .map(|(k, l)| (first_line + k, l.trim_end_matches('\r')))
-            .filter(|(_, l)| !l.trim().is_empty())
+            .filter(|(_, l)| !is_comment_or_blank(l))
             .collect();
         if self.first_text.is_none() && !lines.is_empty() {
             let (line, t) = lines.remove(0);
@@ -408,7 +614,7 @@ impl CsvRows<'_> {
 
 /// Reads CSV text (see [`read_matrix`]).
 pub fn read_csv(path: &Path, text: &str) -> Result<ReadMatrix, ReadError> {
-    read_csv_from(path, text.as_bytes())
+    read_csv_bytes(path, text.as_bytes())
 }
 
 /// Reads CSV from a stream in blocks, parsing each block on every core into the matrix's memory.
@@ -433,6 +639,7 @@ fn read_csv_in_blocks(
         rows: Vec::new(),
         first_text: None,
         first_error: None,
+        separator: None,
     };
     let mut pending: Vec<u8> = Vec::new();
     // The file's line number of the first line in `pending`.
@@ -484,6 +691,7 @@ fn build_from_rows(table: CsvRows<'_>) -> Result<ReadMatrix, ReadError> {
         rows,
         first_text,
         first_error,
+        separator: _,
     } = table;
     let shape = |line: usize, message: String| ReadError::Shape {
         path: path.to_path_buf(),
@@ -493,7 +701,10 @@ fn build_from_rows(table: CsvRows<'_>) -> Result<ReadMatrix, ReadError> {
     let is_number = |s: &str| s.trim().parse::<f64>().is_ok();
     let label_cell = |s: &str| !s.trim().is_empty() && !is_number(s);
     let Some(first_text) = first_text else {
-        return Err(shape(1, "the file has no rows".into()));
+        return Err(shape(
+            1,
+            "no rows of numbers: the file is empty, or holds only comments and blank lines".into(),
+        ));
     };
     let first_cells = split_csv_line(&first_text);
     // A label column: the rows after the first all start with a cell that is not a number.
@@ -538,7 +749,7 @@ fn build_from_rows(table: CsvRows<'_>) -> Result<ReadMatrix, ReadError> {
                     path: path.to_path_buf(),
                     line: r.line,
                     column: 1,
-                    problem: format!("{x} is not a finite number"),
+                    problem: not_finite(t),
                 });
             }
         }
@@ -594,14 +805,34 @@ fn build_from_rows(table: CsvRows<'_>) -> Result<ReadMatrix, ReadError> {
     let upper_empty = (0..n).all(|i| row_of(i)[i..].iter().all(|x| x.is_nan()));
     // Only asked when the upper triangle is empty: a full matrix stops at its first row.
     let lower_full = || (0..n).all(|i| row_of(i)[..i].iter().all(|x| !x.is_nan()));
-    if n > 1 && upper_empty && lower_full() {
+    // A lower triangle may hold its diagonal: rows of 1, 2, ..., n values ending in 0.
+    let strictly_upper_empty = || (0..n).all(|i| row_of(i)[i + 1..].iter().all(|x| x.is_nan()));
+    let diagonal_given = (0..n).all(|i| !row_of(i)[i].is_nan());
+    if n > 1 && (upper_empty || diagonal_given && strictly_upper_empty()) && lower_full() {
+        if let Some(i) = (0..n).find(|&i| !upper_empty && row_of(i)[i] != 0.0) {
+            return Err(ReadError::Value {
+                path: path.to_path_buf(),
+                line: data[i].line,
+                column: i + 1 + skip,
+                problem: format!(
+                    "row {} of this lower triangle ends in {}, not 0: a triangle with its \
+                     diagonal has 0 on it; one without starts with an empty row (`,`)",
+                    i + 1,
+                    row_of(i)[i]
+                ),
+            });
+        }
         for i in 0..n {
             values[[i, i]] = 0.0;
             for j in 0..i {
                 values[[j, i]] = values[[i, j]];
             }
         }
-        warnings.push(format!("{}: lower triangle only; mirrored", path.display()));
+        warnings.push(format!(
+            "{}: lower triangle{} only; mirrored",
+            path.display(),
+            if upper_empty { "" } else { " and diagonal" }
+        ));
     } else if let Some((i, j)) = (0..n).find_map(|i| {
         row_of(i)
             .iter()
@@ -760,7 +991,10 @@ mod tests {
         let e = csv("0,1\n1,0,4\n").unwrap_err();
         assert!(e.to_string().contains("m.csv:2: 3 values"), "{e}");
         let e = csv("0,NaN\n1,0\n").unwrap_err();
-        assert!(e.to_string().contains("NaN is not a finite number"), "{e}");
+        assert!(
+            e.to_string().contains("`NaN` is not a finite number"),
+            "{e}"
+        );
         let e = csv("0,1,2\n1,0,\n2,3,0\n").unwrap_err();
         assert!(
             e.to_string().contains("m.csv:2, column 3: empty cell"),
@@ -855,5 +1089,136 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("not a 2-D"));
+    }
+
+    #[test]
+    fn a_lower_triangle_may_hold_its_diagonal() {
+        for text in ["0\n1.5,0\n2,3,0\n", "0,,\n1.5,0,\n2,3,0\n"] {
+            let m = csv(text).unwrap();
+            assert_eq!(m.matrix.get(0, 2), 2.0, "{text:?}");
+            assert_eq!(m.matrix.get(1, 2), 3.0);
+            assert!(
+                m.warnings[0].contains("lower triangle and diagonal"),
+                "{:?}",
+                m.warnings
+            );
+        }
+        // Without 0 on it, it may be a triangle without its diagonal: said, not guessed.
+        let e = csv("1.5\n2,3\n").unwrap_err().to_string();
+        assert!(
+            e.contains("row 1 of this lower triangle ends in 1.5, not 0"),
+            "{e}"
+        );
+        assert!(e.contains("starts with an empty row"), "{e}");
+        // ... which reads, written so.
+        assert_eq!(csv(",\n1.5\n2,3\n").unwrap().matrix.get(1, 2), 3.0);
+    }
+
+    #[test]
+    fn blank_separated_matrices_read_as_csv() {
+        let m = csv("0 1.5 2\n1.5\t0   3\n  2 3 0\n").unwrap();
+        assert_eq!(m.matrix.len(), 3);
+        assert_eq!(m.matrix.get(1, 2), 3.0);
+        let m = csv("# written by numpy.savetxt\n0 1\n1 0\n").unwrap();
+        assert_eq!(m.matrix.get(0, 1), 1.0);
+        let e = csv("0 1 2\n1 0 x\n2 3 0\n").unwrap_err().to_string();
+        assert!(e.contains(":2, column 3: `x` is not a number"), "{e}");
+    }
+
+    #[test]
+    fn quoted_numbers_are_numbers() {
+        let m = csv("\"0\",\"1.5\"\n\"1.5\", \"0\" \n").unwrap();
+        assert_eq!(m.matrix.get(0, 1), 1.5);
+    }
+
+    #[test]
+    fn comments_are_skipped_and_a_file_of_them_is_no_matrix() {
+        let m = csv("# latency in us\n0,1\n  # between\n1,0\n").unwrap();
+        assert_eq!(m.matrix.len(), 2);
+        for text in ["# only\n# comments\n", "", "\n  \n"] {
+            let e = csv(text).unwrap_err().to_string();
+            assert!(e.contains("no rows of numbers"), "{text:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn numbers_too_large_are_named_as_such() {
+        let e = csv("0,1e400\n1,0\n").unwrap_err().to_string();
+        assert!(
+            e.contains(":1, column 2: `1e400` is beyond the largest number"),
+            "{e}"
+        );
+        let e = csv("0,1\n-1e999,0\n").unwrap_err().to_string();
+        assert!(e.contains(":2, column 1: `-1e999` is beyond"), "{e}");
+        let e = csv("0,inf\ninf,0\n").unwrap_err().to_string();
+        assert!(e.contains("`inf` is not a finite number"), "{e}");
+    }
+
+    fn npy_bytes(descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
+        let mut header =
+            format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+        while (10 + header.len() + 1) % 64 != 0 {
+            header.push(' ');
+        }
+        header.push('\n');
+        let mut out = b"\x93NUMPY\x01\x00".to_vec();
+        out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+        out.extend_from_slice(header.as_bytes());
+        out.extend_from_slice(data);
+        out
+    }
+
+    #[test]
+    fn npy_refusals_say_what_the_array_is() {
+        let zeros = |n: usize| vec![0u8; n];
+        let cases = [
+            (
+                npy_bytes("<f8", "(9,)", &zeros(72)),
+                "a 1-D array of shape (9,): a distance matrix is 2-D",
+            ),
+            (
+                npy_bytes("<f8", "(2, 2, 2)", &zeros(64)),
+                "a 3-D array of shape (2, 2, 2)",
+            ),
+            (
+                npy_bytes("<i8", "(2, 2)", &zeros(32)),
+                "it holds `<i8` values",
+            ),
+            (
+                npy_bytes("<f8", "(3, 3)", &zeros(40)),
+                "truncated: its header declares 3 x 3 <f8 (72 bytes of data), but 40 bytes follow",
+            ),
+            (
+                b"\x93NUMPY\x01\x00\x40".to_vec(),
+                "truncated: the file ends inside its header",
+            ),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        for (k, (bytes, expected)) in cases.iter().enumerate() {
+            let e = read_matrix_bytes(Path::new("m.npy"), bytes)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(expected), "case {k}: {e}");
+            // The same from a file.
+            let path = dir.path().join(format!("{k}.npy"));
+            std::fs::write(&path, bytes).unwrap();
+            let e = read_matrix(&path).unwrap_err().to_string();
+            assert!(e.contains(expected), "file {k}: {e}");
+        }
+        let good = npy_bytes(
+            "<f8",
+            "(2, 2)",
+            &[0.0f64, 1.0, 1.0, 0.0]
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect::<Vec<_>>(),
+        );
+        assert_eq!(
+            read_matrix_bytes(Path::new("m.npy"), &good)
+                .unwrap()
+                .matrix
+                .get(0, 1),
+            1.0
+        );
     }
 }

@@ -40,17 +40,23 @@ fn stands_out(x: f64, center: f64, sigma: f64) -> Option<&'static str> {
     }
 }
 
-/// Where two ranks sit relative to each other, from their placement.
-const CLASSES: [&str; 5] = [
+/// Where two ranks sit relative to each other, from their placement. Ranks sharing a physical
+/// core (SMT siblings, or ranks bound to one core) are a class of their own: sharing makes
+/// them slower than other pairs of their socket, which is the core level, not a fault.
+const CLASSES: [&str; 6] = [
     "different hosts",
+    "same core",
     "same socket",
     "same host, other socket",
     "same host",
     "unknown placement",
 ];
 
-/// Per rank, small integers for its host and socket, to classify pairs quickly.
-fn placement_ids(ranks: &[usize], placement: &[RankInfo]) -> Vec<Option<(usize, Option<usize>)>> {
+/// A rank's place: small integers for its host, and its socket and core where known.
+type Place = Option<(usize, Option<usize>, Option<usize>)>;
+
+/// Per rank, its [`Place`], to classify pairs quickly.
+fn placement_ids(ranks: &[usize], placement: &[RankInfo]) -> Vec<Place> {
     let mut hosts: BTreeMap<&str, usize> = BTreeMap::new();
     ranks
         .iter()
@@ -60,19 +66,21 @@ fn placement_ids(ranks: &[usize], placement: &[RankInfo]) -> Vec<Option<(usize, 
                 (
                     *hosts.entry(info.host.as_str()).or_insert(next),
                     info.socket,
+                    info.core,
                 )
             })
         })
         .collect()
 }
 
-fn class_index(a: Option<(usize, Option<usize>)>, b: Option<(usize, Option<usize>)>) -> usize {
+fn class_index(a: Place, b: Place) -> usize {
     match (a, b) {
-        (Some((ha, _)), Some((hb, _))) if ha != hb => 0,
-        (Some((_, Some(sa))), Some((_, Some(sb)))) if sa == sb => 1,
-        (Some((_, Some(_))), Some((_, Some(_)))) => 2,
-        (Some(_), Some(_)) => 3,
-        _ => 4,
+        (Some((ha, ..)), Some((hb, ..))) if ha != hb => 0,
+        (Some((_, Some(sa), Some(ca))), Some((_, Some(sb), Some(cb)))) if ca == cb && sa == sb => 1,
+        (Some((_, Some(sa), _)), Some((_, Some(sb), _))) if sa == sb => 2,
+        (Some((_, Some(_), _)), Some((_, Some(_), _))) => 3,
+        (Some(_), Some(_)) => 4,
+        _ => 5,
     }
 }
 
@@ -80,7 +88,7 @@ fn class_index(a: Option<(usize, Option<usize>)>, b: Option<(usize, Option<usize
 fn matrix_report(
     name: &str,
     ranks: &[usize],
-    ids: &[Option<(usize, Option<usize>)>],
+    ids: &[Place],
     placement: &[RankInfo],
     m: &DistanceMatrix,
 ) -> Value {
@@ -273,6 +281,52 @@ pub fn report(inputs: &ReportInputs) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pairs_sharing_a_core_are_their_own_class_not_slow_socket_pairs() {
+        // Eight ranks on one socket, two per core: core siblings 3.5x slower than the rest.
+        let placement: Vec<RankInfo> = (0..8)
+            .map(|r| RankInfo {
+                rank: r,
+                host: "h".into(),
+                pid: None,
+                cpu: Some(r),
+                cpuset: None,
+                core: Some(r / 2),
+                socket: Some(0),
+                numa: None,
+                governor: None,
+                machine: None,
+                extra: Default::default(),
+            })
+            .collect();
+        let values = ndarray::Array2::from_shape_fn((8, 8), |(i, j)| match (i, j) {
+            (i, j) if i == j => 0.0,
+            (i, j) if i / 2 == j / 2 => 3.5,
+            _ => 1.0,
+        });
+        let m = DistanceMatrix::new(values, None).unwrap();
+        let ranks: Vec<usize> = (0..8).collect();
+        let ids = placement_ids(&ranks, &placement);
+        let report = matrix_report("t", &ranks, &ids, &placement, &m);
+        assert_eq!(report["slow_pairs_count"], 0, "{report}");
+        let classes: Vec<&str> = report["classes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["class"].as_str().unwrap())
+            .collect();
+        assert_eq!(classes, ["same core", "same socket"]);
+        // Without core ids, the siblings are the socket's slow pairs, as before.
+        let unplaced: Vec<RankInfo> = placement
+            .iter()
+            .cloned()
+            .map(|p| RankInfo { core: None, ..p })
+            .collect();
+        let ids = placement_ids(&ranks, &unplaced);
+        let report = matrix_report("t", &ranks, &ids, &unplaced, &m);
+        assert_eq!(report["slow_pairs_count"], 4, "{report}");
+    }
 
     #[test]
     fn outstanding_values() {

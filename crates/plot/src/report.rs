@@ -87,6 +87,17 @@ pub fn report_html(run: &Path, inputs: &ReportInputs) -> Result<String, PlotErro
         escape(&title)
     );
 
+    if meta.status == lgate_rundir::RunStatus::Running {
+        let _ = writeln!(
+            html,
+            "<p class=\"warn\"><strong>This run has not finished.</strong> Its meta.json says \
+             <code>running</code>: it is still measuring, or it stopped before its end. What \
+             follows is of the matrices derived before; <code>lgate-plogp measure --resume \
+             --out {}</code> finishes it.</p>",
+            escape(&run.display().to_string())
+        );
+    }
+
     // The run.
     html.push_str("<h2>The run</h2>\n<table>\n");
     row(&mut html, "tool", &meta.tool);

@@ -143,7 +143,11 @@ pub fn read_journal(path: &Path) -> Result<JournalRead, RunDirError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(JournalRead::default()),
         Err(e) => return Err(io_error(path)(e)),
     };
-    let mut reader = BufReader::new(file);
+    parse_journal(BufReader::new(file), path)
+}
+
+/// Reads journal lines from `reader` as [`read_journal`] does; `path` names the file in errors.
+pub fn parse_journal(mut reader: impl BufRead, path: &Path) -> Result<JournalRead, RunDirError> {
     let mut out = JournalRead::default();
     let mut buf = Vec::new();
     let mut number = 0;

@@ -19,7 +19,9 @@ pub mod table_layout;
 
 use std::path::{Path, PathBuf};
 
-pub use journal::{read_journal, Journal, JournalEntry, JournalRead, Stage, JOURNAL_FILE};
+pub use journal::{
+    parse_journal, read_journal, Journal, JournalEntry, JournalRead, Stage, JOURNAL_FILE,
+};
 pub use matrices::{MatrixEntry, MatrixIndex, MeasuredMask, MATRICES_DIR, MATRIX_INDEX_FILE};
 pub use meta::{
     LauncherInfo, PlanInfo, RankInfo, RankTime, RunMeta, RunPart, RunStatus, RunSummary,

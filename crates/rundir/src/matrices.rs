@@ -101,20 +101,34 @@ impl MatrixIndex {
     /// holds) and a malformed index are errors naming the file.
     pub fn read(run: &RunDir) -> Result<Self, RunDirError> {
         let path = run.file(MATRIX_INDEX_FILE);
-        let bad = |message: String| RunDirError::BadFile {
+        let text = std::fs::read_to_string(&path).map_err(|e| RunDirError::BadFile {
             path: path.clone(),
-            message,
-        };
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            bad(if e.kind() == std::io::ErrorKind::NotFound {
+            message: if e.kind() != std::io::ErrorKind::NotFound {
+                e.to_string()
+            } else if run
+                .read_meta()
+                .is_ok_and(|m| m.status == crate::RunStatus::Running)
+            {
+                "not found: the run has not finished (meta.json says `running`: it is still \
+                 measuring, or it stopped before its end); `lgate-plogp measure --resume --out \
+                 RUN` finishes it and derives its matrices"
+                    .into()
+            } else {
                 "not found: this run has no distance matrices yet (derive them with \
                  `lgate-plogp measure --resume --out RUN`)"
                     .into()
-            } else {
-                e.to_string()
-            })
+            },
         })?;
-        let index: MatrixIndex = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+        Self::parse(&text, &path)
+    }
+
+    /// Checks the text of an index; `path` names the file in errors.
+    pub fn parse(text: &str, path: &std::path::Path) -> Result<Self, RunDirError> {
+        let bad = |message: String| RunDirError::BadFile {
+            path: path.to_path_buf(),
+            message,
+        };
+        let index: MatrixIndex = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
         let mask = index.measured.as_ref().map(|m| MatrixEntry {
             name: "measured".into(),
             file: m.file.clone(),

@@ -366,12 +366,17 @@ impl RunSummary {
             pairs_total,
             wall_s,
             testing_s,
-            overhead_share: if wall_s > 0.0 {
-                (1.0 - testing_s / wall_s).max(0.0)
-            } else {
-                0.0
-            },
+            overhead_share: Self::overhead_share(wall_s, testing_s),
             ..last
+        }
+    }
+
+    /// The share of `wall_s` when no test ran (testing took `testing_s` of it).
+    pub fn overhead_share(wall_s: f64, testing_s: f64) -> f64 {
+        if wall_s > 0.0 {
+            (1.0 - testing_s / wall_s).max(0.0)
+        } else {
+            0.0
         }
     }
 }
@@ -379,13 +384,18 @@ impl RunSummary {
 impl RunMeta {
     /// Reads and checks meta.json.
     pub fn read(path: &Path) -> Result<Self, RunDirError> {
+        let text = std::fs::read_to_string(path).map_err(crate::io_error(path))?;
+        Self::parse(&text, path)
+    }
+
+    /// Checks the text of meta.json; `path` names the file in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, RunDirError> {
         let bad = |message: String| RunDirError::BadMeta {
             path: path.to_path_buf(),
             message,
         };
-        let text = std::fs::read_to_string(path).map_err(crate::io_error(path))?;
         let value: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
+            serde_json::from_str(text).map_err(|e| bad(format!("not JSON: {e}")))?;
         match value.get("format").and_then(|f| f.as_str()) {
             Some(RUN_FORMAT) => {}
             other => {

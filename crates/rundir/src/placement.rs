@@ -32,10 +32,6 @@ impl KnownPlacement {
     /// [`RunMeta::known_placement`]), or a JSON object with `levels` mapping a level name to
     /// one label per rank.
     pub fn read(path: &Path) -> Result<KnownPlacement, RunDirError> {
-        let invalid = |message: String| RunDirError::BadFile {
-            path: path.to_path_buf(),
-            message,
-        };
         let meta_path = if path.is_dir() {
             path.join(META_FILE)
         } else {
@@ -45,10 +41,19 @@ impl KnownPlacement {
             path: meta_path.clone(),
             message: e.to_string(),
         })?;
+        Self::parse(&text, &meta_path)
+    }
+
+    /// Checks the text of a placement file (or meta.json); `path` names the file in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<KnownPlacement, RunDirError> {
+        let invalid = |message: String| RunDirError::BadFile {
+            path: path.to_path_buf(),
+            message,
+        };
         let value: Value =
-            serde_json::from_str(&text).map_err(|e| invalid(format!("not JSON: {e}")))?;
+            serde_json::from_str(text).map_err(|e| invalid(format!("not JSON: {e}")))?;
         if value.get("format").and_then(Value::as_str) == Some(RUN_FORMAT) {
-            return Ok(RunMeta::read(&meta_path)?.known_placement());
+            return Ok(RunMeta::parse(text, path)?.known_placement());
         }
         let levels = value
             .get("levels")

@@ -445,10 +445,16 @@ pub struct ModelError(pub String);
 impl MachineModel {
     /// Reads and checks a model file.
     pub fn read(path: &Path) -> Result<MachineModel, ModelError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ModelError(format!("{}: {e}", path.display())))?;
+        Self::parse(&text, path)
+    }
+
+    /// Checks the text of a model file; `path` names the file in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<MachineModel, ModelError> {
         let bad = |m: String| ModelError(format!("{}: {m}", path.display()));
-        let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
         let value: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
+            serde_json::from_str(text).map_err(|e| bad(format!("not JSON: {e}")))?;
         match value.get("format").and_then(|f| f.as_str()) {
             Some(MODEL_FORMAT) => {}
             other => {

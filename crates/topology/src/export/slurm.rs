@@ -33,27 +33,30 @@ impl TopologyWriter for SlurmWriter {
 /// A Slurm topology.conf of the levels that hold whole hosts: leaf switches over hosts, then a
 /// switch per coarser group over the switches below it.
 fn slurm_topology(topology: &Topology, hosts: &[String], source: &str) -> String {
+    // Each rank's host as a small integer: every step below is linear in the ranks (this
+    // runs on machines of thousands of hosts).
+    let mut ids: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let host_of: Vec<usize> = hosts
+        .iter()
+        .map(|h| {
+            let next = ids.len();
+            *ids.entry(h.as_str()).or_insert(next)
+        })
+        .collect();
+    let distinct = ids.len();
+    // A level holds whole hosts when all ranks of each host are in one of its groups.
+    let whole_hosts = |level: &crate::tree::Level| {
+        let labels = level.labels(hosts.len());
+        let mut group_of_host = vec![None; distinct];
+        host_of
+            .iter()
+            .zip(&labels)
+            .all(|(&h, &g)| *group_of_host[h].get_or_insert(g) == g)
+    };
     let host_levels: Vec<&crate::tree::Level> = topology
         .levels()
         .iter()
-        .filter(|l| {
-            l.groups.iter().all(|g| {
-                // A group holds whole hosts: no host has ranks outside it.
-                g.iter().all(|&r| {
-                    hosts
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, h)| **h == hosts[r])
-                        .all(|(q, _)| g.contains(&q))
-                })
-            })
-        })
-        .filter(|l| {
-            let mut distinct: Vec<&String> = hosts.iter().collect();
-            distinct.sort();
-            distinct.dedup();
-            l.groups.len() < distinct.len()
-        })
+        .filter(|l| l.groups.len() < distinct && whole_hosts(l))
         .collect();
     let hosts_of = |g: &[usize]| -> Vec<String> {
         let mut h: Vec<String> = g.iter().map(|&r| hosts[r].clone()).collect();
@@ -71,18 +74,32 @@ fn slurm_topology(topology: &Topology, hosts: &[String], source: &str) -> String
         return out;
     }
     let depth = host_levels.len();
+    // The groups of the next level inside each group of a level (levels nest: a group lies in
+    // the parent that holds its first rank).
+    let children: Vec<Vec<Vec<usize>>> = host_levels
+        .windows(2)
+        .map(|pair| {
+            let parent = pair[0].labels(hosts.len());
+            let mut children = vec![Vec::new(); pair[0].groups.len()];
+            for (c, group) in pair[1].groups.iter().enumerate() {
+                if let Some(&p) = group.first().and_then(|&r| parent.get(r)) {
+                    if let Some(list) = children.get_mut(p) {
+                        list.push(c);
+                    }
+                }
+            }
+            children
+        })
+        .collect();
     for (k, level) in host_levels.iter().enumerate().rev() {
         for (g, group) in level.groups.iter().enumerate() {
             let name = format!("s{k}_{g}");
             if k + 1 == depth {
                 let _ = writeln!(out, "SwitchName={name} Nodes={}", hosts_of(group).join(","));
             } else {
-                let below: Vec<String> = host_levels[k + 1]
-                    .groups
+                let below: Vec<String> = children[k][g]
                     .iter()
-                    .enumerate()
-                    .filter(|(_, h)| h.iter().all(|r| group.contains(r)))
-                    .map(|(h, _)| format!("s{}_{h}", k + 1))
+                    .map(|h| format!("s{}_{h}", k + 1))
                     .collect();
                 let _ = writeln!(out, "SwitchName={name} Switches={}", below.join(","));
             }

@@ -1,0 +1,348 @@
+//! Every file format lgate-plogp reads, as one function of bytes each.
+//!
+//! Each [`InputFormat`] in [`FORMATS`] feeds arbitrary bytes to the reader the tool uses for
+//! that file and, when the reader accepts them, checks what it gives back: a topology written
+//! in each format reads back the same, a matrix written as CSV reads back bit for bit, a run's
+//! meta.json written again reads again. A reader may refuse anything with an error; it may
+//! never panic, abort, or stop. The fuzz targets in `fuzz/` call these functions, and the
+//! corpus replay (`tests/corpus_replay.rs`) runs every seed and every input that once failed
+//! in the ordinary test suite.
+//!
+//! ```
+//! let lgate = lgate_inputs::format("topology_lgate").unwrap();
+//! (lgate.check)(b"cluster { group { 0-3 } group { 4-7 } }\n");
+//! (lgate.check)(b"cluster { group { 4-"); // refused, quietly
+//! ```
+#![deny(missing_docs)]
+
+use std::path::Path;
+
+use lgate_bcast::BroadcastTable;
+use lgate_topology::export::{ExportContext, WRITERS};
+use lgate_topology::{format as topology_format, Topology, TopologyFormat};
+
+/// One file format the tool reads, and the check that feeds it bytes.
+#[derive(Clone, Copy)]
+pub struct InputFormat {
+    /// The name of its fuzz target and of its corpus folder.
+    pub name: &'static str,
+    /// Which files these are, in one line.
+    pub description: &'static str,
+    /// Reads `bytes` as such a file and checks what is accepted; panics only on a defect.
+    pub check: fn(&[u8]),
+}
+
+/// Every format, in the order the README lists them.
+pub static FORMATS: &[InputFormat] = &[
+    InputFormat {
+        name: "topology_lgate",
+        description: "LGate topology files (`cluster { group { 0-7 } }`)",
+        check: topology_lgate,
+    },
+    InputFormat {
+        name: "topology_json",
+        description: "lgate-plogp-topology JSON documents",
+        check: topology_json,
+    },
+    InputFormat {
+        name: "topology_newick",
+        description: "Newick trees of ranks",
+        check: topology_newick,
+    },
+    InputFormat {
+        name: "topology_any",
+        description: "a topology file of any format, told by its content (`--topology`)",
+        check: topology_any,
+    },
+    InputFormat {
+        name: "matrix_csv",
+        description: "CSV distance matrices: square, labelled or not, or a lower triangle",
+        check: matrix_csv,
+    },
+    InputFormat {
+        name: "matrix_npy",
+        description: "NumPy .npy distance matrices (float64 or float32, 2-D)",
+        check: matrix_npy,
+    },
+    InputFormat {
+        name: "run_meta",
+        description: "a run directory's meta.json",
+        check: run_meta,
+    },
+    InputFormat {
+        name: "run_journal",
+        description: "a run directory's journal.jsonl (pairs measured so far)",
+        check: run_journal,
+    },
+    InputFormat {
+        name: "matrix_index",
+        description: "a run directory's matrices/index.json",
+        check: matrix_index,
+    },
+    InputFormat {
+        name: "known_placement",
+        description: "known placement for `score --truth` (levels of labels, or a meta.json)",
+        check: known_placement,
+    },
+    InputFormat {
+        name: "machine_model",
+        description: "machine models for `simulate --model`",
+        check: machine_model,
+    },
+    InputFormat {
+        name: "bcast_tuning",
+        description: "bcast-tuning.json written by `bcast bench`",
+        check: bcast_tuning,
+    },
+];
+
+/// The format called `name`.
+pub fn format(name: &str) -> Option<&'static InputFormat> {
+    FORMATS.iter().find(|f| f.name == name)
+}
+
+/// The path errors name; never opened.
+fn path() -> &'static Path {
+    Path::new("fuzz-input")
+}
+
+/// The bytes as text, as the tool reads text files: refused unless UTF-8.
+fn text(bytes: &[u8]) -> Option<&str> {
+    std::str::from_utf8(bytes).ok()
+}
+
+/// Checks that a topology the readers accepted is written by every writer, and that each
+/// topology format reads back what it wrote with the same groups, and after one round trip
+/// (which drops what the format cannot hold) writes it again the same.
+fn check_topology(topology: &Topology) {
+    for format in TopologyFormat::ALL {
+        // JSON lists every level's groups, one per unlisted rank too: a 40-byte Newick file
+        // naming rank 66 563 writes 1.2 MB of it (0.1 s to read in a release build, near a
+        // second with the fuzzer's instrumentation). Its round trip is checked up to 2^14
+        // ranks; the reading of large JSON documents is fuzzed by `topology_json` itself.
+        if format == TopologyFormat::Json && topology.ranks() > 1 << 14 {
+            continue;
+        }
+        let written = topology_format::to_string(topology, format);
+        let again = topology_format::parse(&written, Some(format), Some(topology.ranks()))
+            .unwrap_or_else(|e| {
+                panic!(
+                    "{} writes what it cannot read: {e}\n{written}",
+                    format.name()
+                )
+            });
+        assert_eq!(again.1, format);
+        assert_eq!(
+            again.0.ranks(),
+            topology.ranks(),
+            "{} loses ranks:\n{written}",
+            format.name()
+        );
+        assert_eq!(
+            again.0.tree().without_heights().sorted_groups(),
+            topology.tree().without_heights().sorted_groups(),
+            "{} changes the groups:\n{written}",
+            format.name()
+        );
+        // What a format cannot hold (LGate keeps no host labels) is lost once, then stays.
+        let second = topology_format::to_string(&again.0, format);
+        let third = topology_format::parse(&second, Some(format), Some(topology.ranks()))
+            .map(|(t, _)| topology_format::to_string(&t, format))
+            .unwrap_or_else(|e| {
+                panic!(
+                    "{} writes what it cannot read: {e}\n{second}",
+                    format.name()
+                )
+            });
+        assert_eq!(
+            third,
+            second,
+            "{} writes a topology read from its own output differently",
+            format.name()
+        );
+    }
+    // Host names made up for the writers that need them, on up to 2^16 ranks: the Slurm
+    // writer takes 0.1 s for 2^19 hosts, which under AddressSanitizer nears the fuzzer's 1 s
+    // limit for one input, while the reader took 6 ms.
+    let hosts: Vec<String> = match topology.labels() {
+        Some(labels) => labels.to_vec(),
+        None if topology.ranks() <= 1 << 16 => (0..topology.ranks())
+            .map(|r| format!("n{}", r / 2))
+            .collect(),
+        None => return,
+    };
+    for writer in WRITERS {
+        let context = ExportContext {
+            hosts: Some(&hosts),
+            source: "fuzz",
+        };
+        // Refusals (a format that needs what the topology lacks) are fine; panics are not.
+        let _ = writer.write(topology, &context);
+    }
+    let _ = lgate_topology::outline(topology, lgate_topology::OutlineOptions::default());
+}
+
+fn topology_in(bytes: &[u8], format: Option<TopologyFormat>) {
+    let Some(text) = text(bytes) else { return };
+    if let Ok((topology, _)) = topology_format::parse(text, format, None) {
+        check_topology(&topology);
+        // Read as a job of its own rank count, and of one rank more.
+        let ranks = topology.ranks();
+        if let Ok((again, _)) = topology_format::parse(text, format, Some(ranks)) {
+            assert_eq!(again.ranks(), ranks);
+        }
+        let _ = topology_format::parse(text, format, Some(ranks + 1));
+    }
+}
+
+/// Reads bytes as an LGate topology file.
+pub fn topology_lgate(bytes: &[u8]) {
+    topology_in(bytes, Some(TopologyFormat::Lgate));
+}
+
+/// Reads bytes as a JSON topology document.
+pub fn topology_json(bytes: &[u8]) {
+    topology_in(bytes, Some(TopologyFormat::Json));
+}
+
+/// Reads bytes as a Newick topology.
+pub fn topology_newick(bytes: &[u8]) {
+    topology_in(bytes, Some(TopologyFormat::Newick));
+}
+
+/// Reads bytes as a topology file of any format.
+pub fn topology_any(bytes: &[u8]) {
+    topology_in(bytes, None);
+}
+
+/// Reads bytes as a matrix file and checks that its CSV reads back bit for bit.
+fn matrix_in(bytes: &[u8]) {
+    let Ok(read) = lgate_matrix::read_matrix_bytes(path(), bytes) else {
+        return;
+    };
+    let matrix = read.matrix;
+    let n = matrix.len();
+    assert_eq!(matrix.labels().len(), n);
+    let csv = matrix.to_csv();
+    let again = lgate_matrix::read_matrix_bytes(path(), csv.as_bytes())
+        .unwrap_or_else(|e| panic!("the CSV of a matrix read does not read: {e}\n{csv}"))
+        .matrix;
+    assert_eq!(again.len(), n);
+    assert_eq!(again.labels(), matrix.labels(), "labels change through CSV");
+    for i in 0..n {
+        for j in 0..n {
+            assert_eq!(
+                again.get(i, j).to_bits(),
+                matrix.get(i, j).to_bits(),
+                "cell ({i}, {j}) changes through CSV"
+            );
+        }
+    }
+    let (symmetric, _) = matrix.symmetrized();
+    assert_eq!(symmetric.len(), n);
+}
+
+/// Reads bytes as a CSV matrix file.
+pub fn matrix_csv(bytes: &[u8]) {
+    matrix_in(bytes);
+}
+
+/// Reads bytes as a `.npy` matrix file (the magic bytes put in front of whatever comes).
+pub fn matrix_npy(bytes: &[u8]) {
+    if bytes.starts_with(b"\x93NUMPY") {
+        matrix_in(bytes);
+    } else {
+        let mut file = b"\x93NUMPY".to_vec();
+        file.extend_from_slice(bytes);
+        matrix_in(&file);
+    }
+}
+
+/// Reads bytes as a run's meta.json and checks that it writes and reads again.
+pub fn run_meta(bytes: &[u8]) {
+    let Some(text) = text(bytes) else { return };
+    let Ok(meta) = lgate_rundir::RunMeta::parse(text, path()) else {
+        return;
+    };
+    let _ = meta.known_placement();
+    let _ = meta.plan_differences(&meta);
+    let json = meta.to_json();
+    let again = std::str::from_utf8(&json).expect("meta.json is UTF-8");
+    lgate_rundir::RunMeta::parse(again, path())
+        .unwrap_or_else(|e| panic!("meta.json written does not read: {e}\n{again}"));
+}
+
+/// Reads bytes as a run's journal.
+pub fn run_journal(bytes: &[u8]) {
+    if let Ok(read) = lgate_rundir::parse_journal(bytes, path()) {
+        assert!(read.complete_len as usize <= bytes.len());
+        assert_eq!(read.torn_tail, read.complete_len as usize != bytes.len());
+    }
+}
+
+/// Reads bytes as a run's matrices/index.json.
+pub fn matrix_index(bytes: &[u8]) {
+    let Some(text) = text(bytes) else { return };
+    if let Ok(index) = lgate_rundir::MatrixIndex::parse(text, path()) {
+        let _ = index.default_candidates();
+        let _ = index.default_matrix();
+        if let Some(mask) = &index.measured {
+            assert!((0.0..=1.0).contains(&mask.filled_share()));
+        }
+        for name in index.names() {
+            assert!(
+                index.find(name).is_some(),
+                "`{name}` is listed but not found"
+            );
+        }
+    }
+}
+
+/// Reads bytes as known placement.
+pub fn known_placement(bytes: &[u8]) {
+    let Some(text) = text(bytes) else { return };
+    if let Ok(placement) = lgate_rundir::KnownPlacement::parse(text, path()) {
+        let _ = format!("{placement:?}");
+    }
+}
+
+/// Reads bytes as a machine model and checks that it writes and reads again.
+pub fn machine_model(bytes: &[u8]) {
+    let Some(text) = text(bytes) else { return };
+    let Ok(model) = lgate_simulate::model::MachineModel::parse(text, path()) else {
+        return;
+    };
+    let _ = model.ranks();
+    let json = model.to_json();
+    let again = lgate_simulate::model::MachineModel::parse(&json, path())
+        .unwrap_or_else(|e| panic!("a model written does not read: {e}\n{json}"));
+    assert_eq!(again, model);
+}
+
+/// Reads bytes as a broadcast tuning file.
+pub fn bcast_tuning(bytes: &[u8]) {
+    let Some(text) = text(bytes) else { return };
+    if let Ok(tuning) = <lgate_bcast::Tuning as BroadcastTable>::parse(text) {
+        let _ = tuning.table(|b| b.to_string());
+        let _ = tuning.wrong_bytes();
+        for len in [0, 1, 4096, usize::MAX] {
+            let _ = tuning.range_for(len);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_found() {
+        for f in FORMATS {
+            assert_eq!(format(f.name).map(|g| g.name), Some(f.name));
+        }
+        let mut names: Vec<_> = FORMATS.iter().map(|f| f.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), FORMATS.len());
+    }
+}
