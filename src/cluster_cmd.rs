@@ -143,8 +143,38 @@ impl ClusterArgs {
     }
 }
 
+/// The method flags without a default, and the methods that take them: given to another
+/// method they would be ignored without a word, so they are refused.
+const METHOD_FLAGS: &[(&str, &[&str])] = &[
+    ("--k", &["agglomerative", "kmedoids"]),
+    ("--height", &["agglomerative"]),
+    ("--threshold", &["components"]),
+    ("--eps", &["dbscan"]),
+];
+
+/// Refuses a method flag the chosen `--algo` does not take.
+fn check_method_flags(args: &ClusterArgs) -> Result<()> {
+    let given = [
+        args.k.is_some(),
+        args.height.is_some(),
+        args.threshold.is_some(),
+        args.eps.is_some(),
+    ];
+    for (&(flag, methods), given) in METHOD_FLAGS.iter().zip(given) {
+        if given && !methods.contains(&args.algo.as_str()) {
+            bail!(
+                "{flag} is a parameter of --algo {}; --algo {} does not take it",
+                methods.join(" and "),
+                args.algo
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Runs `cluster`.
 pub fn run(args: ClusterArgs) -> Result<()> {
+    check_method_flags(&args)?;
     if let Some(out) = args.output.as_deref() {
         crate::output::check_output(out, &[&args.input], args.force)?;
     }

@@ -8,6 +8,15 @@ mod common;
 use common::{mpirun, success};
 use serde_json::Value;
 
+/// Taken by each test for its whole run: each starts up to 8 ranks on this 2-core machine,
+/// and side by side on a busy machine they took minutes.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The lock of [`ONE_AT_A_TIME`], also after another test failed holding it.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Groups of `per` consecutive ranks, in LGate format.
 fn two_levels(n: usize, per: usize) -> String {
     let groups: Vec<String> = (0..n)
@@ -19,6 +28,7 @@ fn two_levels(n: usize, per: usize) -> String {
 
 #[test]
 fn every_broadcast_delivers_from_every_root_on_2_to_8_ranks() {
+    let _turn = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     for n in 2..=8 {
         let flat = success(mpirun(n, &["bcast", "check"], dir.path()));
@@ -36,6 +46,7 @@ fn every_broadcast_delivers_from_every_root_on_2_to_8_ranks() {
 
 #[test]
 fn bench_writes_a_table_that_run_and_open_mpi_accept() {
+    let _turn = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let topology = dir.path().join("t.lgate");
     std::fs::write(&topology, two_levels(4, 2)).unwrap();
@@ -137,6 +148,7 @@ fn bench_writes_a_table_that_run_and_open_mpi_accept() {
 
 #[test]
 fn bad_inputs_stop_every_rank_with_one_message() {
+    let _turn = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let missing = mpirun(2, &["bcast", "run", "--tuning", "no-such.json"], dir.path());
     assert!(!missing.status.success());

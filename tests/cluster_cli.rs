@@ -122,6 +122,35 @@ fn formats_and_algorithms() {
     let out = lgate_plogp(&["cluster", p, "--algo", "agglomerative"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("needs --k or --height"));
+    // A parameter of another method is refused, not ignored.
+    for (args, says) in [
+        (
+            vec!["--k", "4"],
+            "--k is a parameter of --algo agglomerative and kmedoids; --algo auto does not take it",
+        ),
+        (
+            vec!["--algo", "hdbscan", "--eps", "2"],
+            "--eps is a parameter of --algo dbscan; --algo hdbscan",
+        ),
+        (
+            vec!["--algo", "kmedoids", "--threshold", "2"],
+            "--threshold is a parameter of --algo components",
+        ),
+        (
+            vec!["--algo", "dbscan", "--height", "2"],
+            "--height is a parameter of --algo agglomerative",
+        ),
+    ] {
+        let mut all = vec!["cluster", p];
+        all.extend(args);
+        let out = lgate_plogp(&all);
+        assert_eq!(out.status.code(), Some(1), "{all:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(says) && stderr.lines().count() == 1,
+            "{all:?}: {stderr}"
+        );
+    }
 }
 
 #[test]
