@@ -1258,7 +1258,7 @@ mod tests {
     /// A `.npy` file of this header text and `zeros` bytes of data.
     fn npy_bytes_raw(header: &str, zeros: usize) -> Vec<u8> {
         let mut header = header.to_string();
-        while (10 + header.len() + 1) % 64 != 0 {
+        while !(10 + header.len() + 1).is_multiple_of(64) {
             header.push(' ');
         }
         header.push('\n');
