@@ -38,6 +38,9 @@ pub enum Problem {
     /// The input holds nothing but whitespace and comments.
     #[error("the file is empty: expected a topology (LGate `cluster {{ ... }}`, JSON or Newick)")]
     EmptyInput,
+    /// A rank count of 0: a topology holds at least one rank.
+    #[error("a topology of no ranks: it holds at least one")]
+    NoRanks,
     /// The first character matches none of the known formats.
     #[error(
         "cannot tell the format from {found}: expected `cluster` or `group` (LGate), `{{` (JSON) \

@@ -435,9 +435,13 @@ fn validate_tree(tree: &TopologyNode, ranks: Option<usize>) -> Result<(), Topolo
     validate_node(tree, &mut || "tree".to_string(), ranks, &mut seen, tree)
 }
 
-/// Refuses a rank count past [`MAX_RANKS`] before anything of that size is allocated.
+/// Refuses a rank count of 0, or past [`MAX_RANKS`] before anything of that size is allocated.
 pub(crate) fn check_rank_count(ranks: Option<usize>) -> Result<(), TopologyError> {
     match ranks {
+        Some(0) => Err(TopologyError::at(
+            Location::Path("ranks".into()),
+            Problem::NoRanks,
+        )),
         Some(n) if n > MAX_RANKS => Err(TopologyError::at(
             Location::Path("ranks".into()),
             Problem::TooManyRanks {
