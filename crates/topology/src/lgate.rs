@@ -61,19 +61,27 @@ fn write_node(out: &mut String, node: &TopologyNode, depth: usize, labels: Optio
     out.push('\n');
 }
 
+/// The comment after a group naming its ranks' labels (hosts): the first three distinct ones
+/// and how many more, on one line whatever the labels hold.
 fn push_label_comment(out: &mut String, ranks: &[Rank], labels: Option<&[String]>) {
     let Some(labels) = labels else { return };
+    const SHOWN: usize = 3;
+    let mut seen = std::collections::HashSet::new();
     let mut names: Vec<&str> = Vec::new();
     for &r in ranks {
         let name = labels[r].as_str();
-        if !names.contains(&name) {
+        if seen.insert(name) && names.len() < SHOWN {
             names.push(name);
         }
     }
-    const SHOWN: usize = 3;
-    let more = names.len().saturating_sub(SHOWN);
-    names.truncate(SHOWN);
-    let _ = write!(out, "  # {}", names.join(", "));
+    let more = seen.len() - names.len();
+    // A line break or other control character in a label would end the comment early.
+    let shown: String = names
+        .join(", ")
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let _ = write!(out, "  # {shown}");
     if more > 0 {
         let _ = write!(out, " and {more} more");
     }
@@ -571,6 +579,17 @@ cluster {
         let text = to_string(&t);
         assert!(text.contains("group { 0,1 }  # a\n"), "{text}");
         assert!(text.contains("group { 2,3 }  # b, c\n"), "{text}");
+        // A label holding a line break stays in its comment.
+        let t = Topology::from_tree(
+            TopologyNode::cluster(vec![TopologyNode::group(vec![0]), TopologyNode::group(vec![1])]),
+            Some(2),
+        )
+        .unwrap()
+        .with_labels(vec!["n\n1".into(), "n2".into()])
+        .unwrap();
+        let text = to_string(&t);
+        assert!(text.contains("group { 0 }  # n 1\n"), "{text}");
+        assert_eq!(parse(&text, Some(2)).unwrap().tree(), t.tree());
         assert_eq!(parse(&text, None).unwrap().tree(), t.tree());
     }
 }
