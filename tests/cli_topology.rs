@@ -365,7 +365,7 @@ fn convert_writes_atomically_and_reads_stdin() {
         "--output",
         nowhere.to_str().unwrap(),
     ]);
-    assert_clean_failure(&out, &nowhere, "cannot create a file");
+    assert_clean_failure(&out, &nowhere, "does not exist; create it first");
 
     // `-` reads stdin.
     use std::io::Write;
