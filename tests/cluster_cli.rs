@@ -216,7 +216,7 @@ fn bad_matrices_get_one_clear_line() {
         (
             "nan.csv",
             "0,NaN\nNaN,0\n",
-            ":1, column 2: NaN is not a finite number",
+            ":1, column 2: `NaN` is not a finite number",
         ),
         ("neg.csv", "0,-2\n-2,0\n", ":1, column 2: -2 is negative"),
         (

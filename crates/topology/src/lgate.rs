@@ -581,7 +581,10 @@ cluster {
         assert!(text.contains("group { 2,3 }  # b, c\n"), "{text}");
         // A label holding a line break stays in its comment.
         let t = Topology::from_tree(
-            TopologyNode::cluster(vec![TopologyNode::group(vec![0]), TopologyNode::group(vec![1])]),
+            TopologyNode::cluster(vec![
+                TopologyNode::group(vec![0]),
+                TopologyNode::group(vec![1]),
+            ]),
             Some(2),
         )
         .unwrap()
