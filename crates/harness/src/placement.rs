@@ -69,15 +69,10 @@ pub fn single_cpu(cpuset: &str) -> Option<usize> {
     }
 }
 
-/// Per rank, whether its host may have more ranks in pair tests at once than CPUs to run them
-/// on: then every MPI wait there must yield. At most two ranks of a host are in one group's
-/// test, and groups test side by side, so the busiest moment has, per host, the sum over the
-/// leaf `groups` of the least of 2 and the group's ranks on that host (higher levels merge
-/// groups, never adding tests); the CPUs are those the host's ranks may use. Ranks whose CPUs
-/// are unknown count as overcommitted only if the count of active ranks exceeds 1.
-pub fn overcommitted(infos: &[RankInfo], groups: &[&[usize]]) -> Vec<bool> {
+/// The distinct hosts in order of first appearance, and per rank the index of its host.
+fn host_indices(infos: &[RankInfo]) -> (Vec<&str>, Vec<usize>) {
     let mut hosts: Vec<&str> = Vec::new();
-    let host_of: Vec<usize> = infos
+    let host_of = infos
         .iter()
         .map(|i| match hosts.iter().position(|h| *h == i.host) {
             Some(k) => k,
@@ -87,6 +82,17 @@ pub fn overcommitted(infos: &[RankInfo], groups: &[&[usize]]) -> Vec<bool> {
             }
         })
         .collect();
+    (hosts, host_of)
+}
+
+/// Per rank, whether its host may have more ranks in pair tests at once than CPUs to run them
+/// on: then every MPI wait there must yield. At most two ranks of a host are in one group's
+/// test, and groups test side by side, so the busiest moment has, per host, the sum over the
+/// leaf `groups` of the least of 2 and the group's ranks on that host (higher levels merge
+/// groups, never adding tests); the CPUs are those the host's ranks may use. Ranks whose CPUs
+/// are unknown count as overcommitted only if the count of active ranks exceeds 1.
+pub fn overcommitted(infos: &[RankInfo], groups: &[&[usize]]) -> Vec<bool> {
+    let (hosts, host_of) = host_indices(infos);
     let mut cpus = vec![std::collections::BTreeSet::new(); hosts.len()];
     for (i, info) in infos.iter().enumerate() {
         if let Some(list) = info.cpuset.as_deref().and_then(cpu_list) {
@@ -107,6 +113,100 @@ pub fn overcommitted(infos: &[RankInfo], groups: &[&[usize]]) -> Vec<bool> {
         .map(|h| active[h] > cpus[h].len().max(1))
         .collect();
     host_of.iter().map(|&h| over[h]).collect()
+}
+
+/// Per rank, when its host's ranks may float over more than one CPU and outnumber the host's
+/// CPUs: its host (as an index) and the two CPUs that the tests this rank sends run on (the
+/// sender's, then the receiver's).
+///
+/// Ranks free to float are stacked by the scheduler as it likes: beside busy processes it may put
+/// the two ranks of a test on one CPU, where they run by turns and each round trip waits out two
+/// time slices (8 ms instead of a microsecond, here). Pinned to two CPUs for the test, each
+/// shares its CPU only with what else runs there. Each leaf group on a host gets its own two
+/// CPUs (counted from the host's lowest, wrapping round), so groups tested side by side do not
+/// pin onto each other; a test across groups runs on its sender's group's CPUs. Hosts whose
+/// groups may keep more ranks busy than CPUs ([`overcommitted`]) and hosts of one CPU get none.
+pub fn test_cpus(infos: &[RankInfo], groups: &[&[usize]]) -> Vec<Option<(usize, usize, usize)>> {
+    let (hosts, host_of) = host_indices(infos);
+    let mut cpus = vec![BTreeSet::new(); hosts.len()];
+    let mut floating = vec![true; hosts.len()];
+    let mut ranks = vec![0usize; hosts.len()];
+    for (i, info) in infos.iter().enumerate() {
+        let h = host_of[i];
+        ranks[h] += 1;
+        match info.cpuset.as_deref().and_then(cpu_list) {
+            Some(list) if list.len() > 1 => cpus[h].extend(list),
+            _ => floating[h] = false,
+        }
+    }
+    let over = overcommitted(infos, groups);
+    let eligible: Vec<bool> = (0..hosts.len())
+        .map(|h| floating[h] && cpus[h].len() >= 2 && ranks[h] > cpus[h].len())
+        .collect();
+    let cpus: Vec<Vec<usize>> = cpus.into_iter().map(|c| c.into_iter().collect()).collect();
+    let mut out = vec![None; infos.len()];
+    let mut slots = vec![0usize; hosts.len()];
+    for g in groups {
+        let mut seen = BTreeSet::new();
+        for &r in g.iter().filter(|&&r| r < infos.len()) {
+            let h = host_of[r];
+            if !eligible[h] || over[r] {
+                continue;
+            }
+            if seen.insert(h) {
+                slots[h] += 1;
+            }
+            let (list, slot) = (&cpus[h], slots[h] - 1);
+            out[r] = Some((
+                h,
+                list[(2 * slot) % list.len()],
+                list[(2 * slot + 1) % list.len()],
+            ));
+        }
+    }
+    out
+}
+
+/// The CPUs the calling thread may run on, to put back after [`CpuMask::pin`].
+pub struct CpuMask(libc::cpu_set_t);
+
+impl CpuMask {
+    /// The calling thread's CPUs now; `None` where the system does not tell.
+    pub fn current() -> Option<CpuMask> {
+        // SAFETY: cpu_set_t is plain bits; sched_getaffinity fills at most its size.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            (libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0)
+                .then_some(CpuMask(set))
+        }
+    }
+
+    /// Whether `cpu` is one of these CPUs.
+    pub fn contains(&self, cpu: usize) -> bool {
+        // SAFETY: CPU_ISSET reads the set's bits; cpus past its size are refused first.
+        cpu < libc::CPU_SETSIZE as usize && unsafe { libc::CPU_ISSET(cpu, &self.0) }
+    }
+
+    /// Binds the calling thread to `cpu` alone; false when the system refuses.
+    pub fn pin(cpu: usize) -> bool {
+        if cpu >= libc::CPU_SETSIZE as usize {
+            return false;
+        }
+        // SAFETY: a zeroed cpu_set_t with one bit set, passed with its own size.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+        }
+    }
+
+    /// Lets the calling thread run on these CPUs again.
+    pub fn restore(&self) {
+        // SAFETY: a set read by sched_getaffinity, passed with its own size.
+        unsafe {
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &self.0);
+        }
+    }
 }
 
 /// The groups, CPUs and host names seen on one machine.
@@ -156,19 +256,11 @@ pub fn shared_machine_concurrency(
 /// Per rank, its host (as an index) and the one CPU it is bound to, when it is bound to one:
 /// two ranks with the same value can only run by turns.
 pub fn bound_cpus(infos: &[RankInfo]) -> Vec<Option<(usize, usize)>> {
-    let mut hosts: Vec<&str> = Vec::new();
+    let (_, host_of) = host_indices(infos);
     infos
         .iter()
-        .map(|i| {
-            let host = match hosts.iter().position(|h| *h == i.host) {
-                Some(k) => k,
-                None => {
-                    hosts.push(&i.host);
-                    hosts.len() - 1
-                }
-            };
-            Some((host, i.cpuset.as_deref().and_then(single_cpu)?))
-        })
+        .zip(host_of)
+        .map(|(i, host)| Some((host, i.cpuset.as_deref().and_then(single_cpu)?)))
         .collect()
 }
 
@@ -297,7 +389,18 @@ mod tests {
         assert_eq!(single_cpu("0-1"), None);
         assert_eq!(single_cpu("0,4"), None);
         assert_eq!(single_cpu(""), None);
-        let info = |host: &str, cpuset: &str| RankInfo {
+        let info = floating;
+        let bound = bound_cpus(&[
+            info("a", "0"),
+            info("a", "0-1"),
+            info("b", "0"),
+            info("a", "0"),
+        ]);
+        assert_eq!(bound, [Some((0, 0)), None, Some((1, 0)), Some((0, 0))]);
+    }
+
+    fn floating(host: &str, cpuset: &str) -> RankInfo {
+        RankInfo {
             rank: 0,
             host: host.into(),
             pid: None,
@@ -309,14 +412,63 @@ mod tests {
             governor: None,
             machine: None,
             extra: BTreeMap::new(),
-        };
-        let bound = bound_cpus(&[
-            info("a", "0"),
-            info("a", "0-1"),
-            info("b", "0"),
-            info("a", "0"),
-        ]);
-        assert_eq!(bound, [Some((0, 0)), None, Some((1, 0)), Some((0, 0))]);
+        }
+    }
+
+    #[test]
+    fn floating_ranks_that_outnumber_cpus_test_on_two_cpus_per_group() {
+        // Four ranks floating over two CPUs, one group: every test on CPUs 0 and 1.
+        let four: Vec<RankInfo> = (0..4).map(|_| floating("a", "0-1")).collect();
+        let all: &[usize] = &[0, 1, 2, 3];
+        assert_eq!(test_cpus(&four, &[all]), vec![Some((0, 0, 1)); 4]);
+        // Six ranks over four CPUs in two groups tested side by side: a pair of CPUs each.
+        let six: Vec<RankInfo> = (0..6).map(|_| floating("a", "0-3")).collect();
+        let (g1, g2): (&[usize], &[usize]) = (&[0, 1, 2], &[3, 4, 5]);
+        let cpus = test_cpus(&six, &[g1, g2]);
+        assert_eq!(cpus[..3], [Some((0, 0, 1)); 3]);
+        assert_eq!(cpus[3..], [Some((0, 2, 3)); 3]);
+        // As many CPUs as ranks: the scheduler has room, nothing pinned.
+        let roomy: Vec<RankInfo> = (0..4).map(|_| floating("a", "0-3")).collect();
+        assert_eq!(test_cpus(&roomy, &[all]), vec![None; 4]);
+        // Bound ranks stay as the launcher bound them; so does a host with a bound rank.
+        let mut mixed = four.clone();
+        mixed[2] = floating("a", "1");
+        assert_eq!(test_cpus(&mixed, &[all]), vec![None; 4]);
+        // Three groups of two on two CPUs keep more ranks busy than CPUs: they yield instead.
+        let (a, b, c): (&[usize], &[usize], &[usize]) = (&[0, 1], &[2, 3], &[4, 5]);
+        let crowded: Vec<RankInfo> = (0..6).map(|_| floating("a", "0-1")).collect();
+        assert_eq!(test_cpus(&crowded, &[a, b, c]), vec![None; 6]);
+        // Hosts are counted apart.
+        let two_hosts: Vec<RankInfo> = (0..6)
+            .map(|r| floating(if r < 3 { "a" } else { "b" }, "0-1"))
+            .collect();
+        let cpus = test_cpus(&two_hosts, &[&[0, 1, 2, 3, 4, 5]]);
+        assert_eq!(cpus[..3], [Some((0, 0, 1)); 3]);
+        assert_eq!(cpus[3..], [Some((1, 0, 1)); 3]);
+    }
+
+    fn current_thread_cpu() -> Option<usize> {
+        // SAFETY: sched_getcpu takes nothing and returns a number.
+        let cpu = unsafe { libc::sched_getcpu() };
+        usize::try_from(cpu).ok()
+    }
+
+    #[test]
+    fn a_pinned_thread_runs_where_pinned_and_is_let_go() {
+        let mask = CpuMask::current().expect("Linux tells a thread's CPUs");
+        let cpu = (0..libc::CPU_SETSIZE as usize)
+            .find(|&c| mask.contains(c))
+            .expect("a CPU");
+        std::thread::spawn(move || {
+            assert!(CpuMask::pin(cpu));
+            assert_eq!(current_thread_cpu(), Some(cpu));
+            mask.restore();
+            let again = CpuMask::current().unwrap();
+            let allowed = |m: &CpuMask| (0..1024).filter(|&c| m.contains(c)).count();
+            assert_eq!(allowed(&again), allowed(&mask));
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]

@@ -180,6 +180,9 @@ struct Go {
     /// Per rank, whether its host may have more ranks testing at once than CPUs (see
     /// `placement::overcommitted`): its MPI waits always yield.
     overcommitted: Vec<bool>,
+    /// Per rank, its host and the CPUs its tests are pinned to (see `placement::test_cpus`).
+    #[serde(default)]
+    test_cpus: Vec<Option<(usize, usize, usize)>>,
 }
 
 fn pair_number(p: Pair) -> usize {
@@ -256,6 +259,8 @@ struct Walker<'g> {
     t0: Instant,
     clock: RankClock,
     yielding: bool,
+    /// The CPUs this rank may run on, put back after each pinned test.
+    mask: Option<placement::CpuMask>,
 }
 
 impl Walker<'_> {
@@ -296,9 +301,33 @@ impl Walker<'_> {
                         (Some(s), Some(screen)) if s.screens() => screen,
                         _ => &mut *full,
                     };
+                    // Ranks free to float on a host with more ranks than CPUs: the test's two
+                    // run pinned to two CPUs, so the scheduler cannot stack them on one.
+                    let cpus = &self.go.test_cpus;
+                    let pin = match (cpus.get(sp.pair.i), cpus.get(sp.pair.j)) {
+                        (Some(&Some((h, sender, receiver))), Some(&Some((hj, _, _))))
+                            if h == hj =>
+                        {
+                            let cpu = if role == Role::Sender {
+                                sender
+                            } else {
+                                receiver
+                            };
+                            self.mask
+                                .as_ref()
+                                .is_some_and(|m| m.contains(cpu) && placement::CpuMask::pin(cpu))
+                        }
+                        _ => false,
+                    };
                     let start_s = self.t0.elapsed().as_secs_f64();
-                    let result = test.run(t, sp.pair, role)?;
+                    let result = test.run(t, sp.pair, role);
                     let end_s = self.t0.elapsed().as_secs_f64();
+                    if pin {
+                        if let Some(m) = &self.mask {
+                            m.restore();
+                        }
+                    }
+                    let result = result?;
                     self.clock.charge(Activity::Busy);
                     if role == Role::Sender {
                         let entry = JournalEntry {
@@ -344,6 +373,7 @@ fn measure(
         t0: Instant::now(),
         clock: RankClock::start(t.cpu_scope()),
         yielding: false,
+        mask: placement::CpuMask::current(),
     };
     let mut collector = match prepared {
         Some(p) => Some(Collector::new(p, options.progress, options.stop_after)?),
@@ -571,6 +601,7 @@ impl Prepared {
                 &self.meta.ranks,
                 &self.topology.tree().groups(),
             ),
+            test_cpus: placement::test_cpus(&self.meta.ranks, &self.topology.tree().groups()),
         })
     }
 
@@ -683,6 +714,18 @@ fn prepare(
         tested_ranks,
         pairs_per_sweep,
         plan: plan_info,
+        pinned_hosts: {
+            let pinned = placement::test_cpus(&infos, &topology.tree().groups());
+            let mut hosts: Vec<String> = infos
+                .iter()
+                .zip(&pinned)
+                .filter(|(_, p)| p.is_some())
+                .map(|(i, _)| i.host.clone())
+                .collect();
+            hosts.sort();
+            hosts.dedup();
+            hosts
+        },
     };
     let start = now_rfc3339();
     let meta = RunMeta {

@@ -43,6 +43,26 @@ const OR_CALIBRATION: usize = 3;
 /// median (a series this short has no warm-up left out).
 const MIN_REPS: usize = 3;
 
+/// A series whose median is at least this many times its fastest sample...
+const DISTURBED_FACTOR: f64 = 2.0;
+/// ...and slower than it by more than this (seconds) is disturbed: most of its samples were
+/// interrupted (a rank descheduled for a time slice on a busy machine), so its median is not the
+/// operation's time. Scheduler time slices are milliseconds; the variation of a quiet operation,
+/// even over a network, stays well below this.
+const DISTURBANCE_FLOOR_S: f64 = 5e-6;
+/// A disturbed series takes more samples until most are undisturbed, at most this many times
+/// its repetitions...
+const DISTURBED_REPS_FACTOR: usize = 8;
+/// ...and for at most this long beyond its time share.
+const DISTURBED_EXTRA_TIME: Duration = Duration::from_millis(60);
+
+/// Whether most samples of a series were disturbed (see [`DISTURBED_FACTOR`]), judged against
+/// its fastest sample or a `fastest` time of the same operation seen before, whichever is less.
+fn disturbed(s: &Summary, fastest: f64) -> bool {
+    let fastest = s.min.min(fastest);
+    s.median >= DISTURBED_FACTOR * fastest && s.median - fastest > DISTURBANCE_FLOOR_S
+}
+
 /// The procedures of one size that share its time: RTT, o_s, o_r and g.
 const PROCEDURES_PER_SIZE: u32 = 4;
 
@@ -181,6 +201,9 @@ pub struct PairMeasurement {
 pub struct PLogP {
     options: PLogPOptions,
     buf: Vec<u8>,
+    /// The current pair's fastest warm-up exchanges by procedure and size: RTT(0) and o_s at
+    /// 0 bytes and the largest size, the same operations as the timed ones.
+    fastest: BTreeMap<(u64, usize), f64>,
 }
 
 /// Why PLogP options cannot make a measurement.
@@ -222,6 +245,7 @@ impl PLogP {
         let largest = *options.sizes.last().expect("0 is a size");
         Ok(PLogP {
             buf: vec![0xa5; largest.max(1)],
+            fastest: BTreeMap::new(),
             options,
         })
     }
@@ -248,17 +272,30 @@ impl PLogP {
     fn sender(&mut self, t: &dyn Transport, j: usize) -> Result<PairMeasurement, TransportError> {
         let c = clock_overhead();
         let largest = *self.options.sizes.last().expect("0 is a size");
+        // Warm-up, timed only to know how fast an undisturbed exchange can be: a 0-byte echo
+        // is RTT(0), and the synchronous sends are o_s at their sizes.
+        self.fastest.clear();
         for m in [0, largest] {
+            let mut fastest = |procedure: u64, took: f64| {
+                let e = self.fastest.entry((procedure, m)).or_insert(f64::INFINITY);
+                *e = e.min((took - c).max(0.0));
+            };
             Self::control(t, j, PROC_WARMUP, m, PAIR_WARMUP)?;
             for _ in 0..PAIR_WARMUP {
+                let s = Instant::now();
                 t.send(j, DATA, &self.buf[..m])?;
                 t.recv(j, DATA, &mut self.buf[..m])?;
+                if m == 0 {
+                    fastest(PROC_RTT, s.elapsed().as_secs_f64());
+                }
             }
             // The synchronous path (o_s) has its own protocol to warm up.
             Self::control(t, j, PROC_OS, m, PAIR_WARMUP)?;
             for _ in 0..PAIR_WARMUP {
                 t.recv(j, DATA, &mut [])?;
+                let s = Instant::now();
                 t.ssend(j, DATA, &self.buf[..m])?;
+                fastest(PROC_OS, s.elapsed().as_secs_f64());
             }
         }
         let mut measured: BTreeMap<usize, SizeResult> = BTreeMap::new();
@@ -343,8 +380,11 @@ impl PLogP {
         })
     }
 
-    /// Runs `rep` (one timed repetition of `procedure` at `m` bytes) `reps` times, announced to
-    /// the receiver in chunks, or fewer once `share` is spent (never fewer than 3).
+    /// Runs `rep` (one timed repetition of `procedure` at `m` bytes, returning its sample)
+    /// `reps` times into `samples`, announced to the receiver in chunks, or fewer once `share`
+    /// is spent (never fewer than 3); then, while the series is [`disturbed`] (against its own
+    /// fastest sample or `fastest`), more in chunks of 3, up to [`DISTURBED_REPS_FACTOR`] times
+    /// `reps` and [`DISTURBED_EXTRA_TIME`].
     #[allow(clippy::too_many_arguments)]
     fn repeat(
         t: &dyn Transport,
@@ -353,20 +393,25 @@ impl PLogP {
         m: usize,
         reps: usize,
         share: Option<Duration>,
-        mut rep: impl FnMut() -> Result<(), TransportError>,
+        (samples, fastest): (&mut Vec<f64>, f64),
+        mut rep: impl FnMut() -> Result<f64, TransportError>,
     ) -> Result<(), TransportError> {
         let start = Instant::now();
-        let mut done = 0;
+        let mut run = |chunk: usize, samples: &mut Vec<f64>| -> Result<(), TransportError> {
+            Self::control(t, j, procedure, m, chunk)?;
+            for _ in 0..chunk {
+                samples.push(rep()?);
+            }
+            Ok(())
+        };
+        let first = samples.len();
         let mut chunk = match share {
             Some(_) => reps.min(MIN_REPS),
             None => reps,
         };
         while chunk > 0 {
-            Self::control(t, j, procedure, m, chunk)?;
-            for _ in 0..chunk {
-                rep()?;
-            }
-            done += chunk;
+            run(chunk, samples)?;
+            let done = samples.len() - first;
             let Some(share) = share else { break };
             let spent = start.elapsed();
             let per_rep = spent / done as u32;
@@ -376,6 +421,14 @@ impl PLogP {
                 .checked_div(per_rep.as_nanos().max(1))
                 .unwrap_or(0);
             chunk = (reps - done).min(fit as usize);
+        }
+        let regular = start.elapsed();
+        let most = DISTURBED_REPS_FACTOR * reps.max(MIN_REPS);
+        while samples.len() - first < most
+            && start.elapsed() < regular + DISTURBED_EXTRA_TIME
+            && disturbed(&summary(&samples[first..]), fastest)
+        {
+            run(MIN_REPS.min(most - (samples.len() - first)), samples)?;
         }
         Ok(())
     }
@@ -390,27 +443,41 @@ impl PLogP {
         measured: &BTreeMap<usize, SizeResult>,
     ) -> Result<SizeResult, TransportError> {
         let reps = self.options.reps;
+        let fastest = |procedure| {
+            self.fastest
+                .get(&(procedure, m))
+                .copied()
+                .unwrap_or(f64::INFINITY)
+        };
+        let (fastest_rtt, fastest_os) = (fastest(PROC_RTT), fastest(PROC_OS));
         let buf = &mut self.buf[..m];
 
         // RTT(m): m bytes out, an empty reply back.
         let mut rtt = Vec::with_capacity(reps);
-        Self::repeat(t, j, PROC_RTT, m, reps, share, || {
-            let s = Instant::now();
-            t.send(j, DATA, buf)?;
-            t.recv(j, DATA, &mut [])?;
-            rtt.push((s.elapsed().as_secs_f64() - c).max(0.0));
-            Ok(())
-        })?;
+        Self::repeat(
+            t,
+            j,
+            PROC_RTT,
+            m,
+            reps,
+            share,
+            (&mut rtt, fastest_rtt),
+            || {
+                let s = Instant::now();
+                t.send(j, DATA, buf)?;
+                t.recv(j, DATA, &mut [])?;
+                Ok((s.elapsed().as_secs_f64() - c).max(0.0))
+            },
+        )?;
         let rtt_summary = summary(&rtt);
 
         // o_s(m): a synchronous send to a receiver that is waiting for it.
         let mut os = Vec::with_capacity(reps);
-        Self::repeat(t, j, PROC_OS, m, reps, share, || {
+        Self::repeat(t, j, PROC_OS, m, reps, share, (&mut os, fastest_os), || {
             t.recv(j, DATA, &mut [])?;
             let s = Instant::now();
             t.ssend(j, DATA, buf)?;
-            os.push((s.elapsed().as_secs_f64() - c).max(0.0));
-            Ok(())
+            Ok((s.elapsed().as_secs_f64() - c).max(0.0))
         })?;
 
         // o_r(m): the receiver echoes m bytes at once; the sender waits k times the round trip
@@ -426,17 +493,25 @@ impl PLogP {
         echo.sort_by(f64::total_cmp);
         let wait = Duration::from_secs_f64(self.options.or_wait * echo[OR_CALIBRATION / 2]);
         let mut or = Vec::with_capacity(reps);
-        Self::repeat(t, j, PROC_OR, m, reps, share, || {
-            let s = Instant::now();
-            t.send(j, DATA, buf)?;
-            spin_until(s + wait);
-            // No probe first: between the eager and rendezvous limits a message arrives in
-            // fragments, and a probe that sees the first would start the clock too early.
-            let r = Instant::now();
-            t.recv(j, DATA, buf)?;
-            or.push((r.elapsed().as_secs_f64() - c).max(0.0));
-            Ok(())
-        })?;
+        Self::repeat(
+            t,
+            j,
+            PROC_OR,
+            m,
+            reps,
+            share,
+            (&mut or, f64::INFINITY),
+            || {
+                let s = Instant::now();
+                t.send(j, DATA, buf)?;
+                spin_until(s + wait);
+                // No probe first: between the eager and rendezvous limits a message arrives in
+                // fragments, and a probe that sees the first would start the clock too early.
+                let r = Instant::now();
+                t.recv(j, DATA, buf)?;
+                Ok((r.elapsed().as_secs_f64() - c).max(0.0))
+            },
+        )?;
 
         // g(m): link saturation, up to the limit.
         let mut g_samples = Vec::new();
@@ -448,7 +523,14 @@ impl PLogP {
                     .get(&0)
                     .map_or(rtt_summary.median, |r| r.rtt.median)
             };
-            Some(self.saturate(t, j, m, (c, rtt0), share, &mut g_samples)?)
+            Some(self.saturate(
+                t,
+                j,
+                m,
+                (c, rtt0, rtt_summary.median),
+                share,
+                &mut g_samples,
+            )?)
         } else {
             None
         };
@@ -472,8 +554,8 @@ impl PLogP {
     /// Sends batches of n messages, doubling n until the time per message changes by less than
     /// epsilon, n reaches the cap, a batch lasts longer than 50 ms, or the next step would
     /// overrun `share`; then samples the time per message at that n again while `share` lasts
-    /// (up to `saturation_reps` samples), and the samples' spread is recorded with the
-    /// estimate.
+    /// (up to `saturation_reps` samples, at least 3 of them), and more while most batches were
+    /// [`disturbed`]; the samples' spread is recorded with the estimate.
     ///
     /// A batch takes n g(m) + RTT(0) - g(0): the last message's latency and the reply. The
     /// estimate (T - RTT(0)) / n is off by g(0) / n, where T / n would be off by RTT(0) / n.
@@ -483,11 +565,11 @@ impl PLogP {
         t: &dyn Transport,
         j: usize,
         m: usize,
-        (c, rtt0): (f64, f64),
+        (c, rtt0, rtt): (f64, f64, f64),
         share: Option<Duration>,
         samples: &mut Vec<f64>,
     ) -> Result<Saturation, TransportError> {
-        // c: the clock overhead; rtt0: RTT(0), the reply that ends each batch.
+        // c: the clock overhead; rtt0: RTT(0), the reply that ends each batch; rtt: RTT(m).
         let started = Instant::now();
         let cap = self.options.saturation_cap;
         let batch = |t: &dyn Transport,
@@ -530,12 +612,43 @@ impl PLogP {
                 break;
             }
         }
+        // The samples at the final n, and the time each batch took: a batch interrupted by the
+        // scheduler takes milliseconds longer, which its time shows plainly and its time per
+        // message only divided by n.
         samples.push(previous);
+        let mut batch_times = vec![took.as_secs_f64()];
+        let buf = &mut self.buf[..m];
+        let mut sample = |samples: &mut Vec<f64>, batch_times: &mut Vec<f64>| {
+            let (per, took) = batch(t, n, buf)?;
+            samples.push(per);
+            batch_times.push(took.as_secs_f64());
+            Ok::<_, TransportError>(())
+        };
         for _ in 1..self.options.saturation_reps {
             if share.is_some_and(|s| started.elapsed() + took > s) {
                 break;
             }
-            samples.push(batch(t, n, &mut self.buf[..m])?.0);
+            sample(samples, &mut batch_times)?;
+        }
+        // At least three batches, to tell whether most were interrupted; if so, more, until
+        // most are not (within bounds). Interrupted are also batches slower per message than
+        // a round trip of the same size: RTT(m) = 2 L + g(m) + g(0) bounds g(m).
+        let regular = started.elapsed();
+        let most = DISTURBED_REPS_FACTOR * self.options.saturation_reps.max(MIN_REPS);
+        let implausible = |samples: &[f64]| {
+            Summary::of_steady(samples)
+                .is_some_and(|s| s.median > rtt + DISTURBANCE_FLOOR_S / n as f64)
+        };
+        while samples.len() < most
+            && started.elapsed() < regular + DISTURBED_EXTRA_TIME
+            && (samples.len() < MIN_REPS.min(self.options.saturation_reps)
+                || implausible(samples)
+                || disturbed(
+                    &Summary::of_steady(&batch_times).expect("a batch"),
+                    f64::INFINITY,
+                ))
+        {
+            sample(samples, &mut batch_times)?;
         }
         let gap = Summary::of_steady(samples).expect("at least one sample");
         Ok(Saturation {

@@ -100,6 +100,10 @@ pub struct ScheduleInfo {
     /// The staged plan's choices and screening test; absent when every pair had the full test.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<PlanInfo>,
+    /// Hosts whose ranks could float over several CPUs and outnumbered them: each test there
+    /// ran with its two ranks pinned to two CPUs, so the scheduler could not stack them on one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pinned_hosts: Vec<String>,
 }
 
 /// A staged plan as meta.json records it (`measure --plan staged`).
@@ -493,6 +497,7 @@ mod tests {
                 tested_ranks: vec![0, 1],
                 pairs_per_sweep: 1,
                 plan: None,
+                pinned_hosts: Vec::new(),
             },
             ranks: (0..2)
                 .map(|rank| RankInfo {

@@ -511,6 +511,7 @@ impl<'a> Simulation<'a> {
             tested_ranks: ranks.clone(),
             pairs_per_sweep: schedule.pairs_per_sweep(),
             plan: None,
+            pinned_hosts: Vec::new(),
         };
         let mut meta = self.simulated_meta(test, schedule_info, start);
         run.write_meta(&meta)?;

@@ -131,6 +131,7 @@ impl Simulation<'_> {
                 screening_tests: [inside, between],
                 notes: Vec::new(),
             }),
+            pinned_hosts: Vec::new(),
         };
         let test = TestInfo {
             name: "plogp".into(),
