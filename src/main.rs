@@ -15,7 +15,7 @@ mod topology_cmd;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// Discover the topology of a parallel machine from pairwise PLogP measurements.
 #[derive(Debug, Parser)]
@@ -49,8 +49,28 @@ enum Command {
     Topology(topology_cmd::TopologyCommand),
 }
 
+/// The version line: the program's, and the MPI it was built against.
+fn version() -> String {
+    #[cfg(feature = "mpi")]
+    let mpi = format!("built with {}", lgate_mpi::built_with());
+    #[cfg(not(feature = "mpi"))]
+    let mpi = "built without MPI".to_string();
+    format!("{} ({mpi})", env!("CARGO_PKG_VERSION"))
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // Built once per process; clap keeps borrowed strings.
+    let version: &'static str = Box::leak(version().into_boxed_str());
+    let matches = match Cli::command().version(version).try_get_matches() {
+        Ok(m) => m,
+        // Under a launcher every rank parses the same words: rank 0 says what is wrong.
+        Err(e) if output::another_rank_says_it() => std::process::exit(e.exit_code()),
+        Err(e) => e.exit(),
+    };
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     let result = match cli.command {
         Command::Measure(args) => measure_cmd::run(args),
         Command::Cluster(args) => cluster_cmd::run(args),
@@ -64,6 +84,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if output::is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err) if err.is::<output::SaidByRankZero>() => ExitCode::FAILURE,
         Err(err) => {
             eprintln!("lgate-plogp: error: {err:#}");
             ExitCode::FAILURE

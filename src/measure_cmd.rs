@@ -18,8 +18,8 @@ pub struct MeasureArgs {
     /// Replace an existing run in --out (only the files a run writes are removed).
     #[arg(long, conflicts_with = "resume")]
     force: bool,
-    /// Continue the run in DIR, measuring only the pairs its journal lacks. The parameters
-    /// must be the run's; the seed is taken from the run unless given.
+    /// Continue the run in DIR, measuring only the pairs its journal lacks, with the run's own
+    /// flags (read from its meta.json); flags given again must agree with them.
     #[arg(long, value_name = "DIR")]
     resume: Option<PathBuf>,
     /// The topology that decides which pairs run at the same time: a topology file (LGate,
@@ -95,6 +95,58 @@ enum TestKind {
     Plogp,
     /// Round-trip times for each message size.
     Pingpong,
+}
+
+/// `measure`'s flags alone, parsed from words: a resumed run's recorded ones, then those given
+/// now, a later flag replacing an earlier one.
+#[derive(Debug, clap::Parser)]
+#[command(name = "measure", args_override_self = true)]
+struct MeasureLine {
+    #[command(flatten)]
+    args: MeasureArgs,
+}
+
+/// Flags of a run's command line that do not carry over to its resumption, and whether each
+/// takes a value.
+const NOT_RESUMED: &[(&str, bool)] = &[
+    ("--out", true),
+    ("--force", false),
+    ("--resume", true),
+    ("--dry-run", false),
+    ("--stop-after", true),
+    ("--quiet", false),
+    ("-q", false),
+];
+
+/// The flags of a recorded command line that a resumption takes over: those after `measure`
+/// but the ones in [`NOT_RESUMED`]; `None` when it is no `measure` command.
+fn carried_over(recorded: &[String]) -> Option<Vec<String>> {
+    let at = recorded.iter().position(|w| w == "measure")?;
+    let mut out = Vec::new();
+    let mut words = recorded[at + 1..].iter();
+    while let Some(word) = words.next() {
+        let name = word.split('=').next().unwrap_or(word);
+        match NOT_RESUMED.iter().find(|(flag, _)| *flag == name) {
+            Some((_, takes_value)) => {
+                if *takes_value && !word.contains('=') {
+                    words.next();
+                }
+            }
+            None => out.push(word.clone()),
+        }
+    }
+    Some(out)
+}
+
+/// The arguments of a resumption: the run's `recorded` command line, then the words given
+/// `now` (after `measure`); `None` when the recorded line is not one this version reads.
+fn resumed_args(recorded: &[String], now: &[String]) -> Option<MeasureArgs> {
+    let mut words = vec!["measure".to_string()];
+    words.extend(carried_over(recorded)?);
+    words.extend(now.iter().cloned());
+    <MeasureLine as clap::Parser>::try_parse_from(words)
+        .ok()
+        .map(|line| line.args)
 }
 
 impl MeasureArgs {
@@ -173,6 +225,9 @@ impl MeasureArgs {
 #[cfg(feature = "mpi")]
 fn print_summary(report: &RunReport, derived: &[String]) {
     let s = &report.summary;
+    let meta = lgate_rundir::RunDir::open(&report.run_dir)
+        .and_then(|r| r.read_meta())
+        .ok();
     let resumed = if report.resumed_pairs > 0 {
         format!(" (resumed: {} measured before)", report.resumed_pairs)
     } else {
@@ -192,11 +247,7 @@ fn print_summary(report: &RunReport, derived: &[String]) {
             100.0 * (1.0 - s.overhead_share),
             100.0 * s.overhead_share
         );
-        if let Some(plan) = lgate_rundir::RunDir::open(&report.run_dir)
-            .and_then(|r| r.read_meta())
-            .ok()
-            .and_then(|m| m.schedule.plan)
-        {
+        if let Some(plan) = meta.as_ref().and_then(|m| m.schedule.plan.as_ref()) {
             for note in &plan.notes {
                 eprintln!("  plan: {note}");
             }
@@ -227,6 +278,28 @@ fn print_summary(report: &RunReport, derived: &[String]) {
             );
         }
     }
+    if let Some(library) = meta
+        .as_ref()
+        .and_then(|m| m.mpi.get("library_version"))
+        .and_then(|v| v.as_str())
+    {
+        // Libraries describe themselves over several lines (MPICH: one per configure choice,
+        // tab-separated); the first names the library and version, MPICH's device its netmod.
+        let first: Vec<String> = library
+            .lines()
+            .enumerate()
+            .filter(|(k, line)| *k == 0 || line.starts_with("MPICH Device"))
+            .map(|(_, line)| line.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect();
+        let first = first.join(", ");
+        let protocol = meta
+            .as_ref()
+            .and_then(|m| m.mpi.get("control_variables"))
+            .and_then(|c| c.get("protocol"))
+            .and_then(|p| p.as_object())
+            .map_or(0, |p| p.len());
+        eprintln!("MPI: {first}; {protocol} protocol thresholds recorded in meta.json");
+    }
     let mut files = vec![
         lgate_rundir::META_FILE.to_string(),
         lgate_rundir::JOURNAL_FILE.to_string(),
@@ -240,10 +313,24 @@ fn print_summary(report: &RunReport, derived: &[String]) {
 pub fn run(args: MeasureArgs) -> Result<()> {
     use lgate_harness::Transport;
 
-    let options = args.options()?;
-    let (mut test, outputs) = args.test()?;
+    // Flags every rank reads alike are checked before MPI starts, and rank 0 alone says what
+    // is wrong with them.
+    if args.resume.is_none() {
+        args.options().map_err(crate::output::once_per_job)?;
+        args.test().map_err(crate::output::once_per_job)?;
+    }
     let mpi = lgate_mpi::MpiTransport::init_for_pair_tests()?;
     let rank = mpi.rank();
+    let args = match args.resume.clone() {
+        Some(dir) => with_run_flags(&mpi, &dir, args)?,
+        None => args,
+    };
+    let once = |e: anyhow::Error| match rank {
+        0 => e,
+        _ => anyhow::Error::new(crate::output::SaidByRankZero),
+    };
+    let options = args.options().map_err(once)?;
+    let (mut test, outputs) = args.test().map_err(once)?;
     if args.dry_run {
         return match lgate_harness::dry_run(&mpi, test.as_mut(), &options) {
             Ok(Some(plan)) => {
@@ -279,6 +366,55 @@ pub fn run(args: MeasureArgs) -> Result<()> {
             mpi.abort(1)
         }
         Err(e) => Err(e.into()),
+    }
+}
+
+/// With `--resume DIR`: the run's recorded flags with those given now on top. Rank 0 reads
+/// DIR/meta.json and every rank takes its reading, so the run directory need only be visible
+/// to rank 0.
+#[cfg(feature = "mpi")]
+fn with_run_flags(
+    mpi: &lgate_mpi::MpiTransport,
+    dir: &std::path::Path,
+    args: MeasureArgs,
+) -> Result<MeasureArgs> {
+    use lgate_harness::Transport;
+
+    let rank = mpi.rank();
+    let reading: Result<Vec<String>, String> = if rank == 0 {
+        lgate_rundir::RunDir::open(dir)
+            .and_then(|r| r.read_meta())
+            .map(|m| m.command_line)
+            .map_err(|e| e.to_string())
+    } else {
+        Ok(Vec::new())
+    };
+    let mut bytes = serde_json::to_vec(&reading)?;
+    let mut len = (bytes.len() as u64).to_le_bytes();
+    mpi.library_broadcast(&mut len, 0)?;
+    bytes.resize(u64::from_le_bytes(len) as usize, 0);
+    mpi.library_broadcast(&mut bytes, 0)?;
+    let recorded = match serde_json::from_slice::<Result<Vec<String>, String>>(&bytes)? {
+        Ok(recorded) => recorded,
+        Err(_) if rank != 0 => return Err(anyhow::Error::new(crate::output::SaidByRankZero)),
+        Err(e) => anyhow::bail!("{e}"),
+    };
+    let now: Vec<String> = std::env::args()
+        .skip_while(|w| w != "measure")
+        .skip(1)
+        .collect();
+    match resumed_args(&recorded, &now) {
+        Some(merged) => Ok(merged),
+        None => {
+            if rank == 0 {
+                eprintln!(
+                    "lgate-plogp: warning: {}: the run's recorded command line is not one this \
+                     version reads; resuming with the flags given now",
+                    dir.display()
+                );
+            }
+            Ok(args)
+        }
     }
 }
 

@@ -119,3 +119,44 @@ pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
             .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
     })
 }
+
+/// This process's rank as its MPI launcher (mpirun, hydra, srun) set it in the environment,
+/// known before MPI starts; `None` outside a launcher.
+pub fn launcher_rank() -> Option<usize> {
+    [
+        "OMPI_COMM_WORLD_RANK",
+        "PMIX_RANK",
+        "PMI_RANK",
+        "SLURM_PROCID",
+    ]
+    .iter()
+    .find_map(|v| std::env::var(v).ok()?.trim().parse().ok())
+}
+
+/// Whether this process is a rank other than 0 of a launched job: an error that every rank
+/// finds alike (a bad flag) is then left for rank 0 to say, once.
+pub fn another_rank_says_it() -> bool {
+    launcher_rank().is_some_and(|r| r != 0)
+}
+
+/// An error that rank 0 reports for every rank: this one exits with failure and says nothing.
+#[derive(Debug)]
+pub struct SaidByRankZero;
+
+impl std::fmt::Display for SaidByRankZero {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("rank 0 reports the error")
+    }
+}
+
+impl std::error::Error for SaidByRankZero {}
+
+/// `error` as this rank should report it: itself on rank 0 (or outside a launcher), else
+/// [`SaidByRankZero`].
+pub fn once_per_job(error: anyhow::Error) -> anyhow::Error {
+    if another_rank_says_it() {
+        anyhow::Error::new(SaidByRankZero)
+    } else {
+        error
+    }
+}

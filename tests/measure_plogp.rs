@@ -252,10 +252,13 @@ fn plogp_run_of_four_ranks_writes_every_pair_size_and_matrix() {
     assert_eq!(meta["test"]["parameters"]["reps"], 8);
     let cvars = &meta["mpi"]["control_variables"];
     assert!(cvars["total"].as_u64().unwrap() > 100, "{cvars}");
-    assert!(
-        cvars["protocol"]["btl_vader_eager_limit"].is_u64(),
-        "{cvars}"
-    );
+    // The shared-memory eager limit, by the library's name for it (MPICH with ch4:ucx names
+    // its own eager thresholds; the UCX ones live in UCX_* variables, recorded when set).
+    let eager = match common::mpi() {
+        common::Mpi::OpenMpi => "btl_vader_eager_limit",
+        common::Mpi::Mpich => "MPIR_CVAR_CH4_OFI_EAGER_MAX_MSG_SIZE",
+    };
+    assert!(cvars["protocol"][eager].is_i64(), "{cvars}");
     assert!(stderr.contains("measurements.parquet"), "{stderr}");
 
     // The run clusters, as JSON and as a Slurm topology.conf, and scores against its placement.
@@ -305,6 +308,28 @@ fn plogp_run_of_four_ranks_writes_every_pair_size_and_matrix() {
         String::from_utf8_lossy(&score.stderr)
     );
     assert!(String::from_utf8_lossy(&score.stdout).contains("node"));
+
+    // The report names the MPI library and its protocol thresholds.
+    let html = run.join("report.html");
+    let report = std::process::Command::new(bin)
+        .args([
+            "report",
+            run.to_str().unwrap(),
+            "--topology",
+            topo.to_str().unwrap(),
+            "--output",
+            html.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        report.status.success(),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("MPI library") && page.contains("MPI protocol settings"));
+    assert!(page.contains(eager), "the report lists {eager}");
 
     // Feature space: each rank's vector of L, o_s, o_r, g towards every rank, with petal's HDBSCAN.
     for name in ["os:1KiB", "or:1KiB", "g:1KiB"] {

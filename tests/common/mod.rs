@@ -6,25 +6,48 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// Runs `mpirun --oversubscribe -np N lgate-plogp ARGS`, failing the test after `limit`.
-pub fn mpirun(np: usize, args: &[&str], cwd: &Path) -> Output {
-    mpirun_with(np, &[], args, cwd)
+/// The MPI family the binary under test was built against, told by its `--version` line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mpi {
+    /// Open MPI: `mpirun` (ORTE or PRRTE), `--mca` options.
+    OpenMpi,
+    /// MPICH and its derivatives: hydra's `mpirun.mpich`.
+    Mpich,
 }
 
-/// [`mpirun`] with more options for mpirun itself (such as `--mca NAME VALUE`).
-pub fn mpirun_with(np: usize, options: &[&str], args: &[&str], cwd: &Path) -> Output {
-    // A hang detector, not a timing check: under a CPU-bound process per core, `bcast check`
-    // on 8 oversubscribed ranks takes 27 s alone (2 s quiet) and several times that beside
-    // other MPI tests.
-    let limit = Duration::from_secs(600);
-    let mut child = Command::new("mpirun")
-        .args([
-            "--oversubscribe",
-            "--bind-to",
-            "none",
-            "-np",
-            &np.to_string(),
-        ])
+/// The MPI of the binary under test.
+pub fn mpi() -> Mpi {
+    static MPI: std::sync::OnceLock<Mpi> = std::sync::OnceLock::new();
+    *MPI.get_or_init(|| {
+        let out = Command::new(env!("CARGO_BIN_EXE_lgate-plogp"))
+            .arg("--version")
+            .output()
+            .expect("the binary runs");
+        let version = String::from_utf8_lossy(&out.stdout);
+        if version.contains("Open MPI") {
+            Mpi::OpenMpi
+        } else if ["MPICH", "Intel MPI", "MVAPICH"]
+            .iter()
+            .any(|m| version.contains(m))
+        {
+            Mpi::Mpich
+        } else {
+            panic!("unknown MPI in `lgate-plogp --version`: {version}")
+        }
+    })
+}
+
+/// Starts `mpirun -np N OPTIONS lgate-plogp ARGS` (oversubscribed, unbound) with its output
+/// piped.
+pub fn launch(np: usize, options: &[&str], args: &[&str], cwd: &Path) -> std::process::Child {
+    // Hydra runs more ranks than cores without being asked; Open MPI must be told.
+    let (launcher, flags): (&str, &[&str]) = match mpi() {
+        Mpi::OpenMpi => ("mpirun", &["--oversubscribe", "--bind-to", "none", "-np"]),
+        Mpi::Mpich => ("mpirun.mpich", &["-bind-to", "none", "-np"]),
+    };
+    Command::new(launcher)
+        .args(flags)
+        .arg(np.to_string())
         .args(options)
         .arg(env!("CARGO_BIN_EXE_lgate-plogp"))
         .args(args)
@@ -34,7 +57,22 @@ pub fn mpirun_with(np: usize, options: &[&str], args: &[&str], cwd: &Path) -> Ou
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("mpirun runs (scripts/setup installs Open MPI)");
+        .unwrap_or_else(|e| panic!("{launcher} runs (scripts/setup installs it): {e}"))
+}
+
+/// Runs `mpirun -np N lgate-plogp ARGS` (oversubscribed, unbound), failing the test after a
+/// hang limit; Open MPI's or MPICH's launcher as the binary was built.
+pub fn mpirun(np: usize, args: &[&str], cwd: &Path) -> Output {
+    mpirun_with(np, &[], args, cwd)
+}
+
+/// [`mpirun`] with more options for the launcher itself (such as Open MPI's `--mca NAME VALUE`).
+pub fn mpirun_with(np: usize, options: &[&str], args: &[&str], cwd: &Path) -> Output {
+    // A hang detector, not a timing check: under a CPU-bound process per core, `bcast check`
+    // on 8 oversubscribed ranks takes 27 s alone (2 s quiet) and several times that beside
+    // other MPI tests.
+    let limit = Duration::from_secs(600);
+    let mut child = launch(np, options, args, cwd);
     let started = Instant::now();
     while child.try_wait().expect("wait").is_none() {
         if started.elapsed() > limit {

@@ -732,7 +732,10 @@ fn prepare(
         mpi,
         launcher: placement::launcher(),
         system: placement::system(),
-        parts: vec![RunPart::starting(start.clone())],
+        parts: vec![RunPart {
+            command_line: options.command_line.clone(),
+            ..RunPart::starting(start.clone())
+        }],
         ..RunMeta::started(
             options.tool.clone(),
             options.command_line.clone(),
@@ -805,6 +808,11 @@ fn prepare(
         parts.append(&mut prepared.meta.parts);
         prepared.meta.parts = parts;
         prepared.meta.start = old.start;
+        // The run's command line stays the one that started it (a resumption takes its flags
+        // from there); each part keeps its own.
+        if !old.command_line.is_empty() {
+            prepared.meta.command_line = old.command_line;
+        }
         if old.status == RunStatus::Complete {
             prepared.finished = Some((old.end, old.summary));
         }
@@ -870,8 +878,24 @@ impl Collector {
         style: ProgressStyle,
         stop_after: Option<usize>,
     ) -> Result<Self, HarnessError> {
+        let journal = prepared.run.journal()?;
+        let meta = &prepared.meta;
+        let dir = prepared.run.path();
+        let resume = crate::interrupt::resume_command(&meta.launcher.kind, meta.ranks.len(), dir);
+        crate::interrupt::arm(dir, &resume);
+        if style != ProgressStyle::Quiet {
+            // Said up front as well: a launcher that kills its ranks at once leaves rank 0 no
+            // time to say it when interrupted.
+            eprintln!(
+                "measure: writing {}/ ({} ranks); if it is interrupted, continue it with: {resume}",
+                dir.display(),
+                meta.ranks.len()
+            );
+        }
+        let resumed = prepared.resumed_tests();
+        crate::interrupt::record(resumed, resumed);
         Ok(Collector {
-            journal: prepared.run.journal()?,
+            journal,
             screened: std::mem::take(&mut prepared.screened),
             prepared,
             expected: 0,
@@ -887,6 +911,13 @@ impl Collector {
     fn expect(&mut self, more: usize) {
         self.expected += more;
         self.progress.set_total(self.expected as u64);
+        self.record_for_interrupt();
+    }
+
+    /// Keeps the counts that an interrupted run reports up to date.
+    fn record_for_interrupt(&self) {
+        let resumed = self.prepared.resumed_tests();
+        crate::interrupt::record(resumed + self.received, resumed + self.expected);
     }
 
     fn accept(&mut self, entry: JournalEntry) -> Result<(), HarnessError> {
@@ -904,6 +935,7 @@ impl Collector {
             self.screened.extend(screened_pair(&entry));
         }
         self.received += 1;
+        self.record_for_interrupt();
         self.progress.advance(self.received as u64, entry.stage);
         if self.stop_after == Some(self.received) {
             self.journal.sync()?;

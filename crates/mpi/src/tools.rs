@@ -6,15 +6,43 @@ use std::ffi::{c_char, c_int, CStr};
 
 use mpi::ffi;
 
+extern "C" {
+    /// MPI_T_BIND_NO_OBJECT, from `src/constants.c` (its binding is spelled differently by
+    /// Open MPI's and MPICH's headers).
+    fn lgate_mpi_t_bind_no_object() -> c_int;
+}
+
 /// Parts of a control variable's name that mark a message-protocol threshold, the settings
 /// that explain steps in PLogP curves.
+/// Matched without regard to case: Open MPI names its variables in lower case
+/// (`btl_vader_eager_limit`), MPICH in upper case (`CH4_OFI_EAGER_MAX_MSG_SIZE`).
 pub const PROTOCOL_PATTERNS: &[&str] = &[
     "eager",
     "rndv",
     "rendezvous",
     "max_send_size",
     "rdma_pipeline",
+    "p2p_threshold",
 ];
+
+/// Prefixes of environment variables that set message protocols outside MPI_T: UCX and
+/// libfabric (the transports under MPICH's ch4 and Open MPI's pml ucx / mtl ofi), MPICH's own
+/// control variables, and those of Cray MPICH, Intel MPI and MVAPICH2.
+pub const PROTOCOL_ENVIRONMENT: &[&str] =
+    &["UCX_", "FI_", "MPIR_CVAR_", "MPICH_", "I_MPI_", "MV2_"];
+
+/// The environment variables of [`PROTOCOL_ENVIRONMENT`] that are set, by name.
+pub fn protocol_environment() -> BTreeMap<String, String> {
+    std::env::vars()
+        .filter(|(k, _)| PROTOCOL_ENVIRONMENT.iter().any(|p| k.starts_with(p)))
+        .collect()
+}
+
+/// Whether a control variable's name is one of the protocol settings.
+pub fn is_protocol_setting(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    PROTOCOL_PATTERNS.iter().any(|p| lower.contains(p))
+}
 
 /// A control variable's value.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,14 +115,15 @@ fn read_one(index: c_int) -> Option<(String, ControlValue)> {
             &mut scope,
         )
     };
-    if rc != 0 || bind != ffi::MPI_T_BIND_NO_OBJECT as c_int {
+    // SAFETY: returns a constant.
+    if rc != 0 || bind != unsafe { lgate_mpi_t_bind_no_object() } {
         return None;
     }
     // SAFETY: MPI wrote a NUL-terminated name into the buffer.
     let name = unsafe { CStr::from_ptr(name.as_ptr()) }
         .to_string_lossy()
         .into_owned();
-    if !PROTOCOL_PATTERNS.iter().any(|p| name.contains(p)) {
+    if !is_protocol_setting(&name) {
         return None;
     }
     let mut type_name = [0 as c_char; 256];
@@ -191,5 +220,20 @@ mod tests {
             Some(ControlValue::Float(1.5))
         );
         assert_eq!(decode("MPI_INT", 4, 2, &[0; 8]), None);
+    }
+
+    #[test]
+    fn protocol_settings_are_told_by_name_in_either_case() {
+        for name in [
+            "btl_vader_eager_limit",
+            "pml_ob1_rndv_eager_limit",
+            "CH4_OFI_EAGER_MAX_MSG_SIZE",
+            "NEMESIS_SHM_EAGER_MAX_SZ",
+            "CH4_IPC_XPMEM_P2P_THRESHOLD",
+        ] {
+            assert!(is_protocol_setting(name), "{name}");
+        }
+        assert!(!is_protocol_setting("mpi_yield_when_idle"));
+        assert!(!is_protocol_setting("ASYNC_PROGRESS"));
     }
 }

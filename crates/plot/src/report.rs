@@ -40,6 +40,24 @@ fn img(figure: &impl Figure, alt: &str) -> Result<String, PlotError> {
     ))
 }
 
+/// The message-protocol settings meta.json recorded (MPI_T control variables whose names
+/// mark thresholds, and the transport's environment variables), as `name = value` pairs.
+fn protocol_settings(
+    mpi: &std::collections::BTreeMap<String, serde_json::Value>,
+) -> Option<String> {
+    let cvars = mpi.get("control_variables")?;
+    let mut pairs: Vec<String> = Vec::new();
+    for key in ["protocol", "environment"] {
+        if let Some(map) = cvars.get(key).and_then(|v| v.as_object()) {
+            pairs.extend(map.iter().map(|(k, v)| match v.as_str() {
+                Some(text) => format!("{k} = {text}"),
+                None => format!("{k} = {v}"),
+            }));
+        }
+    }
+    (!pairs.is_empty()).then(|| pairs.join(", "))
+}
+
 fn row(out: &mut String, key: &str, value: &str) {
     let _ = writeln!(
         out,
@@ -156,6 +174,9 @@ pub fn report_html(run: &Path, inputs: &ReportInputs) -> Result<String, PlotErro
             "MPI library",
             v.as_str().unwrap_or(&v.to_string()),
         );
+    }
+    if let Some(settings) = protocol_settings(&meta.mpi) {
+        row(&mut html, "MPI protocol settings", &settings);
     }
     if let Some(s) = &meta.summary {
         row(

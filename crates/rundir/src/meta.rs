@@ -199,6 +199,9 @@ pub struct RunPart {
     /// Time during which one of its pair tests was running, seconds, when it ended.
     #[serde(default)]
     pub testing_s: Option<f64>,
+    /// The command line of rank 0 that ran it (the run's own is [`RunMeta::command_line`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub command_line: Vec<String>,
 }
 
 impl RunPart {
@@ -210,6 +213,7 @@ impl RunPart {
             pairs_measured: 0,
             wall_s: None,
             testing_s: None,
+            command_line: Vec::new(),
         }
     }
 }
@@ -348,6 +352,7 @@ impl RunMeta {
                     .map_or(journal_tests, |s| s.pairs_measured),
                 wall_s: self.summary.as_ref().map(|s| s.wall_s),
                 testing_s: self.summary.as_ref().map(|s| s.testing_s),
+                command_line: self.command_line.clone(),
             });
         }
         if let Some((last, earlier)) = parts.split_last_mut() {
@@ -449,11 +454,25 @@ impl RunMeta {
             other.ranks.len().to_string(),
         );
         differ("test", self.test.name.clone(), other.test.name.clone());
-        differ(
-            "test parameters",
-            self.test.parameters.to_string(),
-            other.test.parameters.to_string(),
-        );
+        match (
+            self.test.parameters.as_object(),
+            other.test.parameters.as_object(),
+        ) {
+            (Some(a), Some(b)) => {
+                let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+                for key in keys {
+                    let value = |m: &serde_json::Map<String, serde_json::Value>| {
+                        m.get(key).map_or("none".to_string(), |v| v.to_string())
+                    };
+                    differ(&parameter_name(key), value(a), value(b));
+                }
+            }
+            _ => differ(
+                "test parameters",
+                self.test.parameters.to_string(),
+                other.test.parameters.to_string(),
+            ),
+        }
         let (a, b) = (&self.schedule, &other.schedule);
         differ("sweeps", a.sweeps.to_string(), b.sweeps.to_string());
         differ("seed", a.seed.to_string(), b.seed.to_string());
@@ -471,6 +490,20 @@ impl RunMeta {
         differ("plan", plan(&a.plan), plan(&b.plan));
         out
     }
+}
+
+/// A pair test parameter as `measure` sets it: the flag's name where one sets it alone.
+fn parameter_name(key: &str) -> String {
+    let flag = match key {
+        "reps" => "--reps",
+        "or_wait" => "--or-wait",
+        "budget_s" => "--pair-budget",
+        "adaptive" => "--no-adaptive",
+        "raw" => "--raw",
+        "sizes" => "--max-size or --sizes",
+        _ => return format!("test parameter {key}"),
+    };
+    format!("{key} ({flag})")
 }
 
 #[cfg(test)]
@@ -558,5 +591,9 @@ mod tests {
         let d = a.plan_differences(&b);
         assert_eq!(d.len(), 2, "{d:?}");
         assert!(d.iter().any(|s| s.starts_with("seed: 7 in the run, 8 now")));
+        assert!(
+            d.iter().any(|s| s == "reps (--reps): 8 in the run, 16 now"),
+            "{d:?}"
+        );
     }
 }

@@ -1,0 +1,124 @@
+//! What rank 0 says when the run is interrupted (Ctrl-C, `kill`, Slurm's time limit): how many
+//! pair tests the journal keeps and the command that continues the run.
+//!
+//! The handler runs in signal context, so it only reads what was prepared before (the message
+//! around the count) and an atomic counter, writes with write(2), and ends the process with
+//! _exit(2); journal lines already written stay in the file (a line cut short is trimmed on
+//! resume).
+
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+/// Pair tests in the journal: resumed ones and those received since.
+static KEPT: AtomicUsize = AtomicUsize::new(0);
+/// Pair tests the run has in all, so far as known.
+static TOTAL: AtomicUsize = AtomicUsize::new(0);
+/// The message before the count, between the counts, and after them.
+static MESSAGE: OnceLock<[Vec<u8>; 3]> = OnceLock::new();
+
+/// The command that continues the run in `dir`, as the launcher started it.
+pub fn resume_command(launcher: &str, ranks: usize, dir: &Path) -> String {
+    let program = std::env::args()
+        .next()
+        .and_then(|p| {
+            Path::new(&p)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| "lgate-plogp".into());
+    let dir = dir.display();
+    match launcher {
+        "slurm" => format!("srun -n {ranks} {program} measure --resume {dir}"),
+        _ => format!("mpirun -np {ranks} {program} measure --resume {dir}"),
+    }
+}
+
+/// Prints, on SIGINT, SIGTERM or SIGHUP, how much of the run in `dir` is kept and `resume`,
+/// then ends the process; call once on rank 0 when its journal is open.
+pub fn arm(dir: &Path, resume: &str) {
+    let journal = dir.join(lgate_rundir::JOURNAL_FILE);
+    let message = [
+        b"\nlgate-plogp: interrupted: ".to_vec(),
+        b" of ".to_vec(),
+        format!(
+            " pair tests are kept in {}; continue the run with:\n  {resume}\n",
+            journal.display()
+        )
+        .into_bytes(),
+    ];
+    if MESSAGE.set(message).is_err() {
+        return;
+    }
+    // SAFETY: installs a handler that only does async-signal-safe work (atomic loads,
+    // write(2), _exit(2)) on memory prepared before.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+        libc::sigemptyset(&mut action.sa_mask);
+        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            libc::sigaction(signal, &action, std::ptr::null_mut());
+        }
+    }
+}
+
+/// Records how many pair tests are kept and expected in all.
+pub fn record(kept: usize, total: usize) {
+    KEPT.store(kept, Ordering::Relaxed);
+    TOTAL.store(total, Ordering::Relaxed);
+}
+
+/// A number in decimal, without allocating.
+fn decimal(mut n: usize, buf: &mut [u8; 20]) -> &[u8] {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[at..];
+        }
+    }
+}
+
+extern "C" fn on_signal(signal: libc::c_int) {
+    if let Some([before, between, after]) = MESSAGE.get() {
+        let (mut a, mut b) = ([0u8; 20], [0u8; 20]);
+        let kept = decimal(KEPT.load(Ordering::Relaxed), &mut a);
+        let total = decimal(TOTAL.load(Ordering::Relaxed), &mut b);
+        for part in [before.as_slice(), kept, between, total, after] {
+            // SAFETY: write(2) of a live buffer to standard error.
+            unsafe { libc::write(2, part.as_ptr().cast(), part.len()) };
+        }
+    }
+    // SAFETY: _exit(2) is async-signal-safe; 128 + the signal is the shell's convention.
+    unsafe { libc::_exit(128 + signal) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_written_without_allocating() {
+        let mut buf = [0u8; 20];
+        assert_eq!(decimal(0, &mut buf), b"0");
+        assert_eq!(decimal(4096, &mut buf), b"4096");
+        assert_eq!(
+            decimal(usize::MAX, &mut buf),
+            usize::MAX.to_string().as_bytes()
+        );
+    }
+
+    #[test]
+    fn the_resume_command_follows_the_launcher() {
+        let dir = Path::new("lgate-run-x");
+        assert!(resume_command("slurm", 64, dir).starts_with("srun -n 64 "));
+        let mpirun = resume_command("mpirun", 4, dir);
+        assert!(mpirun.starts_with("mpirun -np 4 "), "{mpirun}");
+        assert!(
+            mpirun.ends_with(" measure --resume lgate-run-x"),
+            "{mpirun}"
+        );
+    }
+}

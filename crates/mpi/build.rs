@@ -1,0 +1,29 @@
+//! Compiles `src/constants.c` with the MPI library the bindings come from, so that constants
+//! are read as the library's own header defines them, whichever MPI it is.
+
+fn main() {
+    println!("cargo:rerun-if-changed=src/constants.c");
+    println!("cargo:rerun-if-env-changed=MPICC");
+    let lib = match build_probe_mpi::probe() {
+        Ok(lib) => lib,
+        Err(errors) => {
+            for e in errors {
+                println!("cargo:warning=looking for MPI: {e}");
+            }
+            panic!("no MPI library found: install one (scripts/setup) or set MPICC");
+        }
+    };
+    let mut build = cc::Build::new();
+    build.file("src/constants.c");
+    match &lib.mpicc {
+        Some(mpicc) => {
+            build.compiler(mpicc);
+        }
+        None => {
+            for dir in &lib.include_paths {
+                build.include(dir);
+            }
+        }
+    }
+    build.compile("lgate_mpi_constants");
+}
