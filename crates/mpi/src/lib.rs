@@ -48,6 +48,8 @@ pub struct MpiTransport {
     doorbells: Option<Doorbells>,
     /// Open MPI's switch of `mpi_yield_when_idle` at run time, when lgate-plogp owns it.
     yield_switch: Option<YieldSwitch>,
+    /// Whether the library's waits yield now (see [`Transport::yields_while_waiting`]).
+    yielding: std::cell::Cell<bool>,
 }
 
 /// `opal_progress_set_yield_when_idle` of the Open MPI library this process runs with.
@@ -159,11 +161,18 @@ impl MpiTransport {
             .map(|v| v.contains("Open MPI"))
             .unwrap_or(false);
         let doorbells = Doorbells::open(&world);
+        // Open MPI yields when its variable says so; other libraries are taken to yield (MPICH
+        // does after a number of polls).
+        let yielding = match &idle_yield {
+            Some(y) if is_open_mpi => y.value.trim() == "1" || y.value.trim() == "true",
+            _ => true,
+        };
         Ok(MpiTransport {
             _universe: Some(universe),
             world,
             rank,
             size,
+            yielding: std::cell::Cell::new(yielding),
             yield_switch: idle_yield
                 .as_ref()
                 .filter(|y| is_open_mpi && y.set_by == "lgate-plogp")
@@ -185,6 +194,7 @@ impl MpiTransport {
             idle_yield: None,
             doorbells: None,
             yield_switch: None,
+            yielding: std::cell::Cell::new(true),
         }
     }
 
@@ -357,7 +367,12 @@ impl Transport for MpiTransport {
             // SAFETY: the library's own setter of a flag its progress loop reads; called
             // between pair tests, from the one thread that makes MPI calls.
             unsafe { switch(on) }
+            self.yielding.set(on);
         }
+    }
+
+    fn yields_while_waiting(&self) -> bool {
+        self.yielding.get()
     }
 
     fn notifies(&self, from: Rank) -> bool {

@@ -63,6 +63,30 @@ fn disturbed(s: &Summary, fastest: f64) -> bool {
     s.median >= DISTURBED_FACTOR * fastest && s.median - fastest > DISTURBANCE_FLOOR_S
 }
 
+/// What is known of a series' undisturbed samples before it is taken.
+#[derive(Debug, Clone, Copy)]
+struct Expected {
+    /// The fastest exchange of the same kind seen before (a timed warm-up), if any.
+    fastest: f64,
+    /// A bound the model sets on the operation's time: o_r(m), the receive of a message that
+    /// has arrived, takes less than the round trip RTT(m) that carries it, twice over.
+    ceiling: f64,
+}
+
+impl Expected {
+    /// Nothing known.
+    const NOTHING: Expected = Expected {
+        fastest: f64::INFINITY,
+        ceiling: f64::INFINITY,
+    };
+
+    /// Whether most samples of the series `s` were disturbed ([`disturbed`]), or its median
+    /// passes the ceiling by more than [`DISTURBANCE_FLOOR_S`].
+    fn disturbed(&self, s: &Summary) -> bool {
+        disturbed(s, self.fastest) || s.median > self.ceiling + DISTURBANCE_FLOOR_S
+    }
+}
+
 /// The procedures of one size that share its time: RTT, o_s, o_r and g.
 const PROCEDURES_PER_SIZE: u32 = 4;
 
@@ -382,9 +406,9 @@ impl PLogP {
 
     /// Runs `rep` (one timed repetition of `procedure` at `m` bytes, returning its sample)
     /// `reps` times into `samples`, announced to the receiver in chunks, or fewer once `share`
-    /// is spent (never fewer than 3); then, while the series is [`disturbed`] (against its own
-    /// fastest sample or `fastest`), more in chunks of 3, up to [`DISTURBED_REPS_FACTOR`] times
-    /// `reps` and [`DISTURBED_EXTRA_TIME`].
+    /// is spent (never fewer than 3); then, while the series is disturbed (against what is
+    /// `expected` of it), more in chunks of 3, up to [`DISTURBED_REPS_FACTOR`] times `reps` and
+    /// [`DISTURBED_EXTRA_TIME`].
     #[allow(clippy::too_many_arguments)]
     fn repeat(
         t: &dyn Transport,
@@ -393,7 +417,7 @@ impl PLogP {
         m: usize,
         reps: usize,
         share: Option<Duration>,
-        (samples, fastest): (&mut Vec<f64>, f64),
+        (samples, expected): (&mut Vec<f64>, Expected),
         mut rep: impl FnMut() -> Result<f64, TransportError>,
     ) -> Result<(), TransportError> {
         let start = Instant::now();
@@ -426,7 +450,7 @@ impl PLogP {
         let most = DISTURBED_REPS_FACTOR * reps.max(MIN_REPS);
         while samples.len() - first < most
             && start.elapsed() < regular + DISTURBED_EXTRA_TIME
-            && disturbed(&summary(&samples[first..]), fastest)
+            && expected.disturbed(&summary(&samples[first..]))
         {
             run(MIN_REPS.min(most - (samples.len() - first)), samples)?;
         }
@@ -461,7 +485,13 @@ impl PLogP {
             m,
             reps,
             share,
-            (&mut rtt, fastest_rtt),
+            (
+                &mut rtt,
+                Expected {
+                    fastest: fastest_rtt,
+                    ..Expected::NOTHING
+                },
+            ),
             || {
                 let s = Instant::now();
                 t.send(j, DATA, buf)?;
@@ -473,12 +503,27 @@ impl PLogP {
 
         // o_s(m): a synchronous send to a receiver that is waiting for it.
         let mut os = Vec::with_capacity(reps);
-        Self::repeat(t, j, PROC_OS, m, reps, share, (&mut os, fastest_os), || {
-            t.recv(j, DATA, &mut [])?;
-            let s = Instant::now();
-            t.ssend(j, DATA, buf)?;
-            Ok((s.elapsed().as_secs_f64() - c).max(0.0))
-        })?;
+        Self::repeat(
+            t,
+            j,
+            PROC_OS,
+            m,
+            reps,
+            share,
+            (
+                &mut os,
+                Expected {
+                    fastest: fastest_os,
+                    ..Expected::NOTHING
+                },
+            ),
+            || {
+                t.recv(j, DATA, &mut [])?;
+                let s = Instant::now();
+                t.ssend(j, DATA, buf)?;
+                Ok((s.elapsed().as_secs_f64() - c).max(0.0))
+            },
+        )?;
 
         // o_r(m): the receiver echoes m bytes at once; the sender waits k times the round trip
         // of that exchange, then times the receive of a message that has arrived.
@@ -493,6 +538,7 @@ impl PLogP {
         echo.sort_by(f64::total_cmp);
         let wait = Duration::from_secs_f64(self.options.or_wait * echo[OR_CALIBRATION / 2]);
         let mut or = Vec::with_capacity(reps);
+        let offer_core = t.yields_while_waiting();
         Self::repeat(
             t,
             j,
@@ -500,11 +546,17 @@ impl PLogP {
             m,
             reps,
             share,
-            (&mut or, f64::INFINITY),
+            (
+                &mut or,
+                Expected {
+                    ceiling: DISTURBED_FACTOR * rtt_summary.median,
+                    ..Expected::NOTHING
+                },
+            ),
             || {
                 let s = Instant::now();
                 t.send(j, DATA, buf)?;
-                spin_until(s + wait);
+                spin_until(s + wait, offer_core);
                 // No probe first: between the eager and rendezvous limits a message arrives in
                 // fragments, and a probe that sees the first would start the clock too early.
                 let r = Instant::now();

@@ -167,6 +167,12 @@ pub trait Transport {
     /// (bound to one CPU), off otherwise, where yielding only adds noise. A no-op where the
     /// library has no such switch or the user set it.
     fn yield_when_idle(&self, _on: bool) {}
+    /// Whether a wait in a pair test should offer the core to other processes: true when this
+    /// rank may share its CPU with its peer (the library's waits yield then, see
+    /// [`Transport::yield_when_idle`]), false when each has a CPU and a pure spin is exact.
+    fn yields_while_waiting(&self) -> bool {
+        true
+    }
     /// Sleeps for `duration` or until another rank's [`Transport::notify`]; true when woken.
     fn sleep(&self, duration: Duration) -> bool {
         std::thread::sleep(duration);
