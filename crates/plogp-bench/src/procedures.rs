@@ -606,8 +606,8 @@ impl PLogP {
     /// Sends batches of n messages, doubling n until the time per message changes by less than
     /// epsilon, n reaches the cap, a batch lasts longer than 50 ms, or the next step would
     /// overrun `share`; then samples the time per message at that n again while `share` lasts
-    /// (up to `saturation_reps` samples, at least 3 of them), and more while most batches were
-    /// [`disturbed`]; the samples' spread is recorded with the estimate.
+    /// (up to `saturation_reps` samples), and more while most batches were [`disturbed`] or
+    /// slower per message than RTT(m); the samples' spread is recorded with the estimate.
     ///
     /// A batch takes n g(m) + RTT(0) - g(0): the last message's latency and the reply. The
     /// estimate (T - RTT(0)) / n is off by g(0) / n, where T / n would be off by RTT(0) / n.
@@ -682,9 +682,9 @@ impl PLogP {
             }
             sample(samples, &mut batch_times)?;
         }
-        // At least three batches, to tell whether most were interrupted; if so, more, until
-        // most are not (within bounds). Interrupted are also batches slower per message than
-        // a round trip of the same size: RTT(m) = 2 L + g(m) + g(0) bounds g(m).
+        // While most batches were interrupted, more, until most are not (within bounds).
+        // Interrupted are also batches slower per message than a round trip of the same size:
+        // RTT(m) = 2 L + g(m) + g(0) bounds g(m).
         let regular = started.elapsed();
         let most = DISTURBED_REPS_FACTOR * self.options.saturation_reps.max(MIN_REPS);
         let implausible = |samples: &[f64]| {
@@ -693,8 +693,7 @@ impl PLogP {
         };
         while samples.len() < most
             && started.elapsed() < regular + DISTURBED_EXTRA_TIME
-            && (samples.len() < MIN_REPS.min(self.options.saturation_reps)
-                || implausible(samples)
+            && (implausible(samples)
                 || disturbed(
                     &Summary::of_steady(&batch_times).expect("a batch"),
                     f64::INFINITY,
