@@ -18,9 +18,11 @@
 //! step would overrun it. Adaptive midpoints count as 16 more sizes of the average size's
 //! time (the most the test adds), within what is left of the budget.
 //!
-//! Each pair also warms up (16 echoes and 16 synchronous sends of 0 bytes), and each pair of a
-//! group is preceded by a dissemination barrier of the group: ceil(log2 n) rounds of one
-//! 0-byte message over the slowest link, plus 2 us of software per round.
+//! Each pair also warms up at 0 bytes and at the largest size M (16 echoes of m bytes both ways
+//! and 16 synchronous sends after a ready signal, each size announced by two control
+//! messages), and each pair of a group is preceded by a dissemination barrier of the group:
+//! ceil(log2 n) rounds of one 0-byte message over the slowest link, plus 2 us of software per
+//! round.
 //!
 //! The staged plan's screening test (ping-pong) costs R' echoes of m bytes both ways,
 //! 2 L + 2 g(m), at each screening size; its stages run as `StagedPlan::screening_time` lays
@@ -34,6 +36,9 @@ use crate::model::{Link, MachineModel};
 
 /// Software time per barrier round, microseconds.
 const BARRIER_ROUND_SOFTWARE_US: f64 = 2.0;
+
+/// Warm-up exchanges of each kind at each warm-up size (as the pair test).
+const PAIR_WARMUP: f64 = 16.0;
 
 /// Repetitions a procedure runs however short its share of the budget (as the pair test).
 const MIN_REPS: f64 = 3.0;
@@ -72,11 +77,22 @@ pub fn pair_test_us(
         Some(s) => (r * one).min((MIN_REPS * one).max(s)),
         None => r * one,
     };
-    let warmup = 16.0 * (zero.rtt + zero.rtt.max(zero.os)) + 2.0 * half;
+    // An echo of m bytes both ways.
+    let echo = |m: usize| 2.0 * link.latency_us + 2.0 * link.at(m, eager_limit).g;
+    let largest = options.sizes.last().copied().unwrap_or(0);
+    let warm_sizes: &[usize] = if largest == 0 { &[0] } else { &[0, largest] };
+    let warmup: f64 = warm_sizes
+        .iter()
+        .map(|&m| {
+            let p = link.at(m, eager_limit);
+            let exchange = if m == 0 { zero.rtt } else { echo(m) };
+            2.0 * half + PAIR_WARMUP * (exchange + half + p.os.max(p.rtt))
+        })
+        .sum();
     let mut sizes_total = 0.0;
     for &m in &options.sizes {
         let p = link.at(m, eager_limit);
-        let echo = 2.0 * link.latency_us + 2.0 * p.g;
+        let echo = echo(m);
         sizes_total += 4.0 * half;
         sizes_total += cut(p.rtt);
         sizes_total += cut(half + p.os.max(p.rtt));
