@@ -11,9 +11,7 @@ fn lgate_plogp(args: &[&str]) -> Output {
 }
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/topology")
-        .join(name)
+    package_dir().join("fixtures/topology").join(name)
 }
 
 fn stdout(out: &Output) -> String {
@@ -424,4 +422,13 @@ fn convert_writes_slurm_from_a_topology_with_host_labels() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("needs host names"), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
+
+/// The package's directory as cargo gives it to this run (a binary left by a checkout elsewhere
+/// that shares the target directory still holds that checkout's path), else as built.
+fn package_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(
+        || env!("CARGO_MANIFEST_DIR").into(),
+        std::path::PathBuf::from,
+    )
 }

@@ -13,7 +13,7 @@ fn lgate_plogp(args: &[&str]) -> Output {
 }
 
 fn datasets() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/datasets")
+    package_dir().join("../shared/datasets")
 }
 
 fn stdout_json(out: &Output) -> Value {
@@ -394,7 +394,7 @@ fn a_topology_of_another_job_is_refused_everywhere() {
         String::from_utf8_lossy(&sim.stderr)
     );
     // 32 ranks, for a run of 128: as LGate (its last rank) and as JSON (its declared count).
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/topology");
+    let fixtures = package_dir().join("fixtures/topology");
     for name in ["four-groups.lgate", "four-groups.json"] {
         let topology = fixtures.join(name);
         let t = topology.to_str().unwrap();
@@ -422,4 +422,13 @@ fn a_topology_of_another_job_is_refused_everywhere() {
         }
         assert!(!png.exists() && !html.exists());
     }
+}
+
+/// The package's directory as cargo gives it to this run (a binary left by a checkout elsewhere
+/// that shares the target directory still holds that checkout's path), else as built.
+fn package_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(
+        || env!("CARGO_MANIFEST_DIR").into(),
+        std::path::PathBuf::from,
+    )
 }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use common::{lgate_plogp_in, success};
 
 fn golden_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/golden")
+    package_dir().join("fixtures/golden")
 }
 
 /// Compares `produced` with the golden file `name`, or replaces the golden file when asked.
@@ -155,4 +155,13 @@ fn a_fixed_run_and_matrix_give_the_same_bytes() {
         "outputs changed (if on purpose, regenerate with LGATE_UPDATE_FIXTURES=1):\n{}",
         mismatches.join("\n")
     );
+}
+
+/// The package's directory as cargo gives it to this run (a binary left by a checkout elsewhere
+/// that shares the target directory still holds that checkout's path), else as built.
+fn package_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(
+        || env!("CARGO_MANIFEST_DIR").into(),
+        std::path::PathBuf::from,
+    )
 }

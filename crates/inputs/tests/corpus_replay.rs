@@ -2,13 +2,13 @@
 //! random mutations of the seeds: a parser regression fails here without running the fuzzer.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use lgate_inputs::{InputFormat, FORMATS};
 use proptest::prelude::*;
 
 fn fuzz_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz")
+    package_dir().join("../../fuzz")
 }
 
 /// The files of `fuzz/<kind>/<format>/`, sorted; none when the folder does not exist.
@@ -219,4 +219,13 @@ proptest! {
             String::from_utf8_lossy(&bytes)
         );
     }
+}
+
+/// The package's directory as cargo gives it to this run (a binary left by a checkout elsewhere
+/// that shares the target directory still holds that checkout's path), else as built.
+fn package_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(
+        || env!("CARGO_MANIFEST_DIR").into(),
+        std::path::PathBuf::from,
+    )
 }
