@@ -30,8 +30,9 @@
 //!   group at least 90 % of the time (medians of a few values differ by chance in noise with
 //!   no structure);
 //! - at least two groups hold two or more ranks, and at most a third are singletons, after
-//!   each singleton joined the group it is nearest to when it is nearer to it than groups are
-//!   to each other (a level may hold singletons: E-cores without an SMT sibling).
+//!   each singleton joined the group it is nearest to when it is nearer to it than halfway
+//!   from that group's distances inside to the distances between groups (a level may hold
+//!   singletons: E-cores without an SMT sibling, or SMT siblings measured slow by a slow pair).
 //!
 //! Levels beneath a level are looked for inside each group, with that group's own distances
 //! and scale. A finer level found inside fewer than half of the groups of one size (nodes
@@ -213,7 +214,9 @@ fn members_of(labels: &[usize], k: usize) -> Vec<Vec<usize>> {
 }
 
 /// A singleton joins the group it is nearest to (mean raw distance) when it is nearer to it
-/// than groups are, on average, to each other: a slow rank still belongs where it runs.
+/// than halfway from the group's mean distance inside to the mean distance between groups: a
+/// slow rank still belongs where it runs, while a rank as far from every group as groups are
+/// from each other (an SMT pair measured slow: two singletons) joins none by chance.
 fn absorb_singletons(m: &Array2<f64>, labels: &mut [usize]) {
     let n = labels.len();
     let k = labels.iter().max().map_or(0, |&x| x + 1);
@@ -262,6 +265,23 @@ fn absorb_singletons(m: &Array2<f64>, labels: &mut [usize]) {
     } else {
         sum / count as f64
     };
+    // Each group's mean distance inside.
+    let inside: Vec<f64> = members
+        .iter()
+        .map(|g| {
+            let pairs = pairs(g.len());
+            let sum: f64 = g
+                .iter()
+                .enumerate()
+                .flat_map(|(a, &i)| g[a + 1..].iter().map(move |&j| m[[i, j]]))
+                .sum();
+            if pairs == 0 {
+                0.0
+            } else {
+                sum / pairs as f64
+            }
+        })
+        .collect();
     let original = labels.to_vec();
     let mut sums = vec![0.0f64; k];
     for i in 0..n {
@@ -280,7 +300,7 @@ fn absorb_singletons(m: &Array2<f64>, labels: &mut [usize]) {
             .map(|g| (g, sums[g] / sizes[g] as f64))
             .min_by(|a, b| a.1.total_cmp(&b.1));
         if let Some((g, d)) = nearest {
-            if d < level {
+            if d < (inside[g] + level) / 2.0 {
                 labels[i] = g;
             }
         }

@@ -91,7 +91,8 @@ impl KnownPlacement {
 impl RunMeta {
     /// The placement this run recorded: any extra placement field (such as a simulated
     /// `switch`), `node` from host names, then `socket`, `numa` (where it is not the sockets)
-    /// and `core` within hosts, where every rank has them.
+    /// and `core` (the physical core, which SMT siblings share; else the CPU) within hosts,
+    /// where every rank has them.
     pub fn known_placement(&self) -> KnownPlacement {
         let mut levels = Vec::new();
         let extra: std::collections::BTreeSet<String> = self
@@ -134,7 +135,17 @@ impl RunMeta {
                 levels.push(("numa".into(), numa));
             }
         }
-        if self.ranks.iter().all(|r| r.cpu.is_some()) {
+        // The physical core (SMT siblings share it), else the CPU the rank started on.
+        if self.ranks.iter().all(|r| r.core.is_some()) {
+            levels.push((
+                "core".into(),
+                labels_of(
+                    self.ranks
+                        .iter()
+                        .map(|r| format!("{}/{:?}/{:?}", r.host, r.socket, r.core)),
+                ),
+            ));
+        } else if self.ranks.iter().all(|r| r.cpu.is_some()) {
             levels.push((
                 "core".into(),
                 labels_of(self.ranks.iter().map(|r| format!("{}/{:?}", r.host, r.cpu))),

@@ -10,7 +10,7 @@ use std::path::Path;
 mod common;
 
 use lgate_rundir::RunDir;
-use lgate_simulate::model::Artifacts;
+use lgate_simulate::model::{parse_levels, Artifacts, MachineModel, Placement};
 use lgate_simulate::{preset, SimulateOptions, Simulation};
 
 const SEEDS: u64 = 20;
@@ -19,12 +19,29 @@ const NOISES: [f64; 3] = [0.05, 0.08, 0.15];
 /// What is wrong with `auto` on one simulated run, if anything.
 fn judge(name: &str, noise: f64, slow_nodes: usize, seed: u64, dir: &Path) -> Option<String> {
     let mut model = preset(name).unwrap();
-    model.noise.sigma = noise;
-    model.artifacts = Artifacts::all();
     match slow_nodes {
         0 => model.artifacts.slow_node = None,
         n => model.artifacts.slow_node.as_mut().unwrap().count = n,
     }
+    judge_model(model, name, noise, slow_nodes, seed, dir)
+}
+
+/// What is wrong with `auto` on one run of `model` with every artifact on (the slow node as
+/// the model has it), if anything.
+fn judge_model(
+    mut model: MachineModel,
+    name: &str,
+    noise: f64,
+    slow_nodes: usize,
+    seed: u64,
+    dir: &Path,
+) -> Option<String> {
+    model.noise.sigma = noise;
+    let slow_node = model.artifacts.slow_node.clone();
+    model.artifacts = Artifacts {
+        slow_node,
+        ..Artifacts::all()
+    };
     model.check().unwrap();
     // Size 0 only: the default matrix is t(0).
     let mut options = SimulateOptions::new(&model, 0, seed);
@@ -55,6 +72,25 @@ fn every_level_of(name: &str, slow_nodes: &[usize]) {
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
+/// A one-node machine of `levels` from the top down, each level's link (ranks parting there)
+/// one of ARM1's: `links[k]` names the ARM1 link of level k (`socket` 0.83 us at t(0), `numa`
+/// 0.48, `core` 0.34), ranks placed `placement`, no slow node (one node is slowed alike).
+fn one_node(levels: &str, links: &[&str], placement: Placement) -> MachineModel {
+    let arm1 = preset("arm1").unwrap();
+    let mut model = arm1.clone();
+    model.levels = parse_levels(levels).unwrap();
+    model.links = model
+        .levels
+        .iter()
+        .zip(links)
+        .map(|(l, from)| (l.name.clone(), arm1.links[*from].clone()))
+        .collect();
+    model.placement = placement;
+    model.artifacts.slow_node = None;
+    model.check().unwrap();
+    model
+}
+
 #[test]
 fn fram_with_every_artifact_and_slow_nodes() {
     every_level_of("fram", &[0, 1, 2]);
@@ -68,4 +104,62 @@ fn betzy_with_every_artifact_and_slow_nodes() {
 #[test]
 fn arm1_with_every_artifact() {
     every_level_of("arm1", &[0, 1]);
+}
+
+#[test]
+fn a_hybrid_node_of_smt_p_cores_and_e_core_clusters() {
+    // 8 P-cores of two threads, then 2 clusters of 4 E-cores: 24 ranks, one level of 10
+    // groups of 2 and 4 (SMT siblings and E-core clusters at 0.34 us, 0.83 us between them),
+    // every artifact on. A slow pair (2.5x) that falls on an SMT pair measures it as far apart
+    // as any two cores: no measurement says those two belong together, and the level must hold
+    // them as two singletons (as E-cores without an SMT sibling would be), not lose the level.
+    let model = one_node(
+        "cluster=10,cpu=2x8/4x2",
+        &["socket", "core"],
+        Placement::Block,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let mut failures = Vec::new();
+    for noise in NOISES {
+        for seed in 1..=SEEDS {
+            let mut m = model.clone();
+            m.noise.sigma = noise;
+            m.artifacts = Artifacts {
+                slow_node: None,
+                ..Artifacts::all()
+            };
+            let mut options = SimulateOptions::new(&m, 0, seed);
+            options.outputs.features = false;
+            options.outputs.table = false;
+            let path = dir.path().join(format!("hybrid-{noise}-{seed}"));
+            let run = RunDir::create(&path, false).unwrap();
+            Simulation::new(&m, &options).unwrap().write(&run).unwrap();
+            let mut expected = lgate_cluster::read_truth(&path)
+                .unwrap()
+                .levels
+                .into_iter()
+                .find(|(name, _)| name == "cluster")
+                .unwrap()
+                .1;
+            let meta: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(path.join("meta.json")).unwrap())
+                    .unwrap();
+            for pair in meta["simulation"]["slow_pairs"].as_array().unwrap() {
+                let (i, j) = (
+                    pair[0].as_u64().unwrap() as usize,
+                    pair[1].as_u64().unwrap() as usize,
+                );
+                let size = expected.iter().filter(|&&l| l == expected[i]).count();
+                if expected[i] == expected[j] && size == 2 {
+                    let fresh = expected.iter().max().unwrap() + 1;
+                    expected[i] = fresh;
+                    expected[j] = fresh + 1;
+                }
+            }
+            let what = format!("hybrid, noise {noise}, seed {seed}");
+            failures.extend(common::level_error(&path, &expected, &what));
+            std::fs::remove_dir_all(&path).unwrap();
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
 }

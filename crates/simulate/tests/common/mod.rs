@@ -44,3 +44,25 @@ pub fn recovery_error(run: &Path, what: &str) -> Option<String> {
         )
     })
 }
+
+/// What `auto` got wrong on the run's default matrix against one `expected` level, if
+/// anything: more or fewer levels than one, or that level not found exactly.
+#[allow(dead_code)]
+pub fn level_error(run: &Path, expected: &[usize], what: &str) -> Option<String> {
+    let input = lgate_cluster::load(run, None).unwrap();
+    let n = input.matrix.len();
+    let tree = auto(input.matrix.values(), &AutoParams::default());
+    let found: Vec<Vec<usize>> = topology_of(&tree, n, None)
+        .unwrap()
+        .levels()
+        .iter()
+        .map(|l| l.labels(n))
+        .collect();
+    match found.as_slice() {
+        [one] => {
+            let ari = adjusted_rand_index(expected, one);
+            (ari < 1.0).then(|| format!("{what}: ARI {ari:.3}, found {one:?}"))
+        }
+        _ => Some(format!("{what}: {} levels found, not 1", found.len())),
+    }
+}
