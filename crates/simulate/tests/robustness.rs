@@ -37,7 +37,7 @@ fn judge_model(
     dir: &Path,
 ) -> Option<String> {
     model.noise.sigma = noise;
-    let slow_node = model.artifacts.slow_node.clone();
+    let slow_node = model.artifacts.slow_node;
     model.artifacts = Artifacts {
         slow_node,
         ..Artifacts::all()
