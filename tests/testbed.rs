@@ -84,7 +84,8 @@ fn measure_and_check(
     if let Some(m) = matrix {
         cluster.extend(["--matrix", m]);
     }
-    ok("cluster", lgate_plogp_in(dir, &cluster));
+    let clustered = ok("cluster", lgate_plogp_in(dir, &cluster));
+    let said = String::from_utf8_lossy(&clustered.stderr).into_owned();
     let scores = ok(
         "score",
         lgate_plogp_in(
@@ -107,7 +108,11 @@ fn measure_and_check(
             .iter()
             .find(|r| r["level"] == level)
             .and_then(|r| r["ari"].as_f64());
-        assert_eq!(ari, Some(1.0), "{name}: level {level}: {scores:#}");
+        assert_eq!(
+            ari,
+            Some(1.0),
+            "{name}: level {level}: {scores:#}\ncluster said:\n{said}"
+        );
     }
     // The hosts MPI saw are the emulated ones.
     let meta: Value =
