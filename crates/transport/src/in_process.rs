@@ -464,14 +464,18 @@ mod tests {
 
     #[test]
     fn ssend_waits_for_the_receiver() {
+        // The receiver posts its receive no sooner than 30 ms after `start`, so a synchronous
+        // send cannot end before then, however late either thread starts on a busy machine
+        // (timed from each thread's own start, it came out at 27 ms under load).
         let world = InProcessWorld::new(2);
+        let start = Instant::now();
+        let posted = start + Duration::from_millis(30);
         let times = world.run(|t| {
             if t.rank() == 0 {
-                let start = Instant::now();
                 t.ssend(1, Tag::TEST, b"x").unwrap();
                 start.elapsed()
             } else {
-                std::thread::sleep(Duration::from_millis(30));
+                std::thread::sleep(posted.saturating_duration_since(Instant::now()));
                 t.recv_vec(0, Tag::TEST).unwrap();
                 Duration::ZERO
             }
