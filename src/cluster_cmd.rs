@@ -302,10 +302,11 @@ fn emit(
             eprintln!("{line}");
         }
         let algo = &args.algo;
+        let levels = topology.levels().len();
         let mut s = format!(
-            "cluster: {} ({items} ranks), {algo}: {} level(s)",
+            "cluster: {} ({items} ranks), {algo}: {levels} {}",
             input.source,
-            topology.levels().len()
+            if levels == 1 { "level" } else { "levels" }
         );
         s.push('\n');
         if topology.levels().is_empty() {

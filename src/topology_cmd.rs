@@ -96,14 +96,11 @@ pub fn run(cmd: TopologyCommand) -> Result<()> {
         }
         TopologyCommand::Check { input } => {
             let (topology, found) = input.read()?;
-            let groups = topology.tree().groups().len();
             let mut line = format!(
-                "{}: ok, {} topology of {} ranks in {} groups, {} levels",
+                "{}: ok, {} topology of {}",
                 input.file.display(),
                 found,
-                topology.ranks(),
-                groups,
-                topology.levels().len()
+                lgate_topology::size_summary(&topology)
             );
             let missing = topology.missing_ranks();
             if !missing.is_empty() {

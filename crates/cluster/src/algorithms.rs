@@ -3,7 +3,7 @@
 
 use ndarray::Array2;
 
-use crate::auto::Tree;
+use crate::auto::{sub_matrix, AutoParams, Tree};
 use crate::linkage::{Dendrogram, Linkage};
 
 /// A partition (one label per item) as a one-level tree; noise label `None` is a singleton.
@@ -268,13 +268,23 @@ pub fn faster_pam(d: &Array2<f64>, k: usize) -> Medoids {
     }
 }
 
-/// The medoid silhouette (Lenssen and Schubert): the mean of 1 - d1 / d2 over items.
+/// The medoid silhouette (Lenssen and Schubert): the mean of 1 - d1 / d2 over items, where an
+/// item alone in its cluster counts 0 (Rousseeuw's convention).
 pub fn medoid_silhouette(d: &Array2<f64>, medoids: &[usize]) -> f64 {
-    let Assignment { d1, d2, .. } = Assignment::new(d, medoids);
+    let Assignment {
+        d1, d2, nearest, ..
+    } = Assignment::new(d, medoids);
     let n = d.nrows();
+    // Without the convention a medoid scores 1 whatever its cluster, so that every extra medoid
+    // taken from a cluster of two raises the mean: 15 clusters were chosen for 16 ranks on 4
+    // nodes, 5 for three pairs.
+    let mut sizes = vec![0usize; medoids.len()];
+    for &c in &nearest {
+        sizes[c] += 1;
+    }
     (0..n)
         .map(|o| {
-            if d2[o] > 0.0 && d2[o].is_finite() {
+            if sizes[nearest[o]] > 1 && d2[o] > 0.0 && d2[o].is_finite() {
                 1.0 - d1[o] / d2[o]
             } else {
                 0.0
@@ -284,7 +294,8 @@ pub fn medoid_silhouette(d: &Array2<f64>, medoids: &[usize]) -> f64 {
         / n as f64
 }
 
-/// k-medoids with the given k, or the k in 2..=`max_k` with the best medoid silhouette.
+/// k-medoids with the given k; or the k in 2..=`max_k` with the best medoid silhouette, kept
+/// only if its clusters stand apart as `auto` requires of a level (else one cluster).
 pub fn kmedoids(d: &Array2<f64>, k: Option<usize>, max_k: usize) -> Tree {
     let n = d.nrows();
     let result = match k {
@@ -294,15 +305,48 @@ pub fn kmedoids(d: &Array2<f64>, k: Option<usize>, max_k: usize) -> Tree {
             .max_by(|a, b| {
                 medoid_silhouette(d, &a.medoids).total_cmp(&medoid_silhouette(d, &b.medoids))
             })
+            .filter(|best| stands_apart(d, &best.labels))
             .unwrap_or_else(|| faster_pam(d, 1)),
     };
     tree_of_labels(&some(result.labels))
 }
 
+/// Whether the groups of a partition (one label per item) stand apart: the median distance
+/// between groups at least the least separation `auto` asks of a level (1.2) times the median
+/// inside them. Medians, not `auto`'s finer rule, so that a slow pair inside a group (1.1x the
+/// distance between nodes in a simulated fram run) does not hide the whole partition.
+fn stands_apart(d: &Array2<f64>, labels: &[usize]) -> bool {
+    let n = labels.len();
+    let (mut inside, mut between) = (Vec::new(), Vec::new());
+    for i in 0..n {
+        for j in 0..i {
+            if labels[i] == labels[j] {
+                inside.push(d[[i, j]]);
+            } else {
+                between.push(d[[i, j]]);
+            }
+        }
+    }
+    match (median(&mut inside), median(&mut between)) {
+        (Some(inside), Some(between)) => between >= AutoParams::default().min_ratio * inside,
+        _ => false,
+    }
+}
+
+/// The median of some distances (the upper one of an even count), if any.
+fn median(values: &mut [f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let mid = values.len() / 2;
+    Some(*values.select_nth_unstable_by(mid, f64::total_cmp).1)
+}
+
 /// SSSTree (Figure 2.5 of the reference thesis): a cluster's first item is its center; every
 /// other item joins the nearest center unless it is at least `alpha` times twice the cluster's
 /// radius away, when it becomes a new center; each new cluster is split the same way while it
-/// has at least `min_children` items.
+/// has at least `min_children` items. A split whose clusters do not stand apart as `auto`
+/// requires of a level is not made (on a flat matrix every item was its own center).
 pub fn ssstree(d: &Array2<f64>, alpha: f64, min_children: usize) -> Tree {
     fn build(d: &Array2<f64>, items: Vec<usize>, alpha: f64, min_children: usize) -> Tree {
         if items.len() < min_children.max(2) {
@@ -327,6 +371,15 @@ pub fn ssstree(d: &Array2<f64>, alpha: f64, min_children: usize) -> Tree {
         }
         if clusters.len() == 1 {
             // Nothing split off: splitting again would only repeat this.
+            return Tree::Leaf(items);
+        }
+        let members: Vec<usize> = clusters.concat();
+        let labels: Vec<usize> = clusters
+            .iter()
+            .enumerate()
+            .flat_map(|(c, cluster)| std::iter::repeat_n(c, cluster.len()))
+            .collect();
+        if !stands_apart(&sub_matrix(d, &members), &labels) {
             return Tree::Leaf(items);
         }
         Tree::Node {
@@ -428,6 +481,64 @@ mod tests {
                 assert_eq!(d[[o, medoids[a.nearest[o]]]], a.d1[o]);
                 assert_eq!(d[[o, medoids[a.second[o]]]], a.d2[o]);
             }
+        }
+    }
+
+    /// `n` items all about 1 apart, each distance off by up to `noise` (a share), symmetric.
+    fn flat(n: usize, noise: f64, seed: u64) -> Array2<f64> {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let mut d = Array2::zeros((n, n));
+        for i in 0..n {
+            for j in 0..i {
+                let x = 1.0 + noise * rng.random_range(-1.0..=1.0);
+                d[[i, j]] = x;
+                d[[j, i]] = x;
+            }
+        }
+        d
+    }
+
+    #[test]
+    fn without_k_a_flat_matrix_is_one_group() {
+        for n in [16, 32, 128] {
+            for noise in [0.0, 0.01, 0.02, 0.05] {
+                for seed in 0..3 {
+                    let d = flat(n, noise, seed);
+                    let all = vec![(0..n).collect::<Vec<_>>()];
+                    let what = format!("{n} items, noise {noise}, seed {seed}");
+                    assert_eq!(groups(&kmedoids(&d, None, 16)), all, "kmedoids: {what}");
+                    assert_eq!(groups(&ssstree(&d, 0.5, 2)), all, "ssstree: {what}");
+                    assert_eq!(groups(&ssstree(&d, 0.3, 2)), all, "ssstree: {what}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn without_k_separated_groups_are_found() {
+        // Three pairs far apart: the medoid silhouette once chose 5 clusters here.
+        let pairs = blocks(&[2, 2, 2], 1.0, 5.0);
+        let expected = vec![vec![0, 1], vec![2, 3], vec![4, 5]];
+        assert_eq!(groups(&kmedoids(&pairs, None, 5)), expected);
+        // SSSTree opens a cluster beyond 2 alpha times the radius: at 0.5 only the farthest
+        // item would, so the pairs need a smaller alpha.
+        assert_eq!(groups(&ssstree(&pairs, 0.3, 2)), expected);
+        // 4 nodes of 4 on noise: once 15 clusters.
+        let mut nodes = flat(16, 0.05, 7);
+        for i in 0..16 {
+            for j in 0..16 {
+                if i != j && i / 4 == j / 4 {
+                    nodes[[i, j]] *= 0.3;
+                }
+            }
+        }
+        let expected: Vec<Vec<usize>> = (0..4).map(|g| (g * 4..g * 4 + 4).collect()).collect();
+        assert_eq!(groups(&kmedoids(&nodes, None, 8)), expected);
+        for k in 2..=8 {
+            let sizes: Vec<usize> = (0..k).map(|g| 3 + g % 3).collect();
+            let d = blocks(&sizes, 1.0, 3.0);
+            assert_eq!(groups(&kmedoids(&d, None, 10)).len(), k, "{sizes:?}");
         }
     }
 

@@ -750,7 +750,7 @@ fn distinct(m: &Array2<f64>, labels: &[usize]) -> bool {
     above / (inside.len() as f64 * between.len() as f64) >= MIN_DISTINCT
 }
 
-fn sub_matrix(d: &Array2<f64>, members: &[usize]) -> Array2<f64> {
+pub(crate) fn sub_matrix(d: &Array2<f64>, members: &[usize]) -> Array2<f64> {
     Array2::from_shape_fn((members.len(), members.len()), |(a, b)| {
         d[[members[a], members[b]]]
     })

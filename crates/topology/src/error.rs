@@ -148,6 +148,23 @@ pub enum Problem {
         /// The most ranks times levels.
         limit: usize,
     },
+    /// A topology that leaves out more ranks than this build fills in as singletons.
+    #[error(
+        "{unlisted} of its {ranks} ranks are not listed, and each would be a group of its own in \
+         {levels} levels: more than the {limit} left-out ranks times levels this build fills in; \
+         list the ranks, or check the rank count (the largest rank + 1 unless given)"
+    )]
+    TooManyUnlisted {
+        /// Ranks below the rank count that the topology does not list (in the level leaving out
+        /// most, when it is given as levels).
+        unlisted: usize,
+        /// The rank count.
+        ranks: usize,
+        /// The levels, or the tree's depth.
+        levels: usize,
+        /// The most left-out ranks times levels.
+        limit: usize,
+    },
     /// Clusters nested deeper than any machine's hierarchy.
     #[error("clusters nested more than {limit} deep: a topology's levels are far fewer")]
     TooDeep {

@@ -33,6 +33,6 @@ pub mod tree;
 
 pub use error::{Location, Problem, TopologyError};
 pub use format::TopologyFormat;
-pub use outline::{level_summary, outline, OutlineOptions};
+pub use outline::{level_summary, outline, size_summary, OutlineOptions};
 pub use ranks::{sorted_rank_list, Rank, RankList};
 pub use tree::{default_level_name, Level, Outlier, Topology, TopologyNode};

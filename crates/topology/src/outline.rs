@@ -12,13 +12,11 @@ pub struct OutlineOptions {
     pub max_depth: Option<usize>,
 }
 
-/// The outline: a summary line, the tree, and the levels with their group sizes.
-pub fn outline(topology: &Topology, options: OutlineOptions) -> String {
-    let mut out = String::new();
+/// How large a topology is, for people: `4 ranks, 2 groups, 1 level`.
+pub fn size_summary(topology: &Topology) -> String {
     let groups = topology.tree().groups().len();
     let levels = topology.levels().len();
-    let _ = writeln!(
-        out,
+    format!(
         "{} {}, {} {}, {} {}",
         topology.ranks(),
         plural(topology.ranks(), "rank", "ranks"),
@@ -26,7 +24,13 @@ pub fn outline(topology: &Topology, options: OutlineOptions) -> String {
         plural(groups, "group", "groups"),
         levels,
         plural(levels, "level", "levels"),
-    );
+    )
+}
+
+/// The outline: a summary line, the tree, and the levels with their group sizes.
+pub fn outline(topology: &Topology, options: OutlineOptions) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", size_summary(topology));
     let mut lines = Vec::new();
     draw(topology, topology.tree(), 0, options, &mut lines);
     // Prefixes from the tree structure: the last child of a node gets a corner.
