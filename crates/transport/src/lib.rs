@@ -25,6 +25,7 @@
 
 pub mod barrier;
 pub mod in_process;
+pub mod polite;
 pub mod transport;
 pub mod usage;
 
@@ -32,6 +33,7 @@ use std::time::Duration;
 
 pub use barrier::SubsetBarrier;
 pub use in_process::{InProcessTransport, InProcessWorld, LinkModel};
+pub use polite::SleepingReceives;
 pub use transport::{PoliteWait, Tag, Transport, TransportError};
 pub use usage::{gather_time_splits, Activity, RankClock, TimeSplit};
 
