@@ -114,13 +114,20 @@ mod tests {
                 let started = crate::cpu_time(crate::CpuScope::Thread);
                 let mut buf = [0u8; 8];
                 let n = polite.recv(0, Tag::TEST, &mut buf).unwrap();
-                (buf[..n].to_vec(), crate::cpu_time(crate::CpuScope::Thread) - started)
+                (
+                    buf[..n].to_vec(),
+                    crate::cpu_time(crate::CpuScope::Thread) - started,
+                )
             }
         });
         assert_eq!(got[1].0, b"late");
         // A spinning receive would burn the whole 100 ms; sleeping ones wake about 40 times
         // (sleeps of 1/32 of the time waited, from 50 us). The bound leaves 10x for a busy
         // machine's slower wake-ups and still fails a spin.
-        assert!(got[1].1 < Duration::from_millis(50), "{:?} of CPU", got[1].1);
+        assert!(
+            got[1].1 < Duration::from_millis(50),
+            "{:?} of CPU",
+            got[1].1
+        );
     }
 }
