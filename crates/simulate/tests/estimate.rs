@@ -38,28 +38,38 @@ impl LinkModel for Known {
     }
 }
 
-/// The least wall time of three runs of `test` between two ranks over the known network: a
-/// busy machine only ever adds time (descheduled threads), and the link model's delays are
-/// sleeps that nothing shortens, so the least run is the one closest to what the model says.
-fn least_of_three(make: impl Fn() -> Box<dyn PairTest + Send> + Sync) -> f64 {
-    (0..3)
-        .map(|_| {
-            let world = InProcessWorld::new(2)
-                .with_link_model(Known)
-                .with_timeout(Duration::from_secs(60));
-            world.run(|t| {
-                let mut test = make();
-                let role = if t.rank() == 0 {
-                    Role::Sender
-                } else {
-                    Role::Receiver
-                };
-                let start = Instant::now();
-                test.run(&t, Pair::new(0, 1), role).unwrap();
-                start.elapsed().as_secs_f64()
-            })[0]
-        })
-        .fold(f64::INFINITY, f64::min)
+/// The least wall time of runs of `test` between two ranks over the known network: at least
+/// three, and more (up to ten) while the least is still above 1.5 times `predicted`. A busy
+/// machine only ever adds time (descheduled threads, late wake-ups from the link model's
+/// sleeps), and those sleeps are delays that nothing shortens, so the least run is the one
+/// closest to what the model says, and running again can only bring it closer. A wrong
+/// estimate stays wrong however often it runs. (Three runs were not enough once in CI: 1.71x
+/// right after the emulated-cluster test, 0.90-0.95x alone.)
+fn least_time(make: impl Fn() -> Box<dyn PairTest + Send> + Sync, predicted: f64) -> f64 {
+    let run = || {
+        let world = InProcessWorld::new(2)
+            .with_link_model(Known)
+            .with_timeout(Duration::from_secs(60));
+        world.run(|t| {
+            let mut test = make();
+            let role = if t.rank() == 0 {
+                Role::Sender
+            } else {
+                Role::Receiver
+            };
+            let start = Instant::now();
+            test.run(&t, Pair::new(0, 1), role).unwrap();
+            start.elapsed().as_secs_f64()
+        })[0]
+    };
+    let mut least = f64::INFINITY;
+    for k in 0..10 {
+        least = least.min(run());
+        if k >= 2 && least <= 1.5 * predicted {
+            break;
+        }
+    }
+    least
 }
 
 /// The link PLogP measures on this network (see the PLogP crate's known-network test): L plus
@@ -88,8 +98,11 @@ fn within_one_and_a_half(what: &str, took: f64, predicted: f64) {
 #[test]
 fn the_screening_test_and_a_budgeted_pair_test_take_the_estimated_time() {
     // The staged plan's screening test: echoes at 0 and 1 KiB.
-    let took = least_of_three(|| Box::new(PingPong::new(vec![0, 1024], 8).unwrap()));
     let predicted = screen_test_us(&measured_link(), usize::MAX, &[0, 1024], 8) * 1e-6;
+    let took = least_time(
+        || Box::new(PingPong::new(vec![0, 1024], 8).unwrap()),
+        predicted,
+    );
     within_one_and_a_half("the screening test", took, predicted);
     // A PLogP test whose budget (0.15 s) is far below its 32 repetitions' time (about 1 s).
     let options = PLogPOptions {
@@ -100,8 +113,8 @@ fn the_screening_test_and_a_budgeted_pair_test_take_the_estimated_time() {
         budget_s: Some(0.15),
         ..PLogPOptions::new(1024)
     };
-    let took = least_of_three(|| Box::new(PLogP::new(options.clone()).unwrap()));
     let predicted = pair_test_us(&measured_link(), usize::MAX, &options, 0.0) * 1e-6;
+    let took = least_time(|| Box::new(PLogP::new(options.clone()).unwrap()), predicted);
     within_one_and_a_half("the budgeted pair test", took, predicted);
 }
 
@@ -115,7 +128,7 @@ fn a_pair_test_takes_the_estimated_time() {
         budget_s: None,
         ..PLogPOptions::new(1024)
     };
-    let took = least_of_three(|| Box::new(PLogP::new(options.clone()).unwrap()));
     let predicted = pair_test_us(&measured_link(), usize::MAX, &options, 0.0) * 1e-6;
+    let took = least_time(|| Box::new(PLogP::new(options.clone()).unwrap()), predicted);
     within_one_and_a_half("the pair test", took, predicted);
 }
