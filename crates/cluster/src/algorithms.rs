@@ -3,6 +3,8 @@
 
 use ndarray::Array2;
 
+use lgate_stats::median;
+
 use crate::auto::{sub_matrix, AutoParams, Tree};
 use crate::linkage::{Dendrogram, Linkage};
 
@@ -295,7 +297,7 @@ pub fn medoid_silhouette(d: &Array2<f64>, medoids: &[usize]) -> f64 {
 }
 
 /// k-medoids with the given k; or the k in 2..=`max_k` with the best medoid silhouette, kept
-/// only if its clusters stand apart as `auto` requires of a level (else one cluster).
+/// only if its clusters stand apart ([`stands_apart`]; else one cluster).
 pub fn kmedoids(d: &Array2<f64>, k: Option<usize>, max_k: usize) -> Tree {
     let n = d.nrows();
     let result = match k {
@@ -327,19 +329,11 @@ fn stands_apart(d: &Array2<f64>, labels: &[usize]) -> bool {
             }
         }
     }
-    match (median(&mut inside), median(&mut between)) {
-        (Some(inside), Some(between)) => between >= AutoParams::default().min_ratio * inside,
-        _ => false,
+    if inside.is_empty() || between.is_empty() {
+        return false;
     }
-}
-
-/// The median of some distances (the upper one of an even count), if any.
-fn median(values: &mut [f64]) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    let mid = values.len() / 2;
-    Some(*values.select_nth_unstable_by(mid, f64::total_cmp).1)
+    let (inside, between) = (median(&mut inside), median(&mut between));
+    between >= AutoParams::default().min_ratio * inside
 }
 
 /// SSSTree (Figure 2.5 of the reference thesis): a cluster's first item is its center; every
