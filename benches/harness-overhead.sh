@@ -16,7 +16,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 shares=()
 for k in $(seq "$runs"); do
-  mpirun --oversubscribe --bind-to none -np "$np" "$bin" measure --test pingpong --quiet --out "$work/run$k"
+  mpirun --oversubscribe --bind-to none -np "$np" "$bin" measure --test pingpong --quiet --output "$work/run$k"
   share=$(python3 -c "import json,sys; print(100*json.load(open(sys.argv[1]))['summary']['overhead_share'])" "$work/run$k/meta.json")
   wall=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['summary']['wall_s'])" "$work/run$k/meta.json")
   printf 'run %d: overhead %.1f%% of %.3f s\n' "$k" "$share" "$wall"

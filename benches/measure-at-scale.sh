@@ -42,7 +42,7 @@ seconds() {
 levels() {
     local preset="$1" machine="$2" artifacts="$3"
     "$bin" simulate --preset "$preset" --machine "$machine" --artifacts "$artifacts" \
-        --out "$work/run" --force --quiet --no-features
+        --output "$work/run" --force --quiet --no-features
     "$bin" cluster "$work/run" --output "$work/found.json" --force --quiet 2>/dev/null
     "$bin" score --truth "$work/run" --topology "$work/found.json" --json |
         python3 -c 'import json, sys

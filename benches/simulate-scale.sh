@@ -23,7 +23,7 @@ for ranks in "${nodes_list[@]}"; do
     nodes=$((ranks / 128))
     # shellcheck disable=SC2086
     /usr/bin/time -f '%e %M' -o "$work/time" "$bin" simulate --preset betzy --plan full \
-        --machine "node=$nodes,socket=2,core=64" --out "$work/run" --force --quiet $flags
+        --machine "node=$nodes,socket=2,core=64" --output "$work/run" --force --quiet $flags
     read -r wall kb <"$work/time"
     disk=$(du -sm "$work/run" | cut -f1)
     printf '%6s %10s %12s %10s\n' "$ranks" "$wall" "$((kb / 1024))" "$disk"

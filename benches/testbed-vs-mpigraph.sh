@@ -69,7 +69,7 @@ mpigraph_levels=$(levels "$work/mpigraph.csv")
 
 # lgate-plogp measure, the defaults (staged plan).
 start=$(now)
-"$repo/scripts/testbed" run -- "$bin" measure --out "$work/staged" --quiet 2>/dev/null
+"$repo/scripts/testbed" run -- "$bin" measure --output "$work/staged" --quiet 2>/dev/null
 staged_s=$(since "$start")
 staged_levels=$(levels "$work/staged")
 stages=$(python3 -c 'import json, sys
@@ -81,7 +81,7 @@ print(", ".join("%s %d tests %.1f s" % (s["stage"], s["tests"], s["wall_s"]) for
 # first and every kind of pair is in the sample); the rest extrapolated per kind of pair.
 start=$(now)
 "$repo/scripts/testbed" run --timeout "$full_seconds" -- "$bin" measure --plan full --topology auto \
-    --out "$work/full" --quiet >/dev/null 2>&1 || true
+    --output "$work/full" --quiet >/dev/null 2>&1 || true
 full_ran_s=$(since "$start")
 full_estimate=$(python3 - "$work/full" "$truth" <<'EOF'
 import json, sys, statistics

@@ -25,7 +25,7 @@ trap 'rm -rf "$work"' EXIT
 echo "machine: $(nproc) cores; options: ${opts[*]}; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for k in $(seq "$runs"); do
   for n in 2 "$np"; do
-    mpirun --oversubscribe -np "$n" "$bin" measure "${opts[@]}" --quiet --out "$work/np$n-$k"
+    mpirun --oversubscribe -np "$n" "$bin" measure "${opts[@]}" --quiet --output "$work/np$n-$k"
   done
 done
 python3 - "$work" "$np" "$runs" "$ratio" "$wait_limit" <<'PY'

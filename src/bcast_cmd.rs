@@ -66,10 +66,17 @@ pub struct BenchArgs {
     /// The root.
     #[arg(long, default_value_t = 0)]
     root: usize,
-    /// The directory for bcast-tuning.json and openmpi-bcast-rules.conf.
-    #[arg(long, default_value = "bcast-tuning", value_name = "DIR")]
+    /// The directory for bcast-tuning.json and openmpi-bcast-rules.conf (`--out` is an
+    /// alias).
+    #[arg(
+        long = "output",
+        short,
+        alias = "out",
+        default_value = "bcast-tuning",
+        value_name = "DIR"
+    )]
     out: PathBuf,
-    /// Replace bcast-tuning.json and openmpi-bcast-rules.conf if --out holds them.
+    /// Replace bcast-tuning.json and openmpi-bcast-rules.conf if --output holds them.
     #[arg(long)]
     force: bool,
     /// No progress on stderr.

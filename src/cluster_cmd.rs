@@ -314,6 +314,23 @@ fn emit(
         } else {
             s.push_str(&lgate_topology::level_summary(&topology));
         }
+        // auto keeps only levels that stand apart; the other algorithms keep what they make.
+        if algo != "auto" {
+            for (name, separation) in input.weak_levels(&topology) {
+                s.push_str(&if separation > 0.0 {
+                    format!(
+                        "  weak: the groups of {name} barely stand apart (separation \
+                         {separation:.2}, below the 1.2 auto asks of a level): the algorithm's \
+                         parameters made this split more than the distances do\n"
+                    )
+                } else {
+                    format!(
+                        "  weak: {name} is no level auto would make (mostly single ranks, fewer \
+                         than two groups of two, or groups wider inside than apart)\n"
+                    )
+                });
+            }
+        }
         eprint!("{s}");
         {
             if !slow.is_empty() {

@@ -12,10 +12,16 @@ use lgate_plogp_bench::{MessageSize, OutputOptions, PLogP, PLogPOptions};
 /// Options of `measure`.
 #[derive(Debug, Args)]
 pub struct MeasureArgs {
-    /// The run directory to create [default: lgate-run-<UTC time>].
-    #[arg(long, value_name = "DIR", conflicts_with = "resume")]
+    /// The run directory to create [default: lgate-run-<UTC time>] (`--out` is an alias).
+    #[arg(
+        long = "output",
+        short,
+        alias = "out",
+        value_name = "DIR",
+        conflicts_with = "resume"
+    )]
     out: Option<PathBuf>,
-    /// Replace an existing run in --out (only the files a run writes are removed).
+    /// Replace an existing run in --output (only the files a run writes are removed).
     #[arg(long, conflicts_with = "resume")]
     force: bool,
     /// Continue the run in DIR, measuring only the pairs its journal lacks, with the run's own
@@ -41,6 +47,11 @@ pub struct MeasureArgs {
     /// No progress and no summary on stderr.
     #[arg(long, short)]
     quiet: bool,
+    /// Progress on rank 0's stderr: a bar when it is a terminal and lines otherwise (auto), a
+    /// bar always (under mpirun or srun rank 0's stderr is a pipe even when yours is a
+    /// terminal: ask for the bar), lines, or none.
+    #[arg(long, value_enum, default_value_t = ProgressFlag::Auto, value_name = "HOW")]
+    progress: ProgressFlag,
     /// Print the plan (stages, tests, rounds) and its time from a short calibration (a
     /// screening and a full test inside a host and between two hosts), then stop; nothing is
     /// written.
@@ -88,6 +99,19 @@ pub struct MeasureArgs {
     stop_after: Option<usize>,
 }
 
+/// How `measure` shows its progress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ProgressFlag {
+    /// A bar on a terminal, lines otherwise.
+    Auto,
+    /// A bar, even through a launcher's pipe.
+    Bar,
+    /// A line every ten seconds.
+    Lines,
+    /// No progress (the resume command and the summary still come, unless --quiet).
+    None,
+}
+
 /// The pair tests `measure` can run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum TestKind {
@@ -110,6 +134,8 @@ struct MeasureLine {
 /// takes a value.
 const NOT_RESUMED: &[(&str, bool)] = &[
     ("--out", true),
+    ("--output", true),
+    ("-o", true),
     ("--force", false),
     ("--resume", true),
     ("--dry-run", false),
@@ -209,10 +235,12 @@ impl MeasureArgs {
             sweeps: self.sweeps,
             seed: self.seed,
             fast: self.fast,
-            progress: if self.quiet {
-                ProgressStyle::Quiet
-            } else {
-                ProgressStyle::Auto
+            progress: match (self.quiet, self.progress) {
+                (true, _) => ProgressStyle::Quiet,
+                (_, ProgressFlag::None) => ProgressStyle::None,
+                (_, ProgressFlag::Auto) => ProgressStyle::Auto,
+                (_, ProgressFlag::Bar) => ProgressStyle::Bar,
+                (_, ProgressFlag::Lines) => ProgressStyle::Lines,
             },
             command_line: std::env::args().collect(),
             tool: format!("lgate-plogp {}", env!("CARGO_PKG_VERSION")),

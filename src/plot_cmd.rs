@@ -1,6 +1,6 @@
 //! `lgate-plogp plot`: heat maps, curves and dendrograms as PNG or SVG.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
@@ -28,9 +28,9 @@ pub struct BcastPlotArgs {
     /// The bcast-tuning.json that `bcast bench` wrote.
     #[arg(value_name = "TUNING")]
     tuning: PathBuf,
-    /// The image to write: .png or .svg.
+    /// The image to write: .png or .svg [default: bcast.png beside TUNING].
     #[arg(long, short, value_name = "FILE")]
-    output: PathBuf,
+    output: Option<PathBuf>,
     /// Replace the output if it exists (never one of the inputs).
     #[arg(long)]
     force: bool,
@@ -45,9 +45,9 @@ pub struct CurvesArgs {
     /// Draw these pairs instead of placement classes, e.g. 0-1,0-64.
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pairs: Option<Vec<String>>,
-    /// The image to write: .png or .svg.
+    /// The image to write: .png or .svg [default: RUN/curves.png].
     #[arg(long, short, value_name = "FILE")]
-    output: PathBuf,
+    output: Option<PathBuf>,
     /// Replace the output if it exists (never one of the inputs).
     #[arg(long)]
     force: bool,
@@ -59,9 +59,9 @@ pub struct DendrogramArgs {
     /// A topology file (LGate, JSON or Newick) or a run directory.
     #[arg(value_name = "TOPOLOGY_OR_RUN")]
     input: PathBuf,
-    /// The image to write: .png or .svg.
+    /// The image to write: .png or .svg [default: RUN/dendrogram.png for a run].
     #[arg(long, short, value_name = "FILE")]
-    output: PathBuf,
+    output: Option<PathBuf>,
     /// Replace the output if it exists (never one of the inputs).
     #[arg(long)]
     force: bool,
@@ -85,9 +85,9 @@ pub struct HeatmapArgs {
     /// The unit of the values [default: us for a run, none for a matrix file].
     #[arg(long, value_name = "UNIT")]
     unit: Option<String>,
-    /// The image to write: .png or .svg.
+    /// The image to write: .png or .svg [default: RUN/heatmap.png for a run].
     #[arg(long, short, value_name = "FILE")]
-    output: PathBuf,
+    output: Option<PathBuf>,
     /// Replace the output if it exists (never one of the inputs).
     #[arg(long)]
     force: bool,
@@ -103,18 +103,68 @@ pub fn run(command: PlotCommand) -> Result<()> {
     }
 }
 
+/// The output a plot or report writes when `--output` is not given: `name` in the run
+/// directory `input`, or beside the file `input`; `None` for a file when `beside_files` is
+/// false (a matrix file may sit among many others).
+fn default_output(input: &Path, name: &str, beside_files: bool) -> Option<PathBuf> {
+    if input.is_dir() {
+        Some(input.join(name))
+    } else if beside_files {
+        Some(input.parent().unwrap_or(Path::new("")).join(name))
+    } else {
+        None
+    }
+}
+
+/// `--output`, or the default output, checked ([`crate::output::check_output`]).
+fn output_of(
+    given: &Option<PathBuf>,
+    default: Option<PathBuf>,
+    inputs: &[&Path],
+    force: bool,
+) -> Result<PathBuf> {
+    let output = match (given.clone(), default) {
+        (Some(path), _) | (None, Some(path)) => path,
+        (None, None) => anyhow::bail!(
+            "{}: give --output FILE (.png or .svg); only a run directory has a default",
+            inputs[0].display()
+        ),
+    };
+    crate::output::check_output(&output, inputs, force)?;
+    Ok(output)
+}
+
+/// The image a plot writes: `--output`, or `name` by [`default_output`] of the first input;
+/// checked, and of a format the plots draw.
+fn image_output(
+    given: &Option<PathBuf>,
+    name: &str,
+    beside_files: bool,
+    inputs: &[&Path],
+    force: bool,
+) -> Result<PathBuf> {
+    let default = default_output(inputs[0], name, beside_files);
+    let output = output_of(given, default, inputs, force)?;
+    lgate_plot::ImageFormat::of(&output)?;
+    Ok(output)
+}
+
 fn bcast(args: BcastPlotArgs) -> Result<()> {
-    crate::output::check_output(&args.output, &[&args.tuning], args.force)?;
-    lgate_plot::ImageFormat::of(&args.output)?;
+    let output = image_output(&args.output, "bcast.png", true, &[&args.tuning], args.force)?;
     let figure = lgate_plot::BcastFigure::of_file(&args.tuning)?;
-    save(&figure, &args.output)?;
-    eprintln!("wrote {}", args.output.display());
+    save(&figure, &output)?;
+    eprintln!("wrote {}", output.display());
     Ok(())
 }
 
 fn dendrogram(args: DendrogramArgs) -> Result<()> {
-    crate::output::check_output(&args.output, &[&args.input], args.force)?;
-    lgate_plot::ImageFormat::of(&args.output)?;
+    let output = image_output(
+        &args.output,
+        "dendrogram.png",
+        false,
+        &[&args.input],
+        args.force,
+    )?;
     let (topology, title) = if args.input.is_dir() {
         (
             lgate_cluster::default_topology(&args.input)?,
@@ -126,19 +176,15 @@ fn dendrogram(args: DendrogramArgs) -> Result<()> {
             args.input.display().to_string(),
         )
     };
-    save(
-        &lgate_plot::Dendrogram::new(&topology, &title),
-        &args.output,
-    )?;
-    eprintln!("wrote {}", args.output.display());
+    save(&lgate_plot::Dendrogram::new(&topology, &title), &output)?;
+    eprintln!("wrote {}", output.display());
     Ok(())
 }
 
 fn heatmap(args: HeatmapArgs) -> Result<()> {
     let mut inputs = vec![args.input.as_path()];
     inputs.extend(args.topology.as_deref());
-    crate::output::check_output(&args.output, &inputs, args.force)?;
-    lgate_plot::ImageFormat::of(&args.output)?;
+    let output = image_output(&args.output, "heatmap.png", false, &inputs, args.force)?;
     if !(args.clip > 0.5 && args.clip <= 1.0) {
         anyhow::bail!("--clip must be above 0.5 and at most 1");
     }
@@ -170,14 +216,13 @@ fn heatmap(args: HeatmapArgs) -> Result<()> {
             .with_topology(&topology)
             .with_context(|| path.display().to_string())?;
     }
-    save(&figure, &args.output)?;
-    eprintln!("wrote {}", args.output.display());
+    save(&figure, &output)?;
+    eprintln!("wrote {}", output.display());
     Ok(())
 }
 
 fn curves(args: CurvesArgs) -> Result<()> {
-    crate::output::check_output(&args.output, &[&args.run], args.force)?;
-    lgate_plot::ImageFormat::of(&args.output)?;
+    let output = image_output(&args.output, "curves.png", false, &[&args.run], args.force)?;
     let pairs = args
         .pairs
         .as_ref()
@@ -196,8 +241,8 @@ fn curves(args: CurvesArgs) -> Result<()> {
         })
         .transpose()?;
     let figure = lgate_plot::Curves::of_run(&args.run, pairs.as_deref())?;
-    save(&figure, &args.output)?;
-    eprintln!("wrote {}", args.output.display());
+    save(&figure, &output)?;
+    eprintln!("wrote {}", output.display());
     Ok(())
 }
 
@@ -211,9 +256,9 @@ pub struct ReportArgs {
     /// run's default matrix].
     #[arg(long, value_name = "FILE")]
     topology: Option<PathBuf>,
-    /// The HTML file to write.
+    /// The HTML file to write [default: RUN/report.html].
     #[arg(long, short, value_name = "FILE")]
-    output: PathBuf,
+    output: Option<PathBuf>,
     /// Replace the output if it exists (never one of the inputs).
     #[arg(long)]
     force: bool,
@@ -226,7 +271,12 @@ pub fn report(args: ReportArgs) -> Result<()> {
     }
     let mut inputs = vec![args.run.as_path()];
     inputs.extend(args.topology.as_deref());
-    crate::output::check_output(&args.output, &inputs, args.force)?;
+    let output = output_of(
+        &args.output,
+        default_output(&args.run, "report.html", false),
+        &inputs,
+        args.force,
+    )?;
     let (topology, source) = match &args.topology {
         Some(path) => (
             lgate_topology::format::read_file_of_job(
@@ -253,7 +303,7 @@ pub fn report(args: ReportArgs) -> Result<()> {
             command_line: std::env::args().collect(),
         },
     )?;
-    crate::output::write_output(Some(&args.output), &html)?;
-    eprintln!("wrote {}", args.output.display());
+    crate::output::write_output(Some(&output), &html)?;
+    eprintln!("wrote {}", output.display());
     Ok(())
 }

@@ -41,10 +41,10 @@ pub struct SimulateArgs {
     /// Print how long a real `measure` with these options would take on the machine, and stop.
     #[arg(long)]
     estimate_time: bool,
-    /// The run directory to create [default: sim-<model>-<seed>].
-    #[arg(long, value_name = "DIR")]
+    /// The run directory to create [default: sim-<model>-<seed>] (`--out` is an alias).
+    #[arg(long = "output", short, alias = "out", value_name = "DIR")]
     out: Option<PathBuf>,
-    /// Replace an existing run in --out (only the files a run writes are removed).
+    /// Replace an existing run in --output (only the files a run writes are removed).
     #[arg(long)]
     force: bool,
     /// Seed of the placement, the noise and the artifacts.

@@ -426,6 +426,55 @@ fn a_topology_of_another_job_is_refused_everywhere() {
 
 /// The package's directory as cargo gives it to this run (a binary left by a checkout elsewhere
 /// that shares the target directory still holds that checkout's path), else as built.
+/// A matrix of `n` ranks in blocks of `block` (0.5 inside, `across` between), with 2 %
+/// deterministic ripple, as CSV.
+fn blocks_csv(n: usize, block: usize, across: f64) -> String {
+    let mut text = String::new();
+    for i in 0..n {
+        let row: Vec<String> = (0..n)
+            .map(|j| {
+                if i == j {
+                    return "0".to_string();
+                }
+                let base = if i / block == j / block { 0.5 } else { across };
+                let ripple = 1.0 + 0.02 * (((i * 7 + j * 7) % 11) as f64 / 10.0 - 0.5);
+                format!("{:.4}", base * ripple)
+            })
+            .collect();
+        text.push_str(&row.join(","));
+        text.push('\n');
+    }
+    text
+}
+
+#[test]
+fn a_weak_answer_is_said() {
+    let dir = tempfile::tempdir().unwrap();
+    // `cluster FILE --algo kmedoids --k 4` on a matrix of 16 ranks: its summary on stderr.
+    let four_medoids = |name: &str, matrix: String| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, matrix).unwrap();
+        let out = lgate_plogp(&[
+            "cluster",
+            path.to_str().unwrap(),
+            "--algo",
+            "kmedoids",
+            "--k",
+            "4",
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stderr}");
+        stderr
+    };
+    // Four groups asked of a flat matrix: made, and said to be weak.
+    let flat = four_medoids("flat.csv", blocks_csv(16, 16, 0.5));
+    assert!(flat.contains("weak:"), "{flat}");
+    // Four groups 3x apart: no such word.
+    let blocks = four_medoids("blocks.csv", blocks_csv(16, 4, 1.5));
+    assert!(blocks.contains("4 groups"), "{blocks}");
+    assert!(!blocks.contains("weak"), "{blocks}");
+}
+
 fn package_dir() -> std::path::PathBuf {
     std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(
         || env!("CARGO_MANIFEST_DIR").into(),

@@ -128,7 +128,7 @@ fn every_hostile_input_gets_its_exit_code_and_message() {
         case("a plot into a folder", &["plot", "heatmap", "run", "--output", "out"], 1, "out: is a folder"),
         case("clustering a run not finished", &["cluster", "running"], 0, "the run has not finished (meta.json says `running`"),
         case("clustering a run stopped before deriving", &["cluster", "stopped"], 1, "stopped/matrices/index.json: not found: the run has not finished (meta.json says `running`"),
-        case("reporting a run stopped before deriving", &["report", "stopped", "--output", "stopped.html"], 1, "`lgate-plogp measure --resume --out RUN` finishes it"),
+        case("reporting a run stopped before deriving", &["report", "stopped", "--output", "stopped.html"], 1, "lgate-plogp measure --resume RUN` finishes it"),
         case("clustering a run whose matrices were deleted", &["cluster", "underived"], 1, "underived/matrices/index.json: not found: this run has no distance matrices yet"),
     ];
     let mut wrong = Vec::new();

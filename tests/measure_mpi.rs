@@ -61,6 +61,12 @@ fn four_ranks_measure_every_pair_with_complete_metadata() {
     assert!(out.status.success(), "{}", stderr(&out));
     let run = dir.path().join("run");
     assert_eq!(pairs(&journal(&run)), all_pairs(4), "every pair once");
+    // Rank 0's stderr is a pipe here: progress comes as lines, the first saying the job's size.
+    assert!(
+        stderr(&out).contains("measure: 6 pair tests to run"),
+        "{}",
+        stderr(&out)
+    );
 
     let meta = read_json(&run.join("meta.json"));
     assert_eq!(meta["format"], "lgate-plogp-run");
@@ -290,11 +296,27 @@ fn setup_errors_are_one_clear_message() {
     let out = mpirun(
         2,
         &[
-            "measure", "--test", "pingpong", "--out", "run3", "--reps", "2", "--sizes", "0",
+            "measure",
+            "--test",
+            "pingpong",
+            "--out",
+            "run3",
+            "--reps",
+            "2",
+            "--sizes",
+            "0",
+            "--progress",
+            "bar",
         ],
         dir.path(),
     );
     assert!(out.status.success(), "{}", stderr(&out));
+    // Asked for, the bar is drawn with terminal codes through mpirun's pipe.
+    assert!(stderr(&out).contains("\x1b["), "{:?}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("pair tests to run"),
+        "no lines with the bar"
+    );
     let out = mpirun(
         2,
         &[

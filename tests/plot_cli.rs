@@ -149,6 +149,25 @@ fn plots_by_extension_and_clean_failures() {
         assert_clean_failure(&lgate_plogp_in(d, &args), fragment);
     }
     assert!(!d.join("h.pdf").exists());
+    // Without --output, a run's pictures and report go into the run directory; a matrix file
+    // has no default.
+    for (args, file) in [
+        (vec!["plot", "heatmap", "run"], "run/heatmap.png"),
+        (vec!["plot", "curves", "run"], "run/curves.png"),
+        (vec!["plot", "dendrogram", "run"], "run/dendrogram.png"),
+        (vec!["report", "run"], "run/report.html"),
+    ] {
+        success(lgate_plogp_in(d, &args));
+        assert!(d.join(file).is_file(), "{file}");
+    }
+    assert_clean_failure(
+        &lgate_plogp_in(d, &["plot", "heatmap", "m.csv"]),
+        "give --output FILE",
+    );
+    assert_clean_failure(
+        &lgate_plogp_in(d, &["report", "run"]),
+        "exists; give --force",
+    );
     let forced = lgate_plogp_in(d, &["plot", "heatmap", "run", "-o", "h.png", "--force"]);
     assert!(forced.status.success());
 }

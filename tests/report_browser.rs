@@ -55,8 +55,8 @@ fn the_report_loads_in_a_headless_browser() {
     );
     assert_eq!(
         html.matches("<img").count(),
-        4,
-        "two heat maps, curves, dendrogram"
+        6,
+        "two heat maps of t(0), those of t(1KiB) and t(64KiB), curves, dendrogram"
     );
 
     let url = format!("file://{}", d.join("report.html").display());
@@ -102,6 +102,10 @@ fn the_report_loads_in_a_headless_browser() {
         "Topology",
         "Slow ranks",
         "Commands",
+        "Test parameters",
+        "Placement of the 32 ranks",
+        "t(m) at other sizes (2 of 2: t:1KiB, t:64KiB)",
+        "Against the placement the run recorded",
     ] {
         assert!(dom.contains(section), "the loaded page has `{section}`");
     }

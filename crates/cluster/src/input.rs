@@ -78,6 +78,38 @@ impl ClusterInput {
     }
 }
 
+impl ClusterInput {
+    /// The levels of `topology` (a clustering of this input) whose groups do not stand apart
+    /// in the matrix as `auto` requires of a level: (name, separation) for each separation
+    /// below [`crate::AutoParams`]'s `min_ratio`. For the algorithms that keep any split they
+    /// make, so that a weak answer is said.
+    pub fn weak_levels(&self, topology: &lgate_topology::Topology) -> Vec<(String, f64)> {
+        let params = crate::AutoParams::default();
+        topology
+            .levels()
+            .iter()
+            .filter_map(|level| {
+                let by_rank = level.labels(self.job_size.max(topology.ranks()));
+                // Items the level leaves out are groups of their own.
+                let mut fresh = level.groups.len();
+                let labels: Vec<usize> = self
+                    .ranks
+                    .iter()
+                    .map(|&r| match by_rank.get(r) {
+                        Some(&g) if g != usize::MAX => g,
+                        _ => {
+                            fresh += 1;
+                            fresh - 1
+                        }
+                    })
+                    .collect();
+                let s = crate::separation_of(self.matrix.values(), &labels, &params);
+                (s < params.min_ratio).then(|| (level.name.clone(), s))
+            })
+            .collect()
+    }
+}
+
 /// The topology `cluster` finds with its defaults on a run's default matrix (or the best of
 /// its candidates), its levels named after the run's placement where they match it.
 pub fn default_topology(run: &Path) -> Result<lgate_topology::Topology, InputError> {
@@ -225,7 +257,7 @@ pub fn load(path: &Path, matrix: Option<&str>) -> Result<ClusterInput, InputErro
         read.warnings.push(format!(
             "{}: the run has not finished (meta.json says `running`: still measuring, or \
              stopped before its end); these matrices hold what was derived before, and \
-             `lgate-plogp measure --resume --out {}` finishes it",
+             `mpirun -np N lgate-plogp measure --resume {}` finishes it",
             path.display(),
             path.display()
         ));

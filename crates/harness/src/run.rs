@@ -59,8 +59,15 @@ impl TopologySource {
 /// How rank 0 reports progress.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProgressStyle {
-    /// A bar on a terminal, a line every few seconds otherwise.
+    /// A bar when stderr is a terminal, lines otherwise.
     Auto,
+    /// A bar drawn with terminal control codes even when stderr is not a terminal: under
+    /// mpirun or srun rank 0's stderr is a pipe that the launcher copies to its own terminal.
+    Bar,
+    /// A line after the first seconds, then every ten seconds (for logs).
+    Lines,
+    /// No progress; the run's directory and resume command are still said.
+    None,
     /// Nothing.
     Quiet,
 }
@@ -1059,45 +1066,68 @@ fn union_length(intervals: &mut [(f64, f64)]) -> f64 {
     total
 }
 
-/// Progress on stderr: a bar on a terminal, a plain line every few seconds otherwise.
+/// Progress on stderr: a bar, or a plain line every few seconds.
 enum Progress {
     Bar(indicatif::ProgressBar),
     Lines {
         total: u64,
         started: Instant,
-        last: Instant,
+        next: Duration,
     },
     Quiet,
 }
 
 impl Progress {
+    /// The first line comes this long after the start (or at the first result after it).
+    const FIRST_LINE: Duration = Duration::from_secs(2);
+    /// Later lines come this often.
     const LINE_EVERY: Duration = Duration::from_secs(10);
 
     fn new(style: ProgressStyle) -> Self {
         match style {
-            ProgressStyle::Quiet => Progress::Quiet,
+            ProgressStyle::Quiet | ProgressStyle::None => Progress::Quiet,
+            ProgressStyle::Bar => Self::bar(indicatif::ProgressDrawTarget::term_like_with_hz(
+                // console's terminal writes its control codes whatever stderr is.
+                Box::new(console::Term::stderr()),
+                4,
+            )),
             ProgressStyle::Auto if std::io::stderr().is_terminal() => {
-                let bar = indicatif::ProgressBar::new(0);
-                bar.set_style(
-                    indicatif::ProgressStyle::with_template(
-                        "measure {msg}{bar:30} {pos}/{len} pairs  {per_sec}  ETA {eta}",
-                    )
-                    .expect("a valid template"),
-                );
-                Progress::Bar(bar)
+                Self::bar(indicatif::ProgressDrawTarget::stderr())
             }
-            ProgressStyle::Auto => Progress::Lines {
+            ProgressStyle::Auto | ProgressStyle::Lines => Progress::Lines {
                 total: 0,
                 started: Instant::now(),
-                last: Instant::now(),
+                next: Self::FIRST_LINE,
             },
         }
+    }
+
+    fn bar(target: indicatif::ProgressDrawTarget) -> Self {
+        let bar = indicatif::ProgressBar::with_draw_target(Some(0), target);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "measure {msg}{bar:30} {pos}/{len} pairs  {per_sec}  ETA {eta}",
+            )
+            .expect("a valid template"),
+        );
+        Progress::Bar(bar)
     }
 
     fn set_total(&mut self, new_total: u64) {
         match self {
             Progress::Bar(bar) => bar.set_length(new_total),
-            Progress::Lines { total, .. } => *total = new_total,
+            Progress::Lines { total, .. } => {
+                // Said at once, so that a log shows the size of the job before its first line.
+                if *total == 0 {
+                    eprintln!("measure: {new_total} pair tests to run");
+                } else if new_total > *total {
+                    eprintln!(
+                        "measure: {} more pair tests, {new_total} in all",
+                        new_total - *total
+                    );
+                }
+                *total = new_total;
+            }
             Progress::Quiet => {}
         }
     }
@@ -1114,13 +1144,14 @@ impl Progress {
             Progress::Lines {
                 total,
                 started,
-                last,
+                next,
             } => {
-                if last.elapsed() >= Self::LINE_EVERY {
-                    *last = Instant::now();
-                    let secs = started.elapsed().as_secs_f64();
+                let elapsed = started.elapsed();
+                if elapsed >= *next {
+                    *next = elapsed + Self::LINE_EVERY;
+                    let secs = elapsed.as_secs_f64();
                     let rate = done as f64 / secs.max(1e-9);
-                    let eta = (*total - done) as f64 / rate.max(1e-9);
+                    let eta = total.saturating_sub(done) as f64 / rate.max(1e-9);
                     eprintln!(
                         "measure: {label}{done}/{total} pairs ({:.0}%), {rate:.1} pairs/s, ETA {}",
                         100.0 * done as f64 / (*total).max(1) as f64,

@@ -238,7 +238,8 @@ pub fn report(inputs: &ReportInputs) -> Value {
         ));
     }
     let mut warnings = Vec::new();
-    for s in &inputs.spreads {
+    // With one pair there is nothing to tell apart, and nothing to warn about.
+    for s in inputs.spreads.iter().filter(|_| inputs.ranks.len() > 2) {
         if s.repeat_us >= s.between_us {
             warnings.push(format!(
                 "at {}, repeated measurements of one pair vary as much as pairs differ \

@@ -82,12 +82,14 @@ impl BcastFigure {
 
 impl Figure for BcastFigure {
     fn size(&self) -> (u32, u32) {
-        (1200, 560)
+        (1200, 590)
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), PlotError> {
         let e = PlotError::draw;
         let body = crate::figure::titled(root, &self.title, 46, 18.0)?;
+        // The bottom line explains the lines.
+        let (body, _) = body.split_vertically(body.dim_in_pixel().1.saturating_sub(28));
         let (left, right) = body.split_horizontally(600);
         let max_size = self
             .lines
@@ -127,20 +129,16 @@ impl Figure for BcastFigure {
             .x_desc("message size [bytes]")
             .x_label_formatter(&|x| size_label(*x))
             .y_label_formatter(&|y| crate::figure::short(*y))
-            .label_style((FONT, 11.0))
-            .axis_desc_style((FONT, 12.0))
+            .label_style((FONT, 13.0))
+            .axis_desc_style((FONT, 14.0))
             .light_line_style(RGBColor(235, 235, 235))
             .draw()
             .map_err(e)?;
         for (c, (name, points)) in self.lines.iter().enumerate() {
             let colour = COLOURS[c % COLOURS.len()];
             let width = if name == LIBRARY { 3 } else { 2 };
-            chart
-                .draw_series(LineSeries::new(
-                    points.iter().map(|p| (xy(p.0), p.1.max(lo))),
-                    colour.stroke_width(width),
-                ))
-                .map_err(e)?
+            let points: Vec<(f64, f64)> = points.iter().map(|p| (xy(p.0), p.1.max(lo))).collect();
+            joined(&mut chart, &points, colour.stroke_width(width))?
                 .label(name.clone())
                 .legend(move |(x, y)| {
                     PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(3))
@@ -149,7 +147,7 @@ impl Figure for BcastFigure {
         chart
             .configure_series_labels()
             .position(SeriesLabelPosition::UpperLeft)
-            .label_font((FONT, 11.0))
+            .label_font((FONT, 13.0))
             .background_style(WHITE.mix(0.85))
             .border_style(RGBColor(200, 200, 200))
             .draw()
@@ -190,8 +188,8 @@ impl Figure for BcastFigure {
             .configure_mesh()
             .x_desc("message size [bytes]")
             .x_label_formatter(&|x| size_label(*x))
-            .label_style((FONT, 11.0))
-            .axis_desc_style((FONT, 12.0))
+            .label_style((FONT, 13.0))
+            .axis_desc_style((FONT, 14.0))
             .light_line_style(RGBColor(235, 235, 235))
             .draw()
             .map_err(e)?;
@@ -205,13 +203,50 @@ impl Figure for BcastFigure {
             .map_err(e)?;
         for (c, points) in &speedups {
             let colour = COLOURS[c % COLOURS.len()];
-            chart
-                .draw_series(LineSeries::new(
-                    points.iter().map(|p| (xy(p.0), p.1)),
-                    colour.stroke_width(2),
-                ))
-                .map_err(e)?;
+            let points: Vec<(f64, f64)> = points.iter().map(|p| (xy(p.0), p.1)).collect();
+            joined(&mut chart, &points, colour.stroke_width(2))?;
         }
+        root.draw(&Text::new(
+            "dots: measured sizes; solid between neighbouring sizes (at most 2x apart), dashed \
+             across sizes not measured",
+            (12, self.size().1 as i32 - 18),
+            (FONT, 14.0).into_font(),
+        ))
+        .map_err(PlotError::draw)?;
         Ok(())
     }
+}
+
+/// The largest ratio of two sizes drawn as measured neighbours.
+const NEIGHBOURS: f64 = 2.0;
+
+/// Draws measured points with a dot each, joined solid where the sizes are neighbours
+/// ([`NEIGHBOURS`]) and dashed across sizes not measured; returns the dots' series for the
+/// legend.
+fn joined<'c, 'b, DB, CT>(
+    chart: &'c mut ChartContext<'b, DB, CT>,
+    points: &[(f64, f64)],
+    style: ShapeStyle,
+) -> Result<&'c mut plotters::chart::SeriesAnno<'b, DB>, PlotError>
+where
+    DB: DrawingBackend + 'b,
+    CT: CoordTranslate<From = (f64, f64)>,
+{
+    let e = PlotError::draw;
+    for w in points.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        // Size 0 is drawn at 0.5: 0 and 1 byte are neighbours.
+        if b.0 <= a.0 * NEIGHBOURS || a.0 < 1.0 && b.0 <= NEIGHBOURS {
+            chart
+                .draw_series(LineSeries::new([a, b], style))
+                .map_err(e)?;
+        } else {
+            chart
+                .draw_series(DashedLineSeries::new([a, b], 5, 4, style.stroke_width(1)))
+                .map_err(e)?;
+        }
+    }
+    chart
+        .draw_series(points.iter().map(|&p| Circle::new(p, 3, style.filled())))
+        .map_err(e)
 }

@@ -47,6 +47,8 @@ pub struct Line {
     pub name: String,
     /// Pairs behind it.
     pub pairs: usize,
+    /// Pairs of its class in the run's ranks, drawn or not (1 for a chosen pair).
+    pub class_pairs: usize,
     /// Per parameter name (`rtt`, `os`, `or`, `g`): the curve.
     pub curves: BTreeMap<String, Curve>,
     /// L: (p10, median, p90).
@@ -231,6 +233,10 @@ impl Curves {
             .map(|(k, name)| Line {
                 name,
                 pairs: line_pairs[k].len(),
+                class_pairs: match chosen {
+                    Some(_) => 1,
+                    None => classes.counts.get(k).map_or(0, |&c| c as usize),
+                },
                 curves: BTreeMap::new(),
                 latency: (0.0, 0.0, 0.0),
             })
@@ -298,6 +304,8 @@ struct PairClasses {
     levels: Vec<Vec<usize>>,
     /// Per class, keep one pair in this many.
     stride: Vec<u64>,
+    /// Per class, its pairs among the run's ranks.
+    counts: Vec<u64>,
 }
 
 impl PairClasses {
@@ -326,6 +334,7 @@ impl PairClasses {
             names,
             levels: levels.into_iter().map(|l| l.1).collect(),
             stride: Vec::new(),
+            counts: Vec::new(),
         };
         let mut counts = vec![0u64; classes.names.len()];
         for a in 0..ranks {
@@ -337,6 +346,7 @@ impl PairClasses {
             .iter()
             .map(|&c| c.div_ceil(PAIRS_PER_CLASS as u64).max(1))
             .collect();
+        classes.counts = counts;
         // Drop classes no pair is in.
         Ok(classes)
     }
@@ -357,6 +367,27 @@ impl PairClasses {
             .is_multiple_of(self.stride[c])
             .then_some(c)
     }
+}
+
+/// Draws the marker of line `c` at `at` on `area`: a shape per line, so that lines of close
+/// colours or of equal values can be told apart.
+pub(crate) fn marker<DB: DrawingBackend, CT: CoordTranslate>(
+    area: &DrawingArea<DB, CT>,
+    c: usize,
+    at: CT::From,
+    colour: RGBColor,
+) -> Result<(), PlotError>
+where
+    CT::From: Clone + 'static,
+{
+    let filled = colour.filled();
+    match c % 4 {
+        0 => area.draw(&Circle::new(at, 4, filled)),
+        1 => area.draw(&TriangleMarker::new(at, 5, filled)),
+        2 => area.draw(&Cross::new(at, 4, colour.stroke_width(2))),
+        _ => area.draw(&(EmptyElement::at(at) + Rectangle::new([(-3, -3), (3, 3)], filled))),
+    }
+    .map_err(PlotError::draw)
 }
 
 /// Ticks at 0 (drawn at 0.5) and every fourth power of two up to `max`.
@@ -432,12 +463,12 @@ impl Figure for Curves {
                 .x_desc("message size [bytes]")
                 .x_label_formatter(&|x| size_label(*x))
                 .y_label_formatter(&|y| crate::figure::short(*y))
-                .label_style((FONT, 11.0))
-                .axis_desc_style((FONT, 12.0))
+                .label_style((FONT, 13.0))
+                .axis_desc_style((FONT, 14.0))
                 .light_line_style(RGBColor(235, 235, 235))
                 .draw()
                 .map_err(e)?;
-            for (name, limit) in &self.eager {
+            for (_, limit) in &self.eager {
                 let x = *limit as f64;
                 chart
                     .draw_series(DashedLineSeries::new(
@@ -447,34 +478,63 @@ impl Figure for Curves {
                         RGBColor(120, 120, 120).stroke_width(1),
                     ))
                     .map_err(e)?;
-                if k == 0 {
+            }
+            // The limits' sizes in the first panel, a step lower each so that close ones do
+            // not overlap; their names are in the legend.
+            if k == 0 {
+                for (i, (_, limit)) in self.eager.iter().enumerate() {
+                    let x = *limit as f64;
                     chart
                         .draw_series(std::iter::once(Text::new(
-                            format!("{name} = {}", size_label(x)),
-                            (x, hi / 1.2),
-                            anchored(10.0, HPos::Left, VPos::Top),
+                            size_label(x),
+                            (x, hi / 1.2 / (hi / lo).powf(0.07 * i as f64)),
+                            anchored(13.0, HPos::Left, VPos::Top),
                         )))
                         .map_err(e)?;
                 }
             }
+            let xy = |s: usize| (s as f64).max(0.5);
             for (c, line) in self.lines.iter().enumerate() {
                 let colour = COLOURS[c % COLOURS.len()];
                 let Some(curve) = line.curves.get(*param) else {
                     continue;
                 };
-                let xy = |s: usize| (s as f64).max(0.5);
                 let mut band: Vec<(f64, f64)> =
                     curve.iter().map(|p| (xy(p.0), p.3.max(lo))).collect();
                 band.extend(curve.iter().rev().map(|p| (xy(p.0), p.1.max(lo))));
                 chart
-                    .draw_series(std::iter::once(Polygon::new(band, colour.mix(0.18))))
+                    .draw_series(std::iter::once(Polygon::new(
+                        band.clone(),
+                        colour.mix(0.28),
+                    )))
                     .map_err(e)?;
+                // The band's edges, so that a narrow band still shows.
+                band.push(band[0]);
+                chart
+                    .draw_series(std::iter::once(PathElement::new(
+                        band,
+                        colour.mix(0.55).stroke_width(1),
+                    )))
+                    .map_err(e)?;
+            }
+            // Medians over the bands, earlier lines wider so that lines of equal values
+            // show as stripes instead of hiding each other; a marker shape per line.
+            let n = self.lines.len();
+            for (c, line) in self.lines.iter().enumerate() {
+                let colour = COLOURS[c % COLOURS.len()];
+                let Some(curve) = line.curves.get(*param) else {
+                    continue;
+                };
+                let width = 2 + 2 * (n - 1 - c).min(3) as u32;
                 chart
                     .draw_series(LineSeries::new(
                         curve.iter().map(|p| (xy(p.0), p.2.max(lo))),
-                        colour.stroke_width(2),
+                        colour.stroke_width(width),
                     ))
                     .map_err(e)?;
+                for p in curve {
+                    marker(chart.plotting_area(), c, (xy(p.0), p.2.max(lo)), colour)?;
+                }
             }
         }
         // L: one value per pair, shown per line with its band.
@@ -500,8 +560,8 @@ impl Figure for Curves {
             .x_labels(0)
             .x_desc("one bar per line (median, p10-p90)")
             .y_label_formatter(&|y| crate::figure::short(*y))
-            .label_style((FONT, 11.0))
-            .axis_desc_style((FONT, 12.0))
+            .label_style((FONT, 13.0))
+            .axis_desc_style((FONT, 14.0))
             .draw()
             .map_err(e)?;
         for (c, line) in self.lines.iter().enumerate() {
@@ -531,11 +591,17 @@ impl Figure for Curves {
             legend
                 .draw(&Rectangle::new([(20, y), (44, y + 12)], colour.filled()))
                 .map_err(e)?;
+            marker(legend, c, (32, y + 6), WHITE)?;
+            let pairs = if line.pairs < line.class_pairs {
+                format!("{} of {} pairs", line.pairs, line.class_pairs)
+            } else {
+                format!("{} pairs", line.pairs)
+            };
             legend
                 .draw(&Text::new(
-                    format!("{} ({} pairs)", line.name, line.pairs),
+                    format!("{} ({pairs})", line.name),
                     (52, y),
-                    (FONT, 13.0).into_font(),
+                    (FONT, 15.0).into_font(),
                 ))
                 .map_err(e)?;
         }
@@ -544,17 +610,26 @@ impl Figure for Curves {
             .draw(&Text::new(
                 "line: median; band: p10-p90",
                 (20, y),
-                (FONT, 12.0).into_font(),
+                (FONT, 14.0).into_font(),
             ))
             .map_err(e)?;
         if !self.eager.is_empty() {
             legend
                 .draw(&Text::new(
-                    "dashed: the MPI library's eager limit",
+                    "dashed: the MPI library's eager limits",
                     (20, y + 20),
-                    (FONT, 12.0).into_font(),
+                    (FONT, 14.0).into_font(),
                 ))
                 .map_err(e)?;
+            for (i, (name, limit)) in self.eager.iter().enumerate() {
+                legend
+                    .draw(&Text::new(
+                        format!("{} {name}", size_label(*limit as f64)),
+                        (32, y + 38 + 17 * i as i32),
+                        (FONT, 13.0).into_font(),
+                    ))
+                    .map_err(e)?;
+            }
         }
         Ok(())
     }

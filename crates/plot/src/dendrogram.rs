@@ -10,11 +10,14 @@ use lgate_topology::{Topology, TopologyNode};
 use crate::figure::{anchored, short, Figure, PlotError, FONT};
 
 const WIDTH: u32 = 1000;
-const HEIGHT: u32 = 620;
+const HEIGHT: u32 = 700;
 const LEFT: i32 = 40;
-const RIGHT: i32 = 40;
+/// Room on the right for the levels' names.
+const RIGHT: i32 = 110;
+/// The narrowest group that gets a label of its own, pixels (a line of text rotated).
+const LABEL_ROOM: f64 = 18.0;
 const TOP: i32 = 70;
-const BOTTOM: i32 = 110;
+const BOTTOM: i32 = 180;
 
 /// A dendrogram of a topology.
 #[derive(Debug, Clone)]
@@ -97,13 +100,29 @@ impl Figure for Dendrogram<'_> {
                 }
             ),
             (LEFT, 42),
-            (FONT, 13.0).into_font(),
+            (FONT, 15.0).into_font(),
         ))
         .map_err(e)?;
 
+        // The levels' names at their rows: row d holds the groups of level d - 1.
+        for (d, level) in self.topology.levels().iter().enumerate() {
+            root.draw(&Text::new(
+                level.name.clone(),
+                (WIDTH as i32 - RIGHT + 12, y_of(d + 1) + 7),
+                anchored(15.0, HPos::Left, VPos::Center),
+            ))
+            .map_err(e)?;
+        }
+
         let mut leaves_drawn = 0usize;
-        let leaf_count = tree.groups().len();
-        let label_every = leaf_count.div_ceil(24).max(1);
+        // Groups narrower than a label: label every k-th of them.
+        let narrowest = tree
+            .groups()
+            .iter()
+            .map(|g| g.len() as f64 * span / total)
+            .fold(f64::INFINITY, f64::min);
+        let label_every = (LABEL_ROOM / narrowest.max(1e-9)).ceil().max(1.0) as usize;
+        let hosts = self.topology.labels();
         let mut offset = 0.0;
         #[allow(clippy::too_many_arguments)]
         fn walk<DB: DrawingBackend>(
@@ -116,6 +135,7 @@ impl Figure for Dendrogram<'_> {
             root: &DrawingArea<DB, Shift>,
             leaves: &mut usize,
             label_every: usize,
+            hosts: Option<&[String]>,
         ) -> Result<Placed, PlotError> {
             let e = PlotError::draw;
             match node {
@@ -132,22 +152,23 @@ impl Figure for Dendrogram<'_> {
                         RGBColor(68, 1, 84).mix(0.75).filled(),
                     ))
                     .map_err(e)?;
-                    // The ranks when they fit under the group, else their number.
-                    let ranges = rank_ranges(ranks);
-                    let label = if ranges.len() as f64 * 6.5 <= w {
-                        ranges
-                    } else {
-                        format!("{}", ranks.len())
-                    };
-                    if (*leaves).is_multiple_of(label_every)
-                        && label.len() as f64 * 6.5 <= w.max(20.0)
-                    {
-                        root.draw(&Text::new(
-                            label,
-                            ((x0 + w / 2.0).round() as i32, y + 20),
-                            anchored(11.0, HPos::Center, VPos::Top),
-                        ))
-                        .map_err(e)?;
+                    // Its host when its ranks share one, and its ranks; across the group when
+                    // that fits, else down from it.
+                    if (*leaves).is_multiple_of(label_every) {
+                        let label = leaf_label(ranks, hosts);
+                        let centre = (x0 + w / 2.0).round() as i32;
+                        let style = if label.chars().count() as f64 * 9.0 <= w {
+                            anchored(15.0, HPos::Center, VPos::Top)
+                        } else {
+                            TextStyle::from(
+                                (FONT, 15.0).into_font().transform(FontTransform::Rotate90),
+                            )
+                            .pos(
+                                plotters::style::text_anchor::Pos::new(HPos::Left, VPos::Center),
+                            )
+                        };
+                        root.draw(&Text::new(label, (centre, y + 19), style))
+                            .map_err(e)?;
                     }
                     *leaves += 1;
                     let x = x0 + w / 2.0;
@@ -174,6 +195,7 @@ impl Figure for Dendrogram<'_> {
                             root,
                             leaves,
                             label_every,
+                            hosts,
                         )?);
                     }
                     let y = y_of(d);
@@ -195,11 +217,12 @@ impl Figure for Dendrogram<'_> {
                         .map_err(e)?;
                     }
                     let x = (first + last) / 2.0;
+                    // Beside the stem from above, not on it.
                     if let Some(h) = height {
                         root.draw(&Text::new(
                             short(*h),
-                            (x.round() as i32, y - 4),
-                            anchored(11.0, HPos::Center, VPos::Bottom),
+                            (x.round() as i32 + 5, y - 3),
+                            anchored(15.0, HPos::Left, VPos::Bottom),
                         ))
                         .map_err(e)?;
                     }
@@ -217,14 +240,38 @@ impl Figure for Dendrogram<'_> {
             root,
             &mut leaves_drawn,
             label_every,
+            hosts,
         )?;
         root.draw(&Text::new(
-            "numbers at splits: separation (between-group over within-group spread); under groups: their ranks, or how many",
+            "numbers at splits: separation (between-group over within-group spread); under groups: their host and ranks",
             (LEFT, HEIGHT as i32 - 24),
-            (FONT, 12.0).into_font(),
+            (FONT, 14.0).into_font(),
         ))
         .map_err(e)?;
         Ok(())
+    }
+}
+
+/// A group's label: its host when all its ranks have the same one, and its ranks, at most
+/// 18 characters.
+fn leaf_label(ranks: &[usize], hosts: Option<&[String]>) -> String {
+    let ranges = rank_ranges(ranks);
+    let host = hosts.and_then(|h| {
+        let first = h.get(*ranks.first()?)?;
+        ranks
+            .iter()
+            .all(|&r| h.get(r) == Some(first))
+            .then_some(first.as_str())
+    });
+    let text = match host {
+        Some(host) => format!("{host}: {ranges}"),
+        None => ranges,
+    };
+    if text.chars().count() > 18 {
+        let cut: String = text.chars().take(17).collect();
+        format!("{cut}…")
+    } else {
+        text
     }
 }
 
@@ -236,5 +283,21 @@ mod tests {
     fn ranges_compress_runs() {
         assert_eq!(rank_ranges(&[3, 0, 1, 2, 8, 10, 11]), "0-3,8,10-11");
         assert_eq!(rank_ranges(&[5]), "5");
+    }
+
+    #[test]
+    fn leaves_are_named_by_host_and_ranks() {
+        let hosts: Vec<String> = ["n1", "n1", "n2", "n2"].map(String::from).to_vec();
+        assert_eq!(leaf_label(&[0, 1], Some(&hosts)), "n1: 0-1");
+        assert_eq!(
+            leaf_label(&[1, 2], Some(&hosts)),
+            "1-2",
+            "two hosts: ranks alone"
+        );
+        assert_eq!(leaf_label(&[0, 1], None), "0-1");
+        let many: Vec<usize> = (0..40).step_by(2).collect();
+        let label = leaf_label(&many, None);
+        assert_eq!(label.chars().count(), 18);
+        assert!(label.ends_with('…'));
     }
 }

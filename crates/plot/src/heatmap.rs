@@ -24,8 +24,15 @@ const BAR_X: i32 = LEFT + SIDE as i32 + 30;
 const BAR_W: i32 = 22;
 /// The colour of group boundaries.
 pub const BOUNDARY: RGBColor = RGBColor(255, 255, 255);
-/// Stroke widths of boundaries, coarsest level first.
-const WIDTHS: [u32; 3] = [3, 2, 1];
+/// Stroke widths and opacities of boundaries, coarsest level first: thick, thin, faint, so
+/// that levels stay apart even when the finer lines are dense.
+const STROKES: [(u32, f64); 3] = [(4, 1.0), (2, 1.0), (1, 0.5)];
+/// A level whose groups would be drawn closer than this, in pixels on average, is left out
+/// (its lines would fill the picture).
+const DENSEST_BOUNDARIES: f64 = 4.0;
+/// Group labels on the axes: at most this many, at least this many pixels apart.
+const MOST_GROUP_LABELS: usize = 16;
+const LABEL_GAP: i32 = 14;
 
 /// A heat map of a distance matrix.
 #[derive(Debug, Clone)]
@@ -151,6 +158,87 @@ impl<'a> Heatmap<'a> {
         &self.boundaries
     }
 
+    /// The levels whose boundaries are drawn, coarsest first: those whose groups are at
+    /// least [`DENSEST_BOUNDARIES`] pixels apart on average.
+    fn drawn_levels(&self) -> Vec<(&str, &[usize])> {
+        self.boundaries
+            .iter()
+            .filter(|(_, starts)| legible(starts))
+            .map(|(name, starts)| (name.as_str(), starts.as_slice()))
+            .collect()
+    }
+
+    /// The labels along each axis: (first position, position after the last, text). With a
+    /// topology, the groups of its finest level that has at most [`MOST_GROUP_LABELS`]
+    /// groups (or every k-th group of its coarsest), each named by its ranks when they are
+    /// few to write, else by level and number; otherwise at most 16 evenly spaced ranks.
+    fn axis_labels(&self) -> Vec<(usize, usize, String)> {
+        let n = self.matrix.len();
+        let labels = self.matrix.labels();
+        let level = self
+            .boundaries
+            .iter()
+            .rev()
+            .find(|(_, starts)| starts.len() < MOST_GROUP_LABELS)
+            .or(self.boundaries.first());
+        let Some((name, starts)) = level else {
+            let step = n.div_ceil(16).max(1);
+            return (0..n)
+                .step_by(step)
+                .map(|k| (k, k + 1, labels[self.order[k]].clone()))
+                .collect();
+        };
+        let edges: Vec<usize> = std::iter::once(0)
+            .chain(starts.iter().copied())
+            .chain(std::iter::once(n))
+            .collect();
+        // A coarsest level of many groups: every k-th of them.
+        let step = edges
+            .len()
+            .saturating_sub(1)
+            .div_ceil(MOST_GROUP_LABELS)
+            .max(1);
+        edges
+            .windows(2)
+            .enumerate()
+            .step_by(step)
+            .map(|(g, w)| {
+                let ranks: Option<Vec<usize>> = self.order[w[0]..w[1]]
+                    .iter()
+                    .map(|&r| labels[r].parse().ok())
+                    .collect();
+                let text = ranks
+                    .map(|r| lgate_topology::sorted_rank_list(&r))
+                    .filter(|t| t.len() <= 9)
+                    .unwrap_or_else(|| format!("{name} {g}"));
+                (w[0], w[1], text)
+            })
+            .collect()
+    }
+
+    /// The title under the matrix: what orders the ranks and how each level's boundaries look.
+    fn axis_title(&self, drawn: &[(&str, &[usize])]) -> String {
+        if self.boundaries.is_empty() {
+            return "rank".into();
+        }
+        let looks = ["thick", "thin", "faint"];
+        let mut parts: Vec<String> = drawn
+            .iter()
+            .enumerate()
+            .map(|(d, (name, _))| format!("{name} {}", looks[d.min(looks.len() - 1)]))
+            .collect();
+        let hidden: Vec<&str> = self
+            .boundaries
+            .iter()
+            .filter(|(_, starts)| !legible(starts))
+            .map(|(name, _)| name.as_str())
+            .collect();
+        if !hidden.is_empty() {
+            parts.push(format!("{} too dense to draw", hidden.join(", ")));
+        }
+        format!("ranks in topology order; boundaries: {}", parts.join(", "))
+    }
+
     /// The matrix as RGB pixels, `SIDE` square: each pixel the mean of the block of entries
     /// it covers.
     fn pixels(&self, lo: f64, hi: f64) -> Vec<u8> {
@@ -191,6 +279,12 @@ impl<'a> Heatmap<'a> {
     }
 }
 
+/// Whether boundaries at `starts` are far enough apart to draw
+/// ([`DENSEST_BOUNDARIES`]).
+fn legible(starts: &[usize]) -> bool {
+    SIDE as f64 / (starts.len() + 1) as f64 >= DENSEST_BOUNDARIES
+}
+
 fn collect_leaves(node: &TopologyNode, out: &mut Vec<usize>) {
     match node {
         TopologyNode::Group { ranks, .. } => out.extend(ranks.iter().copied()),
@@ -221,12 +315,13 @@ impl Figure for Heatmap<'_> {
             .ok_or_else(|| PlotError::Draw("the heat map's pixels".into()))?;
         root.draw(&image).map_err(e)?;
 
-        // Group boundaries, coarsest level thickest.
+        // Group boundaries, coarsest level thickest; levels too dense to read are left out.
         let at = |k: usize| (k as f64 * SIDE as f64 / n as f64).round() as i32;
         let end = SIDE as i32;
-        for (depth, (_, starts)) in self.boundaries.iter().enumerate() {
-            let width = WIDTHS[depth.min(WIDTHS.len() - 1)];
-            let style = BOUNDARY.stroke_width(width);
+        let drawn = self.drawn_levels();
+        for (depth, &(_, starts)) in drawn.iter().enumerate() {
+            let (width, opacity) = STROKES[depth.min(STROKES.len() - 1)];
+            let style = BOUNDARY.mix(opacity).stroke_width(width);
             for &k in starts {
                 let p = at(k);
                 root.draw(&PathElement::new(
@@ -247,41 +342,47 @@ impl Figure for Heatmap<'_> {
         ))
         .map_err(e)?;
 
-        // Rank labels: at most 16 per axis, at the ranks drawn there.
-        let labels = self.matrix.labels();
-        let step = n.div_ceil(16).max(1);
-        for k in (0..n).step_by(step) {
-            let p = at(k) + (at(k + 1) - at(k)) / 2;
-            let text = labels[self.order[k]].clone();
+        // Axis labels: the groups of a level when a topology orders the ranks (rank numbers in
+        // that order look random), else at most 16 ranks.
+        let mut last: Option<i32> = None;
+        for (from, to, text) in self.axis_labels() {
+            let p = (at(from) + at(to)) / 2;
+            if last.is_some_and(|q| p - q < LABEL_GAP) {
+                continue;
+            }
+            last = Some(p);
             root.draw(&Text::new(
                 text.clone(),
                 (LEFT - 6, TOP + p),
-                anchored(12.0, HPos::Right, VPos::Center),
+                anchored(14.0, HPos::Right, VPos::Center),
             ))
             .map_err(e)?;
             root.draw(&Text::new(
                 text,
                 (LEFT + p, TOP + end + 6),
-                anchored(12.0, HPos::Center, VPos::Top),
+                anchored(14.0, HPos::Center, VPos::Top),
             ))
             .map_err(e)?;
         }
-        let axis = if self.boundaries.is_empty() {
-            "rank".to_string()
-        } else {
-            format!(
-                "rank, ordered by the topology (boundaries: {})",
-                self.boundaries
-                    .iter()
-                    .map(|b| b.0.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        };
+        let axis = self.axis_title(&drawn);
         root.draw(&Text::new(
             axis,
             (LEFT + end / 2, TOP + end + 26),
-            anchored(14.0, HPos::Center, VPos::Top),
+            anchored(16.0, HPos::Center, VPos::Top),
+        ))
+        .map_err(e)?;
+        let vertical =
+            TextStyle::from((FONT, 16.0).into_font().transform(FontTransform::Rotate270)).pos(
+                plotters::style::text_anchor::Pos::new(HPos::Center, VPos::Top),
+            );
+        root.draw(&Text::new(
+            if self.boundaries.is_empty() {
+                "rank"
+            } else {
+                "rank (topology order)"
+            },
+            (4, TOP + end / 2),
+            vertical,
         ))
         .map_err(e)?;
 
@@ -314,14 +415,20 @@ impl Figure for Heatmap<'_> {
             root.draw(&Text::new(
                 short(t),
                 (BAR_X + BAR_W + 7, y),
-                anchored(12.0, HPos::Left, VPos::Center),
+                anchored(14.0, HPos::Left, VPos::Center),
             ))
             .map_err(e)?;
         }
         root.draw(&Text::new(
             self.unit.clone(),
             (BAR_X, TOP - 8),
-            anchored(13.0, HPos::Left, VPos::Bottom),
+            anchored(15.0, HPos::Left, VPos::Bottom),
+        ))
+        .map_err(e)?;
+        root.draw(&Text::new(
+            "lower: closer",
+            (BAR_X, TOP + end + 6),
+            anchored(14.0, HPos::Left, VPos::Top),
         ))
         .map_err(e)?;
         let clipped = if self.clip_quantile < 1.0 {
@@ -340,7 +447,7 @@ impl Figure for Heatmap<'_> {
                 None => format!("{n} ranks; {clipped}"),
             },
             (LEFT, 38),
-            font(13.0),
+            font(15.0),
         ))
         .map_err(e)?;
         Ok(())

@@ -67,6 +67,154 @@ fn row(out: &mut String, key: &str, value: &str) {
     );
 }
 
+/// The pair test's parameters, one row each (objects and lists as compact JSON).
+fn parameters_table(html: &mut String, parameters: &Value) {
+    let Some(map) = parameters.as_object().filter(|m| !m.is_empty()) else {
+        return;
+    };
+    html.push_str("<h3>Test parameters</h3>\n<table>\n");
+    for (key, value) in map {
+        let text = match value {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        row(html, key, &text);
+    }
+    html.push_str("</table>\n");
+}
+
+/// The most ranks listed one by one in the placement table.
+const PLACEMENT_ROWS: usize = 4096;
+
+/// Where every rank ran (host, socket, core, CPUs), folded away: one row a rank.
+fn placement_table(html: &mut String, ranks: &[lgate_rundir::RankInfo]) {
+    if ranks.is_empty() {
+        return;
+    }
+    let opt = |v: Option<usize>| v.map_or("-".to_string(), |v| v.to_string());
+    let _ = writeln!(
+        html,
+        "<details><summary>Placement of the {} ranks (meta.json)</summary>\n<table>\n\
+         <tr><th>rank</th><th>host</th><th>socket</th><th>NUMA node</th><th>core</th>\
+         <th>CPU</th><th>CPUs allowed</th></tr>",
+        ranks.len()
+    );
+    for r in ranks.iter().take(PLACEMENT_ROWS) {
+        let _ = writeln!(
+            html,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            r.rank,
+            escape(&r.host),
+            opt(r.socket),
+            opt(r.numa),
+            opt(r.core),
+            opt(r.cpu),
+            escape(r.cpuset.as_deref().unwrap_or("-"))
+        );
+    }
+    html.push_str("</table>\n");
+    if ranks.len() > PLACEMENT_ROWS {
+        let _ = writeln!(
+            html,
+            "<p>The first {PLACEMENT_ROWS} ranks; meta.json holds all {}.</p>",
+            ranks.len()
+        );
+    }
+    html.push_str("</details>\n");
+}
+
+/// The most t(m) heat maps shown besides the default matrix's.
+const OTHER_HEATMAPS: usize = 4;
+
+/// Heat maps, in topology order, of the run's other t(m) matrices (at most
+/// [`OTHER_HEATMAPS`], spread over the sizes), folded away.
+fn other_heatmaps(
+    html: &mut String,
+    run: &Path,
+    shown: &str,
+    topology: &Topology,
+) -> Result<(), PlotError> {
+    let Ok(index) =
+        lgate_rundir::RunDir::open(run).and_then(|r| lgate_rundir::MatrixIndex::read(&r))
+    else {
+        return Ok(());
+    };
+    // `shown` is the default matrix's source: `FILE (NAME)`.
+    let names: Vec<String> = index
+        .names()
+        .into_iter()
+        .filter(|n| n.starts_with("t:") && !shown.ends_with(&format!("({n})")))
+        .map(String::from)
+        .collect();
+    if names.is_empty() {
+        return Ok(());
+    }
+    let step = names.len().div_ceil(OTHER_HEATMAPS).max(1);
+    let picked: Vec<&String> = names.iter().step_by(step).collect();
+    let _ = writeln!(
+        html,
+        "<details><summary>t(m) at other sizes ({} of {}: {})</summary>",
+        picked.len(),
+        names.len(),
+        escape(
+            &picked
+                .iter()
+                .map(|n| n.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    );
+    for name in picked {
+        let input = lgate_cluster::load(run, Some(name))
+            .map_err(|e| PlotError::Input(format!("{}: {e}", run.display())))?;
+        let figure = Heatmap::new(&input.matrix, &input.source, "us")
+            .with_note(input.filled_note())
+            .with_topology(topology)?;
+        html.push_str(&img(&figure, &format!("heat map of {name}"))?);
+        html.push('\n');
+    }
+    html.push_str("</details>\n");
+    Ok(())
+}
+
+/// The topology scored against the placement the run recorded (hosts, sockets, cores; a
+/// simulated machine's switches): per known level, the best-matching level and its adjusted
+/// Rand index.
+fn score_against_placement(html: &mut String, run: &Path, topology: &Topology) {
+    let Ok(truth) = lgate_rundir::KnownPlacement::read(run) else {
+        return;
+    };
+    match lgate_cluster::score::score_levels(&truth, topology) {
+        Ok(rows) if !rows.is_empty() => {
+            html.push_str(
+                "<p>Against the placement the run recorded (1 is the same grouping, 0 no \
+                 better than chance):</p>\n<table>\n<tr><th>recorded level</th><th>groups</th>\
+                 <th>best match</th><th>ARI</th><th>accuracy</th></tr>\n",
+            );
+            for r in rows {
+                let _ = writeln!(
+                    html,
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td>{:.1} %</td></tr>",
+                    escape(&r.level),
+                    r.groups,
+                    escape(&r.best_match),
+                    r.ari,
+                    100.0 * r.accuracy
+                );
+            }
+            html.push_str("</table>\n");
+        }
+        Ok(_) => {}
+        Err(e) => {
+            let _ = writeln!(
+                html,
+                "<p class=\"warn\">Not scored against the recorded placement: {}</p>",
+                escape(&e.to_string())
+            );
+        }
+    }
+}
+
 /// What the report needs besides the run.
 pub struct ReportInputs<'a> {
     /// The topology to show and to order the heat map by (usually what `cluster` finds).
@@ -110,8 +258,8 @@ pub fn report_html(run: &Path, inputs: &ReportInputs) -> Result<String, PlotErro
             html,
             "<p class=\"warn\"><strong>This run has not finished.</strong> Its meta.json says \
              <code>running</code>: it is still measuring, or it stopped before its end. What \
-             follows is of the matrices derived before; <code>lgate-plogp measure --resume \
-             --out {}</code> finishes it.</p>",
+             follows is of the matrices derived before; <code>mpirun -np N lgate-plogp measure \
+             --resume {}</code> finishes it.</p>",
             escape(&run.display().to_string())
         );
     }
@@ -141,11 +289,7 @@ pub fn report_html(run: &Path, inputs: &ReportInputs) -> Result<String, PlotErro
             meta.schedule.tested_ranks.len()
         ),
     );
-    row(
-        &mut html,
-        "test",
-        &format!("{} {}", meta.test.name, meta.test.parameters),
-    );
+    row(&mut html, "test", &meta.test.name);
     row(
         &mut html,
         "schedule",
@@ -205,6 +349,8 @@ pub fn report_html(run: &Path, inputs: &ReportInputs) -> Result<String, PlotErro
         row(&mut html, "kernel", k);
     }
     html.push_str("</table>\n");
+    parameters_table(&mut html, &meta.test.parameters);
+    placement_table(&mut html, &meta.ranks);
 
     // Heat maps.
     let _ = writeln!(
@@ -230,6 +376,7 @@ pub fn report_html(run: &Path, inputs: &ReportInputs) -> Result<String, PlotErro
     .with_topology(inputs.topology)?;
     html.push_str(&img(&ordered, "heat map in topology order")?);
     html.push('\n');
+    other_heatmaps(&mut html, run, &input.source, inputs.topology)?;
 
     // Curves.
     html.push_str("<h2>PLogP parameters against message size</h2>\n");
@@ -274,6 +421,7 @@ pub fn report_html(run: &Path, inputs: &ReportInputs) -> Result<String, PlotErro
         );
     }
     html.push_str("</table>\n");
+    score_against_placement(&mut html, run, inputs.topology);
     html.push_str(&img(
         &Dendrogram::new(inputs.topology, "the topology"),
         "dendrogram of the topology",
@@ -356,10 +504,24 @@ pub fn report_html(run: &Path, inputs: &ReportInputs) -> Result<String, PlotErro
             .collect::<Vec<_>>()
             .join(" ")
     };
+    // The launcher's own line when it was recorded (mpirun -np 64 ... or srun ...), else
+    // the rank's with the launcher it ran under.
+    let run_line = match &meta.launcher.command_line {
+        Some(line) if !line.trim().is_empty() => line.trim().to_string(),
+        _ => match meta.launcher.kind.as_str() {
+            "slurm" => format!("srun -n {} {}", meta.ranks.len(), quote(&meta.command_line)),
+            "mpirun" => format!(
+                "mpirun -np {} {}",
+                meta.ranks.len(),
+                quote(&meta.command_line)
+            ),
+            _ => quote(&meta.command_line),
+        },
+    };
     let _ = writeln!(
         html,
         "<h2>Commands</h2>\n<pre>{}\n{}</pre>",
-        escape(&format!("# the run\n{}", quote(&meta.command_line))),
+        escape(&format!("# the run\n{run_line}")),
         escape(&format!("# this report\n{}", quote(&inputs.command_line)))
     );
     html.push_str("</body>\n</html>\n");

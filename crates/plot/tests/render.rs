@@ -143,7 +143,35 @@ fn plots_of_64_and_1024_ranks() {
         );
         let texts = svg.matches("<text").count();
         assert!(texts > 10, "labels and the colour bar's ticks");
+        // The axes name groups, not ranks in topology order (which look random); the levels'
+        // lines are told apart in the caption; lower values are said to be closer.
+        // (64 ranks: the 4 sockets, round-robin ranks too many to write; 1024: every second
+        // of the 32 nodes, by their ranks.)
+        let group_label = if ranks == 64 { "socket 0\n" } else { "64-95\n" };
+        assert!(svg.contains(group_label), "{ranks}: group labels");
+        assert!(
+            svg.contains("node thick, socket thin"),
+            "{ranks}: boundaries named"
+        );
+        assert!(svg.contains("lower: closer"));
         assert!(svg.contains("95th percentile"), "the clipping is said");
+
+        // A level of one rank each at 1024 ranks would be lines under a pixel apart: left
+        // out, and said.
+        let mut levels = topology.levels().to_vec();
+        levels.push(Level::new("core", (0..ranks).map(|r| vec![r]).collect()));
+        let with_cores = Topology::from_levels(ranks, levels).unwrap();
+        let dense = lgate_plot::to_svg(
+            &Heatmap::new(&input.matrix, "t(0)", "us")
+                .with_topology(&with_cores)
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            dense.contains("core too dense to draw"),
+            ranks == 1024,
+            "{ranks}: 1 rank per group is drawn at 64 ranks (12 px apart), not at 1024"
+        );
 
         let curves = Curves::of_run(&run, None).unwrap();
         let names: Vec<&str> = curves.lines().iter().map(|l| l.name.as_str()).collect();

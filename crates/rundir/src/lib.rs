@@ -41,7 +41,7 @@ pub enum RunDirError {
         error: std::io::Error,
     },
     /// The output folder already holds results.
-    #[error("{}: already holds a run; choose another --out, or pass --force to replace it", path.display())]
+    #[error("{}: already holds a run; choose another --output, or pass --force to replace it", path.display())]
     Exists {
         /// The folder.
         path: PathBuf,

@@ -110,12 +110,12 @@ impl MatrixIndex {
                 .is_ok_and(|m| m.status == crate::RunStatus::Running)
             {
                 "not found: the run has not finished (meta.json says `running`: it is still \
-                 measuring, or it stopped before its end); `lgate-plogp measure --resume --out \
-                 RUN` finishes it and derives its matrices"
+                 measuring, or it stopped before its end); `mpirun -np N lgate-plogp measure \
+                 --resume RUN` finishes it and derives its matrices"
                     .into()
             } else {
                 "not found: this run has no distance matrices yet (derive them with \
-                 `lgate-plogp measure --resume --out RUN`)"
+                 `mpirun -np N lgate-plogp measure --resume RUN`)"
                     .into()
             },
         })?;
