@@ -77,10 +77,20 @@ pub struct ClusterArgs {
     /// separation, as `auto` measures it.
     #[arg(long, value_name = "N")]
     search: Option<usize>,
-    /// The output format: json, lgate, newick or slurm (a topology.conf of the levels at and
-    /// above hosts).
-    #[arg(long, default_value = "json", value_name = "FORMAT", value_parser = clap::builder::PossibleValuesParser::new(lgate_topology::export::names()))]
+    /// The output format: json, lgate, newick, or Slurm's files of the levels at and above
+    /// hosts: slurm (topology.conf, topology/tree), slurm-block (topology/block) or slurm-yaml
+    /// (topology.yaml); or hwloc-distances: the matrix itself for one host's ranks, for
+    /// hwloc-annotate (needs --hwloc-xml; nothing is clustered).
+    #[arg(long, default_value = "json", value_name = "FORMAT", value_parser = clap::builder::PossibleValuesParser::new(lgate_topology::export::names().into_iter().chain([HWLOC_DISTANCES])))]
     format: String,
+    /// With --format hwloc-distances: the host's `lstopo --of xml`, the file hwloc-annotate
+    /// reads (it gives the logical index of each rank's CPU).
+    #[arg(long, value_name = "FILE")]
+    hwloc_xml: Option<PathBuf>,
+    /// With --format hwloc-distances: the host whose ranks are written [default: the run's only
+    /// host].
+    #[arg(long, value_name = "NAME")]
+    host: Option<String>,
     /// Write here instead of stdout (replaced atomically).
     #[arg(long, short, value_name = "FILE")]
     output: Option<PathBuf>,
@@ -172,11 +182,23 @@ fn check_method_flags(args: &ClusterArgs) -> Result<()> {
     Ok(())
 }
 
+/// The `--format` that writes hwloc's distances instead of a topology.
+const HWLOC_DISTANCES: &str = "hwloc-distances";
+
 /// Runs `cluster`.
 pub fn run(args: ClusterArgs) -> Result<()> {
     check_method_flags(&args)?;
+    let hwloc = args.format == HWLOC_DISTANCES;
+    if !hwloc && (args.hwloc_xml.is_some() || args.host.is_some()) {
+        bail!("--hwloc-xml and --host go with --format {HWLOC_DISTANCES}");
+    }
+    let mut inputs: Vec<&std::path::Path> = vec![&args.input];
+    inputs.extend(args.hwloc_xml.as_deref());
     if let Some(out) = args.output.as_deref() {
-        crate::output::check_output(out, &[&args.input], args.force)?;
+        crate::output::check_output(out, &inputs, args.force)?;
+    }
+    if hwloc {
+        return hwloc_distances(&args);
     }
     if args.space == Space::Features {
         return run_features(&args);
@@ -232,6 +254,104 @@ pub fn run(args: ClusterArgs) -> Result<()> {
         items,
         &outliers,
     )
+}
+
+/// Writes hwloc's distances between the ranks of one host of a run (`--format
+/// hwloc-distances`).
+fn hwloc_distances(args: &ClusterArgs) -> Result<()> {
+    let run = &args.input;
+    if !run.is_dir() {
+        bail!(
+            "{}: --format {HWLOC_DISTANCES} needs a run directory (its meta.json has the CPU \
+             each rank ran on)",
+            run.display()
+        );
+    }
+    let xml_path = args.hwloc_xml.as_deref().with_context(|| {
+        format!(
+            "--format {HWLOC_DISTANCES} needs --hwloc-xml FILE: the host's `lstopo --of xml`, \
+             which names each CPU by the logical index the distances file uses"
+        )
+    })?;
+    let xml = std::fs::read_to_string(xml_path)
+        .with_context(|| format!("{}: cannot read it", xml_path.display()))?;
+    let pus = lgate_matrix::hwloc::pus_in_logical_order(&xml)
+        .with_context(|| xml_path.display().to_string())?;
+    let input = lgate_cluster::load(run, args.matrix.as_deref())?;
+    let meta = lgate_rundir::RunMeta::read(&run.join(lgate_rundir::META_FILE))?;
+    let host_of = |rank: usize| meta.ranks.get(rank).map(|r| r.host.as_str());
+    let mut hosts: Vec<&str> = input.ranks.iter().filter_map(|&r| host_of(r)).collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    let host = match (&args.host, hosts.as_slice()) {
+        (Some(h), _) if hosts.contains(&h.as_str()) => h.as_str(),
+        (Some(h), _) => bail!(
+            "{}: no rank ran on host {h} (the run's hosts: {})",
+            run.display(),
+            hosts.join(", ")
+        ),
+        (None, [only]) => only,
+        (None, _) => bail!(
+            "{}: the run spans {} hosts ({}); choose one with --host",
+            run.display(),
+            hosts.len(),
+            hosts.join(", ")
+        ),
+    };
+    let items: Vec<usize> = (0..input.ranks.len())
+        .filter(|&i| host_of(input.ranks[i]) == Some(host))
+        .collect();
+    let mut floating = Vec::new();
+    let cpus = items
+        .iter()
+        .map(|&i| {
+            let rank = input.ranks[i];
+            let info = meta.ranks.get(rank);
+            if info
+                .and_then(|x| x.cpuset.as_deref())
+                .is_some_and(|set| set.contains([',', '-']))
+            {
+                floating.push(rank);
+            }
+            info.and_then(|x| x.cpu)
+                .with_context(|| format!("{}: meta.json has no CPU for rank {rank}", run.display()))
+        })
+        .collect::<Result<Vec<usize>>>()?;
+    let matrix_name = input
+        .source
+        .rsplit_once(" (")
+        .map_or(input.source.as_str(), |(_, name)| {
+            name.trim_end_matches(')')
+        });
+    let text = lgate_matrix::hwloc::distances_file(
+        &format!("lgate-plogp {matrix_name}"),
+        &input.matrix,
+        &items,
+        &cpus,
+        &pus,
+    )
+    .with_context(|| format!("{}: host {host}", run.display()))?;
+    write_output(args.output.as_deref(), &text)?;
+    if !args.quiet {
+        eprintln!(
+            "hwloc distances of the {} ranks on {host} from {}, in ns; add them with: \
+             hwloc-annotate {} OUT.xml root distances {}",
+            items.len(),
+            input.source,
+            xml_path.display(),
+            args.output
+                .as_deref()
+                .map_or("FILE".to_string(), |p| p.display().to_string())
+        );
+        if !floating.is_empty() {
+            eprintln!(
+                "warning: ranks {} could run on several CPUs (not bound): their PU is the CPU \
+                 each started on; bind ranks (mpirun --bind-to core) for distances between PUs",
+                lgate_topology::sorted_rank_list(&floating)
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Clusters a run's feature vectors (`--space features`).

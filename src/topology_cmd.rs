@@ -38,6 +38,25 @@ pub enum TopologyCommand {
         #[command(flatten)]
         input: Input,
     },
+    /// Write an Open MPI rankfile that places a job's ranks along the topology, on the hosts
+    /// and CPUs where a run's ranks ran: consecutive ranks fill one group's CPUs first.
+    Rankfile {
+        /// Topology file (LGate, JSON or Newick) of the run's ranks.
+        #[arg(value_name = "TOPOLOGY")]
+        file: PathBuf,
+        /// The run whose meta.json gives each rank's host and CPU (bound ranks: a CPU each).
+        #[arg(long, value_name = "RUN")]
+        run: PathBuf,
+        /// Deal consecutive ranks round the top-level groups instead.
+        #[arg(long)]
+        spread: bool,
+        /// Write here instead of stdout (replaced atomically).
+        #[arg(long, short, value_name = "OUT")]
+        output: Option<PathBuf>,
+        /// Replace the output if it exists (never an input).
+        #[arg(long)]
+        force: bool,
+    },
 }
 
 /// A topology file and the rank count it is checked against.
@@ -64,8 +83,60 @@ impl Input {
     }
 }
 
+/// Writes `topology rankfile`.
+fn rankfile(
+    file: &Path,
+    run: &Path,
+    spread: bool,
+    output: Option<&Path>,
+    force: bool,
+) -> Result<()> {
+    if let Some(out) = output {
+        crate::output::check_output(out, &[file, run], force)?;
+    }
+    let meta = lgate_rundir::RunDir::open(run)?.read_meta()?;
+    let topology = format::read_file_of_job(file, meta.ranks.len())?;
+    // A topology that names hosts must name the run's.
+    if let Some(labels) = topology.labels() {
+        for (rank, (label, info)) in labels.iter().zip(&meta.ranks).enumerate() {
+            if !label.is_empty() && *label != info.host {
+                anyhow::bail!(
+                    "{}: rank {rank} is on host {label}, but ran on {} in {}: the topology is of \
+                     another run",
+                    file.display(),
+                    info.host,
+                    run.display()
+                );
+            }
+        }
+    }
+    let places = meta
+        .ranks
+        .iter()
+        .map(|r| {
+            r.cpu.map(|cpu| (r.host.clone(), cpu)).with_context(|| {
+                format!(
+                    "{}: meta.json has no CPU for rank {}",
+                    run.display(),
+                    r.rank
+                )
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let text = lgate_topology::export::rankfile(&topology, &places, spread)
+        .with_context(|| run.display().to_string())?;
+    write_output(output, &text)
+}
+
 pub fn run(cmd: TopologyCommand) -> Result<()> {
     match cmd {
+        TopologyCommand::Rankfile {
+            file,
+            run,
+            spread,
+            output,
+            force,
+        } => rankfile(&file, &run, spread, output.as_deref(), force),
         TopologyCommand::Show { input, depth } => {
             let (topology, _) = input.read()?;
             let options = lgate_topology::OutlineOptions { max_depth: depth };

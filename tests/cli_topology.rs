@@ -407,8 +407,8 @@ fn convert_writes_slurm_from_a_topology_with_host_labels() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(text.contains("SwitchName="), "{text}");
-    assert!(text.contains("n1") && text.contains("n2"), "{text}");
+    // Both hosts under one switch, named as a Slurm hostlist.
+    assert!(text.contains("SwitchName=s0 Nodes=n[1-2]\n"), "{text}");
     // Without labels there are no hosts to name: one clear line.
     let plain = fixture("four-groups.lgate");
     let out = lgate_plogp(&[

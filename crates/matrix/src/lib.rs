@@ -12,6 +12,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod hwloc;
 mod read;
 
 use std::fmt::Write as _;

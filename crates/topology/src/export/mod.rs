@@ -17,12 +17,16 @@
 //! ```
 
 mod formats;
+mod hostlist;
+mod rankfile;
 mod slurm;
 
 use crate::tree::Topology;
 
 pub use formats::{JsonWriter, LgateWriter, NewickWriter};
-pub use slurm::SlurmWriter;
+pub use hostlist::{expand_hostlist, hostlist};
+pub use rankfile::{rankfile, Place, RankfileError};
+pub use slurm::{SlurmBlockWriter, SlurmWriter, SlurmYamlWriter};
 
 /// What a writer may need beyond the topology.
 #[derive(Debug, Clone, Copy, Default)]
@@ -54,7 +58,7 @@ pub enum ExportError {
 
 /// A topology file format that can be written.
 pub trait TopologyWriter: Sync {
-    /// The format's name as users type it (`lgate`, `json`, `newick`, `slurm`).
+    /// The format's name as users type it (`lgate`, `json`, `newick`, `slurm`, ...).
     fn name(&self) -> &'static str;
     /// What the format is and who reads it, in one line.
     fn description(&self) -> &'static str;
@@ -63,8 +67,14 @@ pub trait TopologyWriter: Sync {
 }
 
 /// Every writer, in the order they are documented.
-pub static WRITERS: &[&dyn TopologyWriter] =
-    &[&LgateWriter, &JsonWriter, &NewickWriter, &SlurmWriter];
+pub static WRITERS: &[&dyn TopologyWriter] = &[
+    &LgateWriter,
+    &JsonWriter,
+    &NewickWriter,
+    &SlurmWriter,
+    &SlurmBlockWriter,
+    &SlurmYamlWriter,
+];
 
 /// The writer of the format called `name`.
 pub fn writer(name: &str) -> Option<&'static dyn TopologyWriter> {
@@ -103,6 +113,16 @@ mod tests {
             assert!(!text.is_empty(), "{}", w.name());
         }
         assert!(writer("yaml").is_none());
-        assert_eq!(names(), ["lgate", "json", "newick", "slurm"]);
+        assert_eq!(
+            names(),
+            [
+                "lgate",
+                "json",
+                "newick",
+                "slurm",
+                "slurm-block",
+                "slurm-yaml"
+            ]
+        );
     }
 }

@@ -1,13 +1,26 @@
-//! Slurm's topology.conf (the topology/tree plugin): switches over the hosts.
+//! Slurm's topology files from the levels that hold whole hosts: `topology.conf` for the
+//! topology/tree plugin (switches) and the topology/block plugin (blocks), and `topology.yaml`
+//! (Slurm 24.11 and later), which holds both. Host sets are written as hostlist expressions
+//! (`node[01-16]`).
 
 use std::fmt::Write as _;
 
+use super::hostlist::hostlist;
 use super::{ExportContext, ExportError, TopologyWriter};
-use crate::tree::Topology;
+use crate::tree::{Level, Topology};
 
 /// Slurm's `topology.conf` of the levels that hold whole hosts, for `TopologyPlugin=topology/tree`.
 #[derive(Debug, Clone, Copy)]
 pub struct SlurmWriter;
+
+/// Slurm's `topology.conf` for `TopologyPlugin=topology/block` (Slurm 23.11 and later).
+#[derive(Debug, Clone, Copy)]
+pub struct SlurmBlockWriter;
+
+/// Slurm's `topology.yaml` (Slurm 24.11 and later): the tree as the cluster's default topology
+/// and the blocks as a second one.
+#[derive(Debug, Clone, Copy)]
+pub struct SlurmYamlWriter;
 
 impl TopologyWriter for SlurmWriter {
     fn name(&self) -> &'static str {
@@ -17,97 +30,388 @@ impl TopologyWriter for SlurmWriter {
         "Slurm topology.conf (topology/tree) of the levels at and above hosts"
     }
     fn write(&self, topology: &Topology, context: &ExportContext) -> Result<String, ExportError> {
-        let hosts = context
-            .hosts
-            .ok_or(ExportError::NeedsHosts { format: "slurm" })?;
+        let machine = HostLevels::of(topology, context, self.name())?;
+        let mut out = header("topology.conf (topology/tree)", context);
+        for switch in machine.switches() {
+            let _ = match &switch.below {
+                Below::Hosts(hosts) => {
+                    writeln!(out, "SwitchName={} Nodes={}", switch.name, hosts)
+                }
+                Below::Switches(names) => {
+                    writeln!(out, "SwitchName={} Switches={}", switch.name, names)
+                }
+            };
+        }
+        Ok(out)
+    }
+}
+
+impl TopologyWriter for SlurmBlockWriter {
+    fn name(&self) -> &'static str {
+        "slurm-block"
+    }
+    fn description(&self) -> &'static str {
+        "Slurm topology.conf (topology/block, Slurm 23.11+): the finest level of whole hosts as blocks"
+    }
+    fn write(&self, topology: &Topology, context: &ExportContext) -> Result<String, ExportError> {
+        let machine = HostLevels::of(topology, context, self.name())?;
+        let mut out = header("topology.conf (topology/block)", context);
+        let (blocks, sizes) = machine.blocks();
+        for (k, hosts) in blocks.iter().enumerate() {
+            let _ = writeln!(out, "BlockName=b{k} Nodes={hosts}");
+        }
+        let sizes: Vec<String> = sizes.iter().map(|s| s.to_string()).collect();
+        let _ = writeln!(out, "BlockSizes={}", sizes.join(","));
+        Ok(out)
+    }
+}
+
+impl TopologyWriter for SlurmYamlWriter {
+    fn name(&self) -> &'static str {
+        "slurm-yaml"
+    }
+    fn description(&self) -> &'static str {
+        "Slurm topology.yaml (Slurm 24.11+): the tree as the default topology, the blocks as a second"
+    }
+    fn write(&self, topology: &Topology, context: &ExportContext) -> Result<String, ExportError> {
+        let machine = HostLevels::of(topology, context, self.name())?;
+        let mut out = header("topology.yaml", context);
+        out.push_str(
+            "---\n- topology: lgate-plogp-tree\n  cluster_default: true\n  tree:\n    switches:\n",
+        );
+        for switch in machine.switches() {
+            let _ = writeln!(out, "      - switch: {}", quoted(&switch.name));
+            let _ = match &switch.below {
+                Below::Hosts(hosts) => writeln!(out, "        nodes: {}", quoted(hosts)),
+                Below::Switches(names) => writeln!(out, "        children: {}", quoted(names)),
+            };
+        }
+        let (blocks, sizes) = machine.blocks();
+        out.push_str(
+            "- topology: lgate-plogp-block\n  cluster_default: false\n  block:\n    block_sizes:\n",
+        );
+        for size in sizes {
+            let _ = writeln!(out, "      - {size}");
+        }
+        out.push_str("    blocks:\n");
+        for (k, hosts) in blocks.iter().enumerate() {
+            let _ = writeln!(out, "      - block: b{k}\n        nodes: {}", quoted(hosts));
+        }
+        Ok(out)
+    }
+}
+
+/// The comment line that opens each file.
+fn header(what: &str, context: &ExportContext) -> String {
+    format!(
+        "# Slurm {what} written by lgate-plogp {} from {}\n",
+        env!("CARGO_PKG_VERSION"),
+        context.source.replace('\n', " ")
+    )
+}
+
+/// A YAML double-quoted string (host names may look like numbers to YAML).
+fn quoted(text: &str) -> String {
+    format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// What a switch has below it, as a hostlist expression.
+enum Below {
+    Hosts(String),
+    Switches(String),
+}
+
+/// A switch of the tree: its name and what hangs below it.
+struct Switch {
+    name: String,
+    below: Below,
+}
+
+/// The host names of a topology and its levels that hold whole hosts, coarsest first.
+struct HostLevels<'a> {
+    hosts: &'a [String],
+    distinct: usize,
+    levels: Vec<&'a Level>,
+}
+
+impl<'a> HostLevels<'a> {
+    /// The hosts of `context` and the levels of `topology` in which every host lies inside one
+    /// group and that have fewer groups than there are hosts.
+    fn of(
+        topology: &'a Topology,
+        context: &ExportContext<'a>,
+        format: &'static str,
+    ) -> Result<Self, ExportError> {
+        let hosts = context.hosts.ok_or(ExportError::NeedsHosts { format })?;
         if hosts.len() < topology.ranks() {
             return Err(ExportError::HostCount {
                 hosts: hosts.len(),
                 ranks: topology.ranks(),
             });
         }
-        Ok(slurm_topology(topology, hosts, context.source))
+        // Each rank's host as a small integer: every step below is linear in the ranks (this
+        // runs on machines of thousands of hosts).
+        let mut ids: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        let host_of: Vec<usize> = hosts
+            .iter()
+            .map(|h| {
+                let next = ids.len();
+                *ids.entry(h.as_str()).or_insert(next)
+            })
+            .collect();
+        let distinct = ids.len();
+        let whole_hosts = |level: &Level| {
+            let labels = level.labels(hosts.len());
+            let mut group_of_host = vec![None; distinct];
+            host_of
+                .iter()
+                .zip(&labels)
+                .all(|(&h, &g)| *group_of_host[h].get_or_insert(g) == g)
+        };
+        let levels = topology
+            .levels()
+            .iter()
+            .filter(|l| l.groups.len() < distinct && whole_hosts(l))
+            .collect();
+        Ok(HostLevels {
+            hosts,
+            distinct,
+            levels,
+        })
+    }
+
+    /// The hosts of a group of ranks as a hostlist expression.
+    fn hosts_of(&self, group: &[usize]) -> String {
+        hostlist(
+            group
+                .iter()
+                .filter_map(|&r| self.hosts.get(r))
+                .map(String::as_str),
+        )
+    }
+
+    /// The number of distinct hosts of a group of ranks.
+    fn host_count(&self, group: &[usize]) -> usize {
+        let mut names: Vec<&str> = group
+            .iter()
+            .filter_map(|&r| self.hosts.get(r))
+            .map(String::as_str)
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        names.len()
+    }
+
+    /// The switches of topology/tree, leaves first, the root last: a leaf switch per group of
+    /// the finest host level over its hosts, a switch per coarser group over the switches of
+    /// the groups inside it (a group lies in the parent that holds its first rank), and a
+    /// root over the coarsest; one switch over every host when no level holds whole hosts.
+    fn switches(&self) -> Vec<Switch> {
+        if self.levels.is_empty() {
+            let all: Vec<usize> = (0..self.hosts.len()).collect();
+            return vec![Switch {
+                name: "s0".into(),
+                below: Below::Hosts(self.hosts_of(&all)),
+            }];
+        }
+        let depth = self.levels.len();
+        let children: Vec<Vec<Vec<usize>>> = self
+            .levels
+            .windows(2)
+            .map(|pair| {
+                let parent = pair[0].labels(self.hosts.len());
+                let mut children = vec![Vec::new(); pair[0].groups.len()];
+                for (c, group) in pair[1].groups.iter().enumerate() {
+                    if let Some(&p) = group.first().and_then(|&r| parent.get(r)) {
+                        if let Some(list) = children.get_mut(p) {
+                            list.push(c);
+                        }
+                    }
+                }
+                children
+            })
+            .collect();
+        // Switch names `s{level}_{group}`: those under one switch fold into `s1_[0-3]`.
+        let names = |k: usize, groups: &[usize]| {
+            let names: Vec<String> = groups.iter().map(|g| format!("s{k}_{g}")).collect();
+            hostlist(names.iter().map(String::as_str))
+        };
+        let mut out = Vec::new();
+        for (k, level) in self.levels.iter().enumerate().rev() {
+            for (g, group) in level.groups.iter().enumerate() {
+                let below = if k + 1 == depth {
+                    Below::Hosts(self.hosts_of(group))
+                } else {
+                    Below::Switches(names(k + 1, &children[k][g]))
+                };
+                out.push(Switch {
+                    name: format!("s{k}_{g}"),
+                    below,
+                });
+            }
+        }
+        let top: Vec<usize> = (0..self.levels[0].groups.len()).collect();
+        out.push(Switch {
+            name: "root".into(),
+            below: Below::Switches(names(0, &top)),
+        });
+        out
+    }
+
+    /// The blocks of topology/block (the groups of the finest host level, or one block of every
+    /// host) as hostlists, and the block sizes: the base is the fewest hosts in a block (every
+    /// block must hold at least that many); each coarser level whose groups all hold the same
+    /// number of hosts, a power of two times the size before, adds that size.
+    fn blocks(&self) -> (Vec<String>, Vec<usize>) {
+        let all: Vec<usize> = (0..self.hosts.len()).collect();
+        let groups: Vec<&[usize]> = match self.levels.last() {
+            Some(level) => level.groups.iter().map(Vec::as_slice).collect(),
+            None => vec![&all],
+        };
+        let blocks: Vec<String> = groups.iter().map(|g| self.hosts_of(g)).collect();
+        let base = groups
+            .iter()
+            .map(|g| self.host_count(g))
+            .min()
+            .unwrap_or(self.distinct)
+            .max(1);
+        let mut sizes = vec![base];
+        for level in self.levels.iter().rev().skip(1) {
+            let counts: Vec<usize> = level.groups.iter().map(|g| self.host_count(g)).collect();
+            let Some(&size) = counts.first() else {
+                continue;
+            };
+            let last = *sizes.last().expect("the base");
+            if counts.iter().all(|&c| c == size)
+                && size > last
+                && size % last == 0
+                && (size / last).is_power_of_two()
+            {
+                sizes.push(size);
+            }
+        }
+        (blocks, sizes)
     }
 }
 
-/// A Slurm topology.conf of the levels that hold whole hosts: leaf switches over hosts, then a
-/// switch per coarser group over the switches below it.
-fn slurm_topology(topology: &Topology, hosts: &[String], source: &str) -> String {
-    // Each rank's host as a small integer: every step below is linear in the ranks (this
-    // runs on machines of thousands of hosts).
-    let mut ids: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-    let host_of: Vec<usize> = hosts
-        .iter()
-        .map(|h| {
-            let next = ids.len();
-            *ids.entry(h.as_str()).or_insert(next)
-        })
-        .collect();
-    let distinct = ids.len();
-    // A level holds whole hosts when all ranks of each host are in one of its groups.
-    let whole_hosts = |level: &crate::tree::Level| {
-        let labels = level.labels(hosts.len());
-        let mut group_of_host = vec![None; distinct];
-        host_of
-            .iter()
-            .zip(&labels)
-            .all(|(&h, &g)| *group_of_host[h].get_or_insert(g) == g)
-    };
-    let host_levels: Vec<&crate::tree::Level> = topology
-        .levels()
-        .iter()
-        .filter(|l| l.groups.len() < distinct && whole_hosts(l))
-        .collect();
-    let hosts_of = |g: &[usize]| -> Vec<String> {
-        let mut h: Vec<String> = g.iter().map(|&r| hosts[r].clone()).collect();
-        h.sort();
-        h.dedup();
-        h
-    };
-    let mut out = format!(
-        "# Slurm topology.conf written by lgate-plogp {} from {source}\n",
-        env!("CARGO_PKG_VERSION")
-    );
-    if host_levels.is_empty() {
-        let all: Vec<usize> = (0..hosts.len()).collect();
-        let _ = writeln!(out, "SwitchName=s0 Nodes={}", hosts_of(&all).join(","));
-        return out;
+#[cfg(test)]
+mod tests {
+    use super::super::hostlist::expand_hostlist;
+    use super::*;
+    use crate::tree::Level;
+
+    /// 2 switches x 2 leaf switches x 2 hosts `n01`-`n08`, a rank each.
+    fn machine() -> (Topology, Vec<String>) {
+        let hosts: Vec<String> = (0..8).map(|r| format!("n{:02}", r + 1)).collect();
+        let topology = Topology::from_levels(
+            8,
+            vec![
+                Level::new("switch", vec![(0..4).collect(), (4..8).collect()]),
+                Level::new("leaf", vec![vec![0, 1], vec![2, 3], vec![4, 5], vec![6, 7]]),
+            ],
+        )
+        .unwrap();
+        (topology, hosts)
     }
-    let depth = host_levels.len();
-    // The groups of the next level inside each group of a level (levels nest: a group lies in
-    // the parent that holds its first rank).
-    let children: Vec<Vec<Vec<usize>>> = host_levels
-        .windows(2)
-        .map(|pair| {
-            let parent = pair[0].labels(hosts.len());
-            let mut children = vec![Vec::new(); pair[0].groups.len()];
-            for (c, group) in pair[1].groups.iter().enumerate() {
-                if let Some(&p) = group.first().and_then(|&r| parent.get(r)) {
-                    if let Some(list) = children.get_mut(p) {
-                        list.push(c);
-                    }
-                }
+
+    fn write(format: &dyn TopologyWriter, topology: &Topology, hosts: &[String]) -> String {
+        let context = ExportContext {
+            hosts: Some(hosts),
+            source: "test",
+        };
+        format.write(topology, &context).unwrap()
+    }
+
+    #[test]
+    fn tree_switches_name_hosts_and_switches_as_hostlists() {
+        let (topology, hosts) = machine();
+        let text = write(&SlurmWriter, &topology, &hosts);
+        let lines: Vec<&str> = text.lines().skip(1).collect();
+        assert_eq!(
+            lines,
+            [
+                "SwitchName=s1_0 Nodes=n[01-02]",
+                "SwitchName=s1_1 Nodes=n[03-04]",
+                "SwitchName=s1_2 Nodes=n[05-06]",
+                "SwitchName=s1_3 Nodes=n[07-08]",
+                "SwitchName=s0_0 Switches=s1_[0-1]",
+                "SwitchName=s0_1 Switches=s1_[2-3]",
+                "SwitchName=root Switches=s0_[0-1]",
+            ]
+        );
+    }
+
+    /// Every line of a topology/block file: `BlockName=NAME Nodes=HOSTLIST`, then one
+    /// `BlockSizes=` whose sizes grow by powers of two, the first no larger than any block
+    /// (topology.conf(5)); returns the hosts of each block.
+    fn parse_blocks(text: &str) -> (Vec<Vec<String>>, Vec<usize>) {
+        let mut blocks = Vec::new();
+        let mut sizes: Vec<usize> = Vec::new();
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            if let Some(list) = line.strip_prefix("BlockSizes=") {
+                assert!(sizes.is_empty(), "one BlockSizes line");
+                sizes = list.split(',').map(|s| s.parse().unwrap()).collect();
+                continue;
             }
-            children
-        })
-        .collect();
-    for (k, level) in host_levels.iter().enumerate().rev() {
-        for (g, group) in level.groups.iter().enumerate() {
-            let name = format!("s{k}_{g}");
-            if k + 1 == depth {
-                let _ = writeln!(out, "SwitchName={name} Nodes={}", hosts_of(group).join(","));
-            } else {
-                let below: Vec<String> = children[k][g]
-                    .iter()
-                    .map(|h| format!("s{}_{h}", k + 1))
-                    .collect();
-                let _ = writeln!(out, "SwitchName={name} Switches={}", below.join(","));
-            }
+            let (name, nodes) = line.split_once(' ').expect("two fields");
+            assert!(name.starts_with("BlockName=") && name.len() > 10, "{line}");
+            let nodes = nodes.strip_prefix("Nodes=").expect("Nodes=");
+            blocks.push(expand_hostlist(nodes).unwrap());
+        }
+        assert!(!sizes.is_empty(), "a BlockSizes line");
+        for pair in sizes.windows(2) {
+            assert!(pair[1] > pair[0] && (pair[1] / pair[0]).is_power_of_two());
+            assert_eq!(pair[1] % pair[0], 0);
+        }
+        assert!(blocks.iter().all(|b| b.len() >= sizes[0]), "{text}");
+        (blocks, sizes)
+    }
+
+    #[test]
+    fn blocks_are_the_finest_host_level_with_power_of_two_sizes() {
+        let (topology, hosts) = machine();
+        let (blocks, sizes) = parse_blocks(&write(&SlurmBlockWriter, &topology, &hosts));
+        // The leaf switches are the finest level of whole hosts; the switches above them hold
+        // twice as many.
+        assert_eq!(
+            blocks,
+            [
+                ["n01", "n02"],
+                ["n03", "n04"],
+                ["n05", "n06"],
+                ["n07", "n08"]
+            ]
+        );
+        assert_eq!(sizes, [2, 4]);
+        // No level of whole hosts: one block of every host.
+        let flat = Topology::from_levels(8, vec![]).unwrap();
+        let (blocks, sizes) = parse_blocks(&write(&SlurmBlockWriter, &flat, &hosts));
+        assert_eq!(blocks, std::slice::from_ref(&hosts));
+        assert_eq!(sizes, [8]);
+    }
+
+    #[test]
+    fn yaml_holds_the_tree_and_the_blocks() {
+        let (topology, hosts) = machine();
+        let text = write(&SlurmYamlWriter, &topology, &hosts);
+        assert!(text.starts_with("# Slurm topology.yaml"), "{text}");
+        for line in [
+            "- topology: lgate-plogp-tree",
+            "  cluster_default: true",
+            "      - switch: \"s1_0\"",
+            "        nodes: \"n[01-02]\"",
+            "        children: \"s0_[0-1]\"",
+            "- topology: lgate-plogp-block",
+            "      - block: b3",
+            "        nodes: \"n[07-08]\"",
+        ] {
+            assert!(text.lines().any(|l| l == line), "`{line}` in\n{text}");
+        }
+        // Indentation only by spaces, in steps of two.
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let indent = line.len() - line.trim_start_matches(' ').len();
+            assert_eq!(indent % 2, 0, "{line}");
+            assert!(!line.contains('\t'));
         }
     }
-    let top: Vec<String> = (0..host_levels[0].groups.len())
-        .map(|g| format!("s0_{g}"))
-        .collect();
-    let _ = writeln!(out, "SwitchName=root Switches={}", top.join(","));
-    out
 }
