@@ -171,3 +171,35 @@ fn plots_by_extension_and_clean_failures() {
     let forced = lgate_plogp_in(d, &["plot", "heatmap", "run", "-o", "h.png", "--force"]);
     assert!(forced.status.success());
 }
+
+#[test]
+fn a_report_says_its_plan_and_a_simulated_clock_in_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    success(lgate_plogp_in(
+        d,
+        &[
+            "simulate",
+            "--preset",
+            "betzy",
+            "--machine",
+            "node=2,socket=2,core=4",
+            "--max-size",
+            "4KiB",
+            "-o",
+            "run",
+            "--quiet",
+        ],
+    ));
+    success(lgate_plogp_in(d, &["report", "run"]));
+    let html = std::fs::read_to_string(d.join("run/report.html")).unwrap();
+    // The staged plan's choices as words, not a JSON object.
+    assert!(
+        html.contains("<td>staged (alone 8, concurrency unbounded, pairs between 4,"),
+        "{html:.3000}"
+    );
+    assert!(!html.contains("{&quot;") && !html.contains("{\""));
+    // A simulation's clock starts at zero: the report says so rather than show 1970 bare.
+    assert!(html.contains("the simulated clock starts at zero"));
+    assert!(html.contains("simulated wall time"));
+}

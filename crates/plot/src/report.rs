@@ -245,7 +245,7 @@ pub fn report_html(run: &Path, inputs: &ReportInputs) -> Result<String, PlotErro
          body {{ font-family: sans-serif; margin: 2em auto; max-width: 1250px; color: #222; }}\n\
          table {{ border-collapse: collapse; margin: 0.5em 0 1.5em; }}\n\
          th, td {{ text-align: left; padding: 0.2em 0.8em; border-bottom: 1px solid #ddd; vertical-align: top; overflow-wrap: anywhere; }}\n\
-         th {{ background: #f4f4f4; }}\n\
+         th {{ background: #f4f4f4; white-space: nowrap; overflow-wrap: normal; }}\n\
          pre {{ background: #f6f6f6; padding: 0.8em; overflow-x: auto; }}\n\
          .warn {{ color: #a33; }}\n\
          </style>\n</head>\n<body>\n<h1>{}</h1>\n",
@@ -272,11 +272,17 @@ pub fn report_html(run: &Path, inputs: &ReportInputs) -> Result<String, PlotErro
         "status",
         &format!("{:?}", meta.status).to_lowercase(),
     );
-    row(
-        &mut html,
-        "started / ended",
-        &format!("{} / {}", meta.start, meta.end.as_deref().unwrap_or("-")),
-    );
+    let simulated = meta.simulation.is_some();
+    let span = format!("{} / {}", meta.start, meta.end.as_deref().unwrap_or("-"));
+    if simulated {
+        row(
+            &mut html,
+            "started / ended",
+            &format!("{span} (the simulated clock starts at zero, 1970-01-01)"),
+        );
+    } else {
+        row(&mut html, "started / ended", &span);
+    }
     let hosts: std::collections::BTreeSet<&str> =
         meta.ranks.iter().map(|r| r.host.as_str()).collect();
     row(
@@ -302,7 +308,23 @@ pub fn report_html(run: &Path, inputs: &ReportInputs) -> Result<String, PlotErro
         ),
     );
     if let Some(plan) = &meta.schedule.plan {
-        let mut text = format!("{} {}", plan.name, plan.parameters);
+        let mut text = plan.name.clone();
+        if let Some(parameters) = plan.parameters.as_object().filter(|p| !p.is_empty()) {
+            let said: Vec<String> = parameters
+                .iter()
+                .map(|(key, value)| {
+                    let value = match value {
+                        // The one optional choice: the most pair tests at once.
+                        serde_json::Value::Null if key == "concurrency" => "unbounded".into(),
+                        serde_json::Value::Null => "-".into(),
+                        serde_json::Value::String(v) => v.clone(),
+                        v => v.to_string(),
+                    };
+                    format!("{} {value}", key.replace('_', " "))
+                })
+                .collect();
+            text.push_str(&format!(" ({})", said.join(", ")));
+        }
         if let Some(note) = input.filled_note() {
             text.push_str(&format!("; {note} (matrices/measured.csv)"));
         }
@@ -325,7 +347,11 @@ pub fn report_html(run: &Path, inputs: &ReportInputs) -> Result<String, PlotErro
     if let Some(s) = &meta.summary {
         row(
             &mut html,
-            "wall time",
+            if simulated {
+                "simulated wall time"
+            } else {
+                "wall time"
+            },
             &format!(
                 "{:.2} s, pair tests {:.1} % of it",
                 s.wall_s,
