@@ -46,7 +46,7 @@ pub use run::{
     resolve_topology, run, screening_value, topology_by_host, PlanKind, ProgressStyle, RunOptions,
     RunReport, StagedPlanOptions, TopologySource,
 };
-pub use schedule::{Pair, Schedule, ScheduleError, Step, SweepPair};
+pub use schedule::{turn, unit_barrier_time, Pair, Schedule, ScheduleError, Step, SweepPair, Turn};
 pub use staged::{
     choose_follow_up, FollowUp, ScreenedPair, StagedOptions, StagedPlan, StagedStep, StagedTest,
 };

@@ -12,7 +12,8 @@ use lgate_rundir::{
 };
 use lgate_topology::{format, Rank, Topology, TopologyFormat, TopologyNode};
 use lgate_transport::{
-    Activity, PoliteWait, RankClock, SubsetBarrier, Tag, TimeSplit, Transport, TransportError,
+    Activity, Handoff, PoliteWait, RankClock, SubsetBarrier, Tag, TimeSplit, Transport,
+    TransportError,
 };
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -235,16 +236,15 @@ pub fn run(
 /// One step of a rank's program, whichever plan made it.
 enum Action<'a> {
     Barrier { members: Cow<'a, [Rank]>, id: u64 },
+    Handoff { from: Pair, to: Pair, id: u64 },
     Test(SweepPair, Option<Stage>),
 }
 
 impl<'a> From<Step<'a>> for Action<'a> {
     fn from(step: Step<'a>) -> Self {
         match step {
-            Step::Barrier { members, id } => Action::Barrier {
-                members: Cow::Borrowed(members),
-                id,
-            },
+            Step::Barrier { members, id } => Action::Barrier { members, id },
+            Step::Handoff { from, to, id } => Action::Handoff { from, to, id },
             Step::Test(sp) => Action::Test(sp, None),
         }
     }
@@ -254,6 +254,7 @@ impl<'a> From<StagedStep<'a>> for Action<'a> {
     fn from(step: StagedStep<'a>) -> Self {
         match step {
             StagedStep::Barrier { members, id } => Action::Barrier { members, id },
+            StagedStep::Handoff { from, to, id } => Action::Handoff { from, to, id },
             StagedStep::Test(t) => Action::Test(t.test, Some(t.stage)),
         }
     }
@@ -285,7 +286,14 @@ impl Walker<'_> {
             match step {
                 Action::Barrier { members, id } => {
                     let barrier = SubsetBarrier::new(&members, rank).expect("rank is a member");
-                    barrier.wait(t, id, &mut || drain(t, collector.as_deref_mut()))?;
+                    let clock = &mut self.clock;
+                    barrier.wait(t, id, &mut || collect(t, collector.as_deref_mut(), clock))?;
+                }
+                Action::Handoff { from, to, id } => {
+                    let (from, to) = ([from.i, from.j], [to.i, to.j]);
+                    let clock = &mut self.clock;
+                    Handoff::new(&from, &to)
+                        .pass(t, id, &mut || collect(t, collector.as_deref_mut(), clock))?;
                 }
                 Action::Test(sp, stage) => {
                     let role = if sp.pair.i == rank {
@@ -347,7 +355,10 @@ impl Walker<'_> {
                             stage,
                         };
                         match collector.as_deref_mut() {
-                            Some(c) => c.accept(entry)?,
+                            Some(c) => {
+                                c.accept(entry)?;
+                                self.clock.charge(Activity::Collecting);
+                            }
                             None => {
                                 let bytes = serde_json::to_vec(&entry).expect("entries serialise");
                                 t.send_polite(0, Tag::RESULT, &bytes)?;
@@ -427,13 +438,14 @@ fn measure(
             // Rank 0 chooses the follow-up from every screening result, then tells everyone.
             let follow_up: FollowUp = match collector.as_mut() {
                 Some(c) => {
-                    c.collect_all(t)?;
+                    c.collect_all(t, &mut walker.clock)?;
                     let chosen = choose_follow_up(&c.screened, &plan);
                     let left = (0..options.sweeps)
                         .flat_map(|sweep| follow_up_tests(&chosen, sweep).collect::<Vec<_>>())
                         .filter(|x| !done.contains(x))
                         .count();
                     c.expect(left);
+                    walker.clock.charge(Activity::Collecting);
                     broadcast(t, Some(&chosen))?
                 }
                 None => broadcast(t, None)?,
@@ -446,7 +458,7 @@ fn measure(
         }
     }
     if let Some(c) = collector.as_mut() {
-        c.collect_all(t)?;
+        c.collect_all(t, &mut walker.clock)?;
     }
     walker.clock.charge(Activity::Waiting);
     let rank_time = rank_times(lgate_transport::gather_time_splits(
@@ -485,8 +497,28 @@ pub fn rank_times(splits: Vec<TimeSplit>) -> Vec<RankTime> {
             waiting_cpu_s: split.waiting_cpu_s,
             testing_s: split.busy_s,
             testing_cpu_s: split.busy_cpu_s,
+            collecting_s: split.collecting_s,
+            collecting_cpu_s: split.collecting_cpu_s,
         })
         .collect()
+}
+
+/// Rank 0's work between polls of a wait: the results that have arrived, received and
+/// journalled, charged to collecting (the wait before them to waiting).
+fn collect(
+    t: &dyn Transport,
+    collector: Option<&mut Collector>,
+    clock: &mut RankClock,
+) -> Result<(), HarnessError> {
+    match collector {
+        Some(c) if t.probe_any(Tag::RESULT)?.is_some() => {
+            clock.charge(Activity::Waiting);
+            c.drain(t)?;
+            clock.charge(Activity::Collecting);
+            Ok(())
+        }
+        _ => Ok(()),
+    }
 }
 
 fn drain(t: &dyn Transport, collector: Option<&mut Collector>) -> Result<(), HarnessError> {
@@ -969,10 +1001,14 @@ impl Collector {
     }
 
     /// Waits, politely, until every expected result is in.
-    fn collect_all(&mut self, t: &dyn Transport) -> Result<(), HarnessError> {
+    fn collect_all(
+        &mut self,
+        t: &dyn Transport,
+        clock: &mut RankClock,
+    ) -> Result<(), HarnessError> {
         let mut wait = PoliteWait::new(t.wait_limit());
         while self.received < self.expected {
-            self.drain(t)?;
+            collect(t, Some(self), clock)?;
             if self.received < self.expected {
                 wait.pause(t, None, Tag::RESULT)?;
             }

@@ -6,6 +6,7 @@
 //! sweep, at the lowest node holding both of its ranks, and a rank is never in two tests at
 //! once because each rank walks its own path from its leaf to the root in order.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use lgate_topology::{Rank, TopologyNode};
@@ -182,17 +183,84 @@ pub struct Schedule {
 }
 
 /// One step of a rank's program.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step<'a> {
     /// Synchronise with these ranks; `id` is the same on all of them.
     Barrier {
         /// The members of the barrier.
-        members: &'a [Rank],
+        members: Cow<'a, [Rank]>,
         /// An id that every member computes alike.
+        id: u64,
+    },
+    /// Pass the turn from the pair that just finished to the pair about to start.
+    Handoff {
+        /// The pair that just finished.
+        from: Pair,
+        /// The pair about to start.
+        to: Pair,
+        /// An id that both pairs compute alike.
         id: u64,
     },
     /// Take part in the test of this pair.
     Test(SweepPair),
+}
+
+/// How a unit of tests among `members` (sorted), run one at a time, synchronises before the
+/// test of `next`, `previous` the unit's test before it.
+///
+/// The unit's first test waits for a barrier of every member, so that the unit starts once
+/// each has finished what came before it; each later one for a handoff from the pair that
+/// just finished to the pair about to start, so the unit's other ranks sleep until their own
+/// turn instead of waking for every test (a barrier of all members before each test woke
+/// every member about log2(n) times a test: the waiting ranks' CPU in short runs, and a cost
+/// that grows with n).
+pub fn turn(members: &[Rank], previous: Option<Pair>, next: Pair) -> Turn<'_> {
+    match previous {
+        None => Turn::Barrier(members),
+        Some(p) => Turn::Handoff(p, next),
+    }
+}
+
+/// What a test of a unit waits for: see [`turn`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Turn<'a> {
+    /// A barrier of these ranks.
+    Barrier(&'a [Rank]),
+    /// The turn passed from the first pair to the second.
+    Handoff(Pair, Pair),
+}
+
+impl Turn<'_> {
+    /// Whether `rank` takes part.
+    pub fn involves(&self, rank: Rank) -> bool {
+        match self {
+            Turn::Barrier(members) => members.binary_search(&rank).is_ok(),
+            Turn::Handoff(from, to) => from.contains(rank) || to.contains(rank),
+        }
+    }
+}
+
+/// The time the barriers and handoffs of a unit of `tests` tests among `members` ranks take
+/// (see [`turn`]) when a barrier among `n` ranks takes `barrier_time(n)`.
+/// A handoff is one message from each finished rank: a barrier of two in time.
+pub fn unit_barrier_time(tests: u64, members: usize, barrier_time: impl Fn(usize) -> f64) -> f64 {
+    match tests {
+        0 => 0.0,
+        _ => barrier_time(members) + (tests - 1) as f64 * barrier_time(2.min(members)),
+    }
+}
+
+impl<'a> Step<'a> {
+    /// The step that waits for `turn`.
+    pub fn of_turn(turn: Turn<'a>, id: u64) -> Self {
+        match turn {
+            Turn::Barrier(members) => Step::Barrier {
+                members: Cow::Borrowed(members),
+                id,
+            },
+            Turn::Handoff(from, to) => Step::Handoff { from, to, id },
+        }
+    }
 }
 
 impl Schedule {
@@ -358,7 +426,7 @@ impl Schedule {
             let own: f64 = (0..node.pair_count)
                 .map(|q| pair_time(node.pair_at(&self.nodes, q)))
                 .sum::<f64>()
-                + node.pair_count as f64 * barrier_time(node.members.len());
+                + unit_barrier_time(node.pair_count, node.members.len(), &barrier_time);
             finish[k] += own;
             if let Some(parent) = node.parent {
                 finish[parent] = finish[parent].max(finish[k]);
@@ -407,8 +475,9 @@ impl Schedule {
             .collect()
     }
 
-    /// `rank`'s program for the sweeps `0..sweeps`, skipping pairs in `done`: before each pair
-    /// of a node, a barrier of the node's members, then the test for the pair's two ranks.
+    /// `rank`'s program for the sweeps `0..sweeps`, skipping pairs in `done`: before a node's
+    /// first pair a barrier of its members, before each later pair a handoff ([`turn`]), then the test
+    /// for the pair's two ranks.
     pub fn program<'a>(
         &'a self,
         rank: Rank,
@@ -434,13 +503,16 @@ impl Schedule {
             (0..n.pair_count)
                 .map(move |k| (k, n.pair_at(&self.nodes, perm.apply(k))))
                 .filter(move |(_, pair)| !skip(&SweepPair { sweep, pair: *pair }))
-                .flat_map(move |(k, pair)| {
+                .scan(None, move |previous, (k, pair)| {
+                    Some((k, pair, turn(members, previous.replace(pair), pair)))
+                })
+                .flat_map(move |(k, pair, turn)| {
                     let id = (sweep as u64) << 48 ^ (node as u64) << 32 ^ k;
-                    let barrier = Step::Barrier { members, id };
+                    let barrier = turn.involves(rank).then(|| Step::of_turn(turn, id));
                     let test = pair
                         .contains(rank)
                         .then_some(Step::Test(SweepPair { sweep, pair }));
-                    std::iter::once(barrier).chain(test)
+                    barrier.into_iter().chain(test)
                 })
         })
     }
@@ -462,10 +534,134 @@ impl Schedule {
     }
 }
 
+/// Runs the programs of every rank as the ranks would, to check a plan's barriers in tests.
+#[cfg(test)]
+pub(crate) mod replay {
+    use super::{Pair, Rank};
+
+    /// A step as the replay sees it.
+    #[derive(Debug, Clone, PartialEq)]
+    pub(crate) enum Event {
+        /// A barrier: its members and id.
+        Barrier(Vec<Rank>, u64),
+        /// A handoff from the first pair to the second, and its id.
+        Handoff(Pair, Pair, u64),
+        /// A test of a pair in a sweep.
+        Test(u32, Pair),
+    }
+
+    /// A test as it ran: sweep, pair, start and end.
+    pub(crate) type Ran = (u32, Pair, f64, f64);
+
+    /// Walks `programs` (one per rank) together: a barrier ends once every member has reached
+    /// it, at the latest member's time; a handoff's first pair passes it at once, leaving a
+    /// token, and its second pair once it has the first pair's tokens; a test starts once both
+    /// ranks have reached it and takes `duration(pair)`. Panics when the ranks disagree about
+    /// a barrier or a handoff, or deadlock.
+    pub(crate) fn replay(programs: &[Vec<Event>], duration: impl Fn(Pair) -> f64) -> Vec<Ran> {
+        let n = programs.len();
+        let (mut at, mut clock) = (vec![0usize; n], vec![0.0f64; n]);
+        let mut ran = Vec::new();
+        // (handoff id, rank of the first pair) -> when that rank left its token.
+        let mut tokens: std::collections::HashMap<(u64, Rank), (Pair, Pair, f64)> =
+            std::collections::HashMap::new();
+        loop {
+            let mut moved = false;
+            for r in 0..n {
+                match programs[r].get(at[r]) {
+                    Some(Event::Barrier(members, id)) => {
+                        assert!(members.contains(&r), "rank {r} outside barrier {id:#x}");
+                        let here = |m: &Rank| {
+                            programs[*m].get(at[*m]) == Some(&Event::Barrier(members.clone(), *id))
+                        };
+                        if members.iter().all(here) {
+                            let t = members.iter().map(|&m| clock[m]).fold(0.0, f64::max);
+                            for &m in members {
+                                clock[m] = t;
+                                at[m] += 1;
+                            }
+                            moved = true;
+                        }
+                    }
+                    Some(&Event::Handoff(from, to, id)) => {
+                        assert!(
+                            from.contains(r) || to.contains(r),
+                            "rank {r} outside {id:#x}"
+                        );
+                        if from.contains(r) && !tokens.contains_key(&(id, r)) {
+                            tokens.insert((id, r), (from, to, clock[r]));
+                            moved = true;
+                        }
+                        let senders = [from.i, from.j];
+                        let mut ready = clock[r];
+                        let mut all = true;
+                        for f in senders.into_iter().filter(|&f| f != r) {
+                            match tokens.get(&(id, f)) {
+                                Some(&(ff, tt, t)) => {
+                                    assert_eq!((ff, tt), (from, to), "handoff {id:#x} disagrees");
+                                    ready = ready.max(t);
+                                }
+                                None => all = false,
+                            }
+                        }
+                        if !to.contains(r) || all {
+                            clock[r] = if to.contains(r) { ready } else { clock[r] };
+                            at[r] += 1;
+                            moved = true;
+                        }
+                    }
+                    Some(&Event::Test(sweep, pair)) => {
+                        let other = if pair.i == r { pair.j } else { pair.i };
+                        if r == pair.i
+                            && programs[other].get(at[other]) == Some(&Event::Test(sweep, pair))
+                        {
+                            let start = clock[r].max(clock[other]);
+                            let end = start + duration(pair);
+                            (clock[r], clock[other]) = (end, end);
+                            at[r] += 1;
+                            at[other] += 1;
+                            ran.push((sweep, pair, start, end));
+                            moved = true;
+                        }
+                    }
+                    None => {}
+                }
+            }
+            if !moved {
+                let stuck: Vec<(Rank, &Event)> = (0..n)
+                    .filter_map(|r| programs[r].get(at[r]).map(|e| (r, e)))
+                    .collect();
+                assert!(stuck.is_empty(), "deadlock: {stuck:?}");
+                return ran;
+            }
+        }
+    }
+
+    /// Whether two tests ran at the same time.
+    pub(crate) fn overlap(a: &Ran, b: &Ran) -> bool {
+        a.2 < b.3 && b.2 < a.3
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use lgate_topology::lgate;
+    use replay::{overlap, replay, Event};
+
+    fn events(s: &Schedule, sweeps: u32, done: &HashSet<SweepPair>) -> Vec<Vec<Event>> {
+        (0..s.size())
+            .map(|r| {
+                s.program(r, sweeps, done)
+                    .map(|st| match st {
+                        Step::Barrier { members, id } => Event::Barrier(members.to_vec(), id),
+                        Step::Handoff { from, to, id } => Event::Handoff(from, to, id),
+                        Step::Test(sp) => Event::Test(sp.sweep, sp.pair),
+                    })
+                    .collect()
+            })
+            .collect()
+    }
 
     fn tree(text: &str) -> TopologyNode {
         lgate::parse(text, None).unwrap().tree().clone()
@@ -478,8 +674,13 @@ mod tests {
             Schedule::new(&tree("cluster { group { 0-2 } group { 3-5 } }"), 6, 1, None).unwrap();
         let t = s.critical_path(|_| 1.0, |_| 0.0);
         assert_eq!(t, 3.0 + 9.0);
+        // A barrier of all 6 before the first pair, a handoff (a barrier of 2 in time) before
+        // each of the 14 others.
         let flat = Schedule::new(&tree("group { 0-5 }"), 6, 1, None).unwrap();
-        assert_eq!(flat.critical_path(|_| 1.0, |n| 0.5 * n as f64), 15.0 * 4.0);
+        assert_eq!(
+            flat.critical_path(|_| 1.0, |n| 0.5 * n as f64),
+            15.0 + 3.0 + 14.0 * 1.0
+        );
         // A slow pair in one leaf delays the root by its excess only.
         let slow = s.critical_path(|p| if p == Pair::new(0, 1) { 5.0 } else { 1.0 }, |_| 0.0);
         assert_eq!(slow, 7.0 + 9.0);
@@ -529,28 +730,61 @@ mod tests {
     }
 
     #[test]
-    fn members_of_a_node_agree_on_its_barriers() {
-        let t = tree("cluster { group { 0-3 } group { 4-7 } }");
-        let s = Schedule::new(&t, 8, 7, None).unwrap();
-        let done = HashSet::new();
-        let barriers = |rank| -> Vec<(Vec<Rank>, u64)> {
-            s.program(rank, 1, &done)
-                .filter_map(|st| match st {
-                    Step::Barrier { members, id } => Some((members.to_vec(), id)),
-                    _ => None,
-                })
-                .collect()
+    fn tests_of_a_node_run_one_at_a_time_and_after_its_children() {
+        let t = tree("cluster { group { 0-3 } group { 4-8 } }");
+        let s = Schedule::new(&t, 9, 7, None).unwrap();
+        let ran = replay(&events(&s, 2, &HashSet::new()), |p| 1.0 + p.i as f64 / 10.0);
+        assert_eq!(ran.len(), 2 * 36, "every pair once per sweep");
+        let leaf = |p: Pair| match (p.i < 4, p.j < 4) {
+            (true, true) => 0,
+            (false, false) => 1,
+            _ => 2,
         };
-        // Ranks of one leaf see the same barriers; the two leaves differ until the root.
-        assert_eq!(barriers(0), barriers(3));
-        assert_eq!(barriers(4), barriers(7));
-        assert_ne!(barriers(0), barriers(4));
-        assert_eq!(
-            barriers(0)[6..],
-            barriers(4)[6..],
-            "6 pairs per leaf, then the root"
-        );
-        assert_eq!(barriers(0).len(), 6 + 16);
+        for a in &ran {
+            for b in &ran {
+                if a == b {
+                    continue;
+                }
+                // One test at a time in each leaf and across them; the leaves side by side.
+                if leaf(a.1) == leaf(b.1) {
+                    assert!(!overlap(a, b), "{a:?} and {b:?}");
+                }
+                // The pairs across the leaves wait for both leaves of their sweep.
+                if a.0 == b.0 && leaf(a.1) == 2 && leaf(b.1) < 2 {
+                    assert!(a.2 >= b.3, "{a:?} started before {b:?} ended");
+                }
+            }
+        }
+        // Both leaves really run side by side: the root's first pair starts before 6 + 10
+        // leaf tests one after the other would end.
+        let first_across = ran
+            .iter()
+            .filter(|r| r.0 == 0 && leaf(r.1) == 2)
+            .map(|r| r.2)
+            .fold(f64::INFINITY, f64::min);
+        assert!(first_across < 16.0, "{first_across}");
+    }
+
+    #[test]
+    fn waiting_ranks_sit_out_the_handoffs_of_others() {
+        // One group of 8: a barrier of all 8 before the first test, then handoffs that only
+        // the two pairs concerned take part in.
+        let s = Schedule::new(&tree("group { 0-7 }"), 8, 3, None).unwrap();
+        let programs = events(&s, 1, &HashSet::new());
+        for (rank, program) in programs.iter().enumerate() {
+            assert!(matches!(&program[0], Event::Barrier(m, _) if m.len() == 8));
+            let handoffs = program
+                .iter()
+                .filter(|e| matches!(e, Event::Handoff(..)))
+                .count();
+            assert_eq!(
+                program.len() - handoffs,
+                1 + 7,
+                "rank {rank}: the barrier, 7 tests"
+            );
+            // A rank is in 7 tests: at most the handoff before each and after each.
+            assert!(handoffs <= 2 * 7, "rank {rank}: {handoffs}");
+        }
     }
 
     #[test]
@@ -599,12 +833,9 @@ mod tests {
             pair: Pair::new(0, 1),
         }]
         .into();
-        let steps: Vec<_> = s.program(2, 1, &done).collect();
-        let barriers = steps
-            .iter()
-            .filter(|s| matches!(s, Step::Barrier { .. }))
-            .count();
-        assert_eq!(barriers, 5);
+        let ran = replay(&events(&s, 1, &done), |_| 1.0);
+        assert_eq!(ran.len(), 5, "the other pairs, without a deadlock");
+        assert!(ran.windows(2).all(|w| w[0].3 <= w[1].2), "one at a time");
         assert!(!s.program(0, 1, &done).any(|st| st
             == Step::Test(SweepPair {
                 sweep: 0,

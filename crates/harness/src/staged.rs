@@ -28,7 +28,9 @@ use lgate_rundir::Stage;
 use lgate_topology::{Rank, TopologyNode};
 use serde::{Deserialize, Serialize};
 
-use crate::schedule::{Pair, Schedule, ScheduleError, Step, SweepPair};
+use crate::schedule::{
+    turn, unit_barrier_time, Pair, Schedule, ScheduleError, Step, SweepPair, Turn,
+};
 
 /// The choices of a staged plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -95,8 +97,42 @@ pub enum StagedStep<'a> {
         /// An id every member computes alike.
         id: u64,
     },
+    /// Pass the turn from the pair that just finished to the pair about to start.
+    Handoff {
+        /// The pair that just finished.
+        from: Pair,
+        /// The pair about to start.
+        to: Pair,
+        /// An id both pairs compute alike.
+        id: u64,
+    },
     /// Take part in this test.
     Test(StagedTest),
+}
+
+impl<'a> StagedStep<'a> {
+    /// The step that waits for `turn`.
+    fn of_turn(turn: Turn<'a>, id: u64) -> Self {
+        match turn {
+            Turn::Barrier(members) => StagedStep::Barrier {
+                members: Cow::Borrowed(members),
+                id,
+            },
+            Turn::Handoff(from, to) => StagedStep::Handoff { from, to, id },
+        }
+    }
+
+    /// The same step, holding its own copy of a barrier's members.
+    fn into_owned(self) -> StagedStep<'static> {
+        match self {
+            StagedStep::Barrier { members, id } => StagedStep::Barrier {
+                members: Cow::Owned(members.into_owned()),
+                id,
+            },
+            StagedStep::Handoff { from, to, id } => StagedStep::Handoff { from, to, id },
+            StagedStep::Test(t) => StagedStep::Test(t),
+        }
+    }
 }
 
 /// A screened pair as rank 0 keeps it to choose stages 3-4: its stage and distance.
@@ -387,7 +423,12 @@ impl StagedPlan {
                 .flatten()
                 .map(move |step| match step {
                     Step::Barrier { members, id } => StagedStep::Barrier {
-                        members: Cow::Borrowed(members),
+                        members,
+                        id: barrier_id(0, sweep, group as u64, id & 0xff_ffff),
+                    },
+                    Step::Handoff { from, to, id } => StagedStep::Handoff {
+                        from,
+                        to,
                         id: barrier_id(0, sweep, group as u64, id & 0xff_ffff),
                     },
                     Step::Test(sp) => StagedStep::Test(StagedTest {
@@ -440,6 +481,7 @@ impl StagedPlan {
                 if members.binary_search(&rank).is_err() {
                     continue;
                 }
+                let mut previous = None;
                 for (k, pair) in pairs.into_iter().enumerate() {
                     let test = StagedTest {
                         stage: Stage::Between,
@@ -448,10 +490,11 @@ impl StagedPlan {
                     if done.contains(&test) {
                         continue;
                     }
-                    steps.push(StagedStep::Barrier {
-                        members: Cow::Owned(members.clone()),
-                        id: barrier_id(1, sweep, round as u64, k as u64),
-                    });
+                    let turn = turn(&members, previous.replace(pair), pair);
+                    if turn.involves(rank) {
+                        let id = barrier_id(1, sweep, round as u64, k as u64);
+                        steps.push(StagedStep::of_turn(turn, id).into_owned());
+                    }
                     if pair.contains(rank) {
                         steps.push(StagedStep::Test(test));
                     }
@@ -481,16 +524,17 @@ impl StagedPlan {
                         test: SweepPair { sweep, pair: *pair },
                     })
                 })
-                .flat_map(move |(k, (stage, pair))| {
-                    let barrier = StagedStep::Barrier {
-                        members: Cow::Borrowed(members),
-                        id: barrier_id(2, sweep, 0, k as u64),
-                    };
+                .scan(None, move |previous, (k, (stage, pair))| {
+                    Some((k, stage, pair, turn(members, previous.replace(pair), pair)))
+                })
+                .flat_map(move |(k, stage, pair, turn)| {
+                    let id = barrier_id(2, sweep, 0, k as u64);
+                    let barrier = turn.involves(rank).then_some(StagedStep::of_turn(turn, id));
                     let test = pair.contains(rank).then_some(StagedStep::Test(StagedTest {
                         stage,
                         test: SweepPair { sweep, pair },
                     }));
-                    std::iter::once(barrier).chain(test)
+                    barrier.into_iter().chain(test)
                 })
         })
     }
@@ -508,9 +552,10 @@ impl StagedPlan {
             .iter()
             .zip(&self.groups)
             .map(|(s, g)| {
-                s.pairs()
-                    .map(|p| pair_time(Stage::Hosts, p) + barrier_time(g.len()))
-                    .sum()
+                let (tests, count) = s.pairs().fold((0.0, 0), |(t, c), p| {
+                    (t + pair_time(Stage::Hosts, p), c + 1)
+                });
+                tests + unit_barrier_time(count, g.len(), &barrier_time)
             })
             .collect();
         let wave_len = self.options.concurrency.unwrap_or(usize::MAX);
@@ -528,8 +573,9 @@ impl StagedPlan {
                     let n = 2 * pairs.len().min(self.options.pairs_between);
                     pairs
                         .iter()
-                        .map(|&p| pair_time(Stage::Between, p) + barrier_time(n))
-                        .sum()
+                        .map(|&p| pair_time(Stage::Between, p))
+                        .sum::<f64>()
+                        + unit_barrier_time(pairs.len() as u64, n, &barrier_time)
                 })
                 .collect();
             between += times
@@ -756,6 +802,70 @@ mod tests {
     }
 
     #[test]
+    fn screening_and_follow_up_run_one_test_at_a_time_per_unit() {
+        use crate::schedule::replay::{overlap, replay, Event};
+        let t = tree("cluster { group { 0-4 } group { 5-9 } group { 10,11 } group { 12 } }");
+        let group = |r: Rank| match r {
+            0..=4 => 0,
+            5..=9 => 1,
+            10 | 11 => 2,
+            _ => 3,
+        };
+        let as_event = |st: StagedStep| match st {
+            StagedStep::Barrier { members, id } => Event::Barrier(members.to_vec(), id),
+            StagedStep::Handoff { from, to, id } => Event::Handoff(from, to, id),
+            StagedStep::Test(x) => Event::Test(x.test.sweep, x.test.pair),
+        };
+        let follow_up = FollowUp {
+            refine: vec![Pair::new(0, 5), Pair::new(1, 6)],
+            alone: vec![Pair::new(2, 3), Pair::new(0, 12)],
+            sample: vec![Pair::new(5, 10), Pair::new(3, 4)],
+        };
+        let members = follow_up.members();
+        for concurrency in [None, Some(1), Some(2)] {
+            let options = StagedOptions {
+                concurrency,
+                ..StagedOptions::default()
+            };
+            let plan = StagedPlan::new(&t, 13, 9, &options).unwrap();
+            let done = HashSet::new();
+            let programs: Vec<Vec<Event>> = (0..13)
+                .map(|r| {
+                    plan.screening_program(r, 1, &done)
+                        .chain(plan.follow_up_program(r, 1, &follow_up, &members, &done))
+                        .map(as_event)
+                        .collect()
+                })
+                .collect();
+            let ran = replay(&programs, |p| 1.0 + (p.i + p.j) as f64 / 100.0);
+            let (inside, between) = plan.screening_tests_per_sweep();
+            assert_eq!(ran.len(), inside + between + 6, "{concurrency:?}");
+            let (screening, follow) = ran.split_at(inside + between);
+            for a in screening {
+                for b in screening {
+                    let (ga, gb) = (group(a.1.i), group(b.1.i));
+                    let (ha, hb) = (group(a.1.j), group(b.1.j));
+                    // Within a group, and within a meeting of two groups, one at a time.
+                    if a != b && (ga, ha) == (gb, hb) {
+                        assert!(!overlap(a, b), "{concurrency:?}: {a:?} and {b:?}");
+                    }
+                    // Stage 2 after all of stage 1.
+                    if ga != ha && gb == hb {
+                        assert!(a.2 >= b.3, "{concurrency:?}: {a:?} before {b:?} ended");
+                    }
+                }
+            }
+            // The follow-up: in its order, one at a time, after the screening.
+            let order: Vec<Pair> = follow.iter().map(|r| r.1).collect();
+            let chosen: Vec<Pair> = follow_up.tests().map(|(_, p)| p).collect();
+            assert_eq!(order, chosen);
+            assert!(follow.windows(2).all(|w| w[0].3 <= w[1].2));
+            let screened_by = screening.iter().map(|r| r.3).fold(0.0, f64::max);
+            assert!(follow[0].2 >= screened_by);
+        }
+    }
+
+    #[test]
     fn members_agree_on_the_order_of_shared_barriers() {
         let t = tree("cluster { group { 0-3 } group { 4-7 } group { 8-11 } }");
         for concurrency in [None, Some(1)] {
@@ -771,7 +881,13 @@ mod tests {
                     plan.screening_program(r, 1, &done)
                         .filter_map(|s| match s {
                             StagedStep::Barrier { members, id } => Some((members.to_vec(), id)),
-                            _ => None,
+                            StagedStep::Handoff { from, to, id } => {
+                                let mut m = vec![from.i, from.j, to.i, to.j];
+                                m.sort_unstable();
+                                m.dedup();
+                                Some((m, id))
+                            }
+                            StagedStep::Test(_) => None,
                         })
                         .collect()
                 })

@@ -258,7 +258,7 @@ pub struct StageSummary {
 pub struct RankTime {
     /// The rank.
     pub rank: usize,
-    /// Wall time spent waiting (barriers, the final collection), seconds.
+    /// Wall time spent waiting (barriers, handoffs, the final gathering), seconds.
     pub waiting_s: f64,
     /// CPU time used while waiting, seconds.
     pub waiting_cpu_s: f64,
@@ -266,6 +266,17 @@ pub struct RankTime {
     pub testing_s: f64,
     /// CPU time used in pair tests, seconds.
     pub testing_cpu_s: f64,
+    /// Rank 0: wall time spent collecting the others' results (receiving, journalling),
+    /// seconds; absent on other ranks.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub collecting_s: f64,
+    /// Rank 0: CPU time used collecting, seconds.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub collecting_cpu_s: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 impl RankTime {

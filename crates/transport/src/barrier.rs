@@ -37,39 +37,102 @@ impl<'a> SubsetBarrier<'a> {
         idle: &mut dyn FnMut() -> Result<(), E>,
     ) -> Result<(), E> {
         let n = self.members.len();
-        let rank = self.members[self.me];
         let mut distance = 1;
         while distance < n {
             let to = self.members[(self.me + distance) % n];
             let from = self.members[(self.me + n - distance) % n];
             transport.send(to, Tag::BARRIER, &id.to_le_bytes())?;
             transport.notify(to);
-            let mut wait = PoliteWait::new(transport.wait_limit());
-            loop {
-                if transport.probe(from, Tag::BARRIER)?.is_some() {
-                    let mut buf = [0u8; 8];
-                    let len = transport.recv(from, Tag::BARRIER, &mut buf)?;
-                    let got = u64::from_le_bytes(buf);
-                    if len != 8 || got != id {
-                        return Err(TransportError::Protocol {
-                            rank,
-                            message: format!(
-                                "barrier {id:#x} received barrier {got:#x} from rank {from}: \
-                                 the ranks disagree about the schedule (are they running the \
-                                 same binary with the same arguments?)"
-                            ),
-                        }
-                        .into());
-                    }
-                    break;
-                }
-                idle()?;
-                wait.pause(transport, Some(from), Tag::BARRIER)?;
-            }
+            await_token(transport, from, id, idle)?;
             distance *= 2;
         }
         Ok(())
     }
+}
+
+/// The turn passed from the ranks that just finished a test to the ranks of the next test in
+/// a unit of tests run one at a time: each rank of `from` sends a token to each rank of `to`
+/// and goes on at once; each rank of `to` returns once it has the tokens of all of `from`.
+///
+/// Half a barrier: the finished pair does not wait, and the ranks of neither pair take no
+/// part, so a rank wakes about once per test of its own instead of about log2(n) times per
+/// test of its unit.
+#[derive(Debug, Clone, Copy)]
+pub struct Handoff<'a> {
+    from: &'a [Rank],
+    to: &'a [Rank],
+}
+
+impl<'a> Handoff<'a> {
+    /// The turn passed from `from` to `to`.
+    pub fn new(from: &'a [Rank], to: &'a [Rank]) -> Self {
+        Handoff { from, to }
+    }
+
+    /// Whether `rank` takes part (is in `from` or `to`).
+    pub fn involves(&self, rank: Rank) -> bool {
+        self.from.contains(&rank) || self.to.contains(&rank)
+    }
+
+    /// `rank`'s part: its tokens sent if it is in `from`, then, if it is in `to`, a wait
+    /// without spinning for the tokens of the others in `from` (`idle` runs between polls).
+    /// A token carrying another `id` means the ranks disagree about the schedule: an error.
+    pub fn pass<E: From<TransportError>>(
+        &self,
+        transport: &dyn Transport,
+        id: u64,
+        idle: &mut dyn FnMut() -> Result<(), E>,
+    ) -> Result<(), E> {
+        let rank = transport.rank();
+        if self.from.contains(&rank) {
+            for &to in self.to.iter().filter(|&&to| to != rank) {
+                transport.send(to, Tag::BARRIER, &id.to_le_bytes())?;
+                transport.notify(to);
+            }
+        }
+        if !self.to.contains(&rank) {
+            return Ok(());
+        }
+        for &from in self.from.iter().filter(|&&from| from != rank) {
+            await_token(transport, from, id, idle)?;
+        }
+        Ok(())
+    }
+}
+
+/// Waits without spinning for the barrier or handoff message `id` from `from`, running
+/// `idle` between polls.
+fn await_token<E: From<TransportError>>(
+    transport: &dyn Transport,
+    from: Rank,
+    id: u64,
+    idle: &mut dyn FnMut() -> Result<(), E>,
+) -> Result<(), E> {
+    let mut wait = PoliteWait::new(transport.wait_limit());
+    loop {
+        if transport.probe(from, Tag::BARRIER)?.is_some() {
+            return Ok(receive_token(transport, from, id)?);
+        }
+        idle()?;
+        wait.pause(transport, Some(from), Tag::BARRIER)?;
+    }
+}
+
+/// Receives the barrier or handoff message from `from` that has arrived and checks its id.
+fn receive_token(transport: &dyn Transport, from: Rank, id: u64) -> Result<(), TransportError> {
+    let mut buf = [0u8; 8];
+    let len = transport.recv(from, Tag::BARRIER, &mut buf)?;
+    let got = u64::from_le_bytes(buf);
+    if len != 8 || got != id {
+        return Err(TransportError::Protocol {
+            rank: transport.rank(),
+            message: format!(
+                "barrier {id:#x} received barrier {got:#x} from rank {from}: the ranks disagree \
+                 about the schedule (are they running the same binary with the same arguments?)"
+            ),
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -128,6 +191,46 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_handoff_holds_the_next_pair_until_the_last_one_has_passed() {
+        // Rank 1 of the finished pair comes 300 ms late; 1 and 2 take the turn; 3 takes no
+        // part. The bounds leave 250 ms for a busy machine's scheduling.
+        let world = InProcessWorld::new(4).with_timeout(Duration::from_secs(20));
+        let origin = Instant::now();
+        let times = world.run(|t| {
+            let (from, to) = ([0, 1], [1, 2]);
+            let handoff = Handoff::new(&from, &to);
+            let late = [0, 300, 0, 0][t.rank()];
+            std::thread::sleep(Duration::from_millis(late));
+            assert_eq!(handoff.involves(t.rank()), t.rank() < 3);
+            if handoff.involves(t.rank()) {
+                handoff
+                    .pass::<TransportError>(&t, 7, &mut || Ok(()))
+                    .unwrap();
+            }
+            origin.elapsed()
+        });
+        let ms = |d: Duration| d.as_millis();
+        // Rank 0 hands over and goes on at once; rank 2 waits for both.
+        assert!(ms(times[0]) < 250, "{times:?}");
+        assert!(ms(times[1]) >= 300 && ms(times[2]) >= 300, "{times:?}");
+        assert!(ms(times[3]) < 250, "{times:?}");
+        // A token with another id is a disagreement, said as such.
+        let world = InProcessWorld::new(2).with_timeout(Duration::from_secs(20));
+        let errors = world.run(|t| {
+            let (from, to) = ([0, 0], [1, 1]);
+            let id = 7 + t.rank() as u64;
+            Handoff::new(&from, &to)
+                .pass::<TransportError>(&t, id, &mut || Ok(()))
+                .err()
+                .map(|e| e.to_string())
+        });
+        assert!(
+            errors[1].as_deref().is_some_and(|e| e.contains("disagree")),
+            "{errors:?}"
+        );
     }
 
     #[test]

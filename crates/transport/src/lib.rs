@@ -31,7 +31,7 @@ pub mod usage;
 
 use std::time::Duration;
 
-pub use barrier::SubsetBarrier;
+pub use barrier::{Handoff, SubsetBarrier};
 pub use in_process::{InProcessTransport, InProcessWorld, LinkModel};
 pub use polite::SleepingReceives;
 pub use transport::{PoliteWait, Tag, Transport, TransportError};

@@ -1,4 +1,5 @@
-//! Where a rank's time goes: waiting for other ranks or busy, in wall and CPU time.
+//! Where a rank's time goes: waiting for other ranks, busy, or (rank 0) collecting results,
+//! in wall and CPU time.
 
 use std::time::{Duration, Instant};
 
@@ -16,15 +17,21 @@ pub struct TimeSplit {
     pub busy_s: f64,
     /// CPU time used while busy.
     pub busy_cpu_s: f64,
+    /// Wall time spent collecting other ranks' results (rank 0's bookkeeping).
+    pub collecting_s: f64,
+    /// CPU time used while collecting.
+    pub collecting_cpu_s: f64,
 }
 
 /// What a rank is doing between two readings of its clocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Activity {
-    /// Waiting for other ranks: barriers, collecting results.
+    /// Waiting for other ranks: barriers, handoffs, results not yet sent.
     Waiting,
     /// Running a pair test, a timed broadcast or another timed step.
     Busy,
+    /// Rank 0's bookkeeping: receiving results, writing them to the journal, choosing stages.
+    Collecting,
 }
 
 /// Adds up one rank's wall and CPU time per [`Activity`].
@@ -61,6 +68,10 @@ impl RankClock {
                 self.time.busy_s += dw;
                 self.time.busy_cpu_s += dc;
             }
+            Activity::Collecting => {
+                self.time.collecting_s += dw;
+                self.time.collecting_cpu_s += dc;
+            }
         }
         self.wall = wall;
         self.cpu = cpu;
@@ -79,10 +90,17 @@ pub fn gather_time_splits(
     mine: TimeSplit,
 ) -> Result<Vec<TimeSplit>, crate::TransportError> {
     let encode = |s: &TimeSplit| -> Vec<u8> {
-        [s.waiting_s, s.waiting_cpu_s, s.busy_s, s.busy_cpu_s]
-            .iter()
-            .flat_map(|x| x.to_le_bytes())
-            .collect()
+        [
+            s.waiting_s,
+            s.waiting_cpu_s,
+            s.busy_s,
+            s.busy_cpu_s,
+            s.collecting_s,
+            s.collecting_cpu_s,
+        ]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect()
     };
     if t.rank() != 0 {
         t.send_polite(0, crate::Tag::USAGE, &encode(&mine))?;
@@ -91,11 +109,11 @@ pub fn gather_time_splits(
     let mut out = vec![mine];
     for r in 1..t.size() {
         let bytes = t.recv_vec(r, crate::Tag::USAGE)?;
-        if bytes.len() != 32 {
+        if bytes.len() != 48 {
             return Err(crate::TransportError::Protocol {
                 rank: 0,
                 message: format!(
-                    "rank {r} sent a time record of {} bytes, not 32",
+                    "rank {r} sent a time record of {} bytes, not 48",
                     bytes.len()
                 ),
             });
@@ -106,6 +124,8 @@ pub fn gather_time_splits(
             waiting_cpu_s: x(1),
             busy_s: x(2),
             busy_cpu_s: x(3),
+            collecting_s: x(4),
+            collecting_cpu_s: x(5),
         });
     }
     Ok(out)
