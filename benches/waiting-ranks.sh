@@ -38,11 +38,16 @@ for n in (2, np_large):
         s = json.load(open(f"{work}/np{n}-{k}/meta.json"))["summary"]
         pp = s["wall_s"] / s["pairs_measured"]
         per_pair[n].append(pp)
-        shares = [100 * t["waiting_cpu_s"] / t["waiting_s"] for t in s.get("rank_time", []) if t["waiting_s"] > 0]
+        share = {t["rank"]: 100 * t["waiting_cpu_s"] / t["waiting_s"] for t in s.get("rank_time", []) if t["waiting_s"] > 0}
+        shares = list(share.values())
         line = f"-np {n:<3} run {k}: {s['pairs_measured']:4d} pairs in {s['wall_s']:7.2f} s, {pp:.3f} s per pair test"
         if n == np_large and shares:
             waiting.append(statistics.mean(shares))
+            others = [v for r, v in share.items() if r != 0]
             line += f"; waiting ranks: {statistics.mean(shares):.2f}% of a core on average, at most {max(shares):.2f}%"
+            # Rank 0 collects the results: every result wakes it, wherever it waits.
+            if 0 in share and others:
+                line += f" (rank 0, which collects, {share[0]:.2f}%; the others at most {max(others):.2f}%)"
         print(line)
 small, large = statistics.median(per_pair[2]), statistics.median(per_pair[np_large])
 mean_wait = statistics.median(waiting) if waiting else float("nan")
