@@ -2,8 +2,9 @@
 //! ranks in network namespaces, 1 Gbit/s host links and 400 Mbit/s leaf uplinks. `measure
 //! --plan full` over real MPI, then `cluster` with nothing given on t(1 MiB), recovers the leaf
 //! and host levels exactly, with `--topology auto` too; and so does `measure` with its
-//! defaults (the staged plan), clustered with nothing given at all. Needs root (CI has it); elsewhere it says so
-//! and checks nothing.
+//! defaults (the staged plan), clustered with nothing given at all. Then Slurm on the same
+//! testbed: `srun lgate-plogp measure`, and the tree it finds loaded into slurmctld. Needs root
+//! (CI has it); elsewhere it says so and checks nothing.
 
 mod common;
 
@@ -206,6 +207,7 @@ fn an_emulated_cluster_is_recovered() {
         "measure on the testbed: {serial:.1} s one pair at a time, {auto:.1} s with --topology \
          auto, {staged:.1} s staged"
     );
+    slurm_launches_measure_and_loads_the_tree(dir.path(), &state);
     drop(_down);
     let status = testbed(&state, &["status"]);
     assert!(String::from_utf8_lossy(&status.stdout).contains("down"));
@@ -213,6 +215,105 @@ fn an_emulated_cluster_is_recovered() {
     assert!(
         !String::from_utf8_lossy(&left.stdout).contains("lgtb-"),
         "every namespace is gone"
+    );
+    let daemons = Command::new("pgrep")
+        .args(["-f", &state.join("slurm").display().to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        daemons.stdout.is_empty(),
+        "no munged, slurmctld or slurmd of the testbed is left: {}",
+        String::from_utf8_lossy(&daemons.stdout)
+    );
+    assert!(!state.exists(), "the testbed's files are gone");
+}
+
+/// Slurm on the testbed: `srun ... lgate-plogp measure`, the run clustered into a Slurm
+/// topology.conf, slurmctld reconfigured with it, and `scontrol show topology` equal to the
+/// discovered tree (the leaves' switches under one root).
+fn slurm_launches_measure_and_loads_the_tree(dir: &Path, state: &Path) {
+    ok("slurm-up", testbed(state, &["slurm-up"]));
+    let run = dir.join("srun");
+    let bin = env!("CARGO_BIN_EXE_lgate-plogp");
+    ok(
+        "srun measure",
+        testbed(
+            state,
+            &[
+                "srun",
+                "--timeout",
+                "400",
+                "--",
+                "-N",
+                "4",
+                "-n",
+                "8",
+                "--mpi=pmix",
+                bin,
+                "measure",
+                "--output",
+                run.to_str().unwrap(),
+                "--seed",
+                "1",
+                "--quiet",
+            ],
+        ),
+    );
+    // meta.json knows the job and where Slurm put each rank.
+    let meta: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("meta.json")).unwrap()).unwrap();
+    let launcher = &meta["launcher"];
+    assert_eq!(launcher["kind"], "slurm", "{launcher:#}");
+    let env = &launcher["environment"];
+    assert!(env["SLURM_JOB_ID"].as_str().is_some(), "{env:#}");
+    assert_eq!(env["SLURM_JOB_NODELIST"], "l0h[0-1],l1h[0-1]", "{env:#}");
+    assert!(
+        env["SLURM_TOPOLOGY_ADDR"].as_str().is_some(),
+        "Slurm's topology address: {env:#}"
+    );
+    let topology_conf = dir.join("topology.conf");
+    ok(
+        "cluster --format slurm",
+        lgate_plogp_in(
+            dir,
+            &[
+                "cluster",
+                run.to_str().unwrap(),
+                "--format",
+                "slurm",
+                "--output",
+                topology_conf.to_str().unwrap(),
+            ],
+        ),
+    );
+    ok(
+        "slurm-topology",
+        testbed(state, &["slurm-topology", topology_conf.to_str().unwrap()]),
+    );
+    let shown = ok(
+        "scontrol",
+        testbed(state, &["scontrol", "show", "topology"]),
+    );
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    // Each line: the switch, its level, its link speed, the hosts under it (and switches).
+    let mut lines: Vec<String> = shown
+        .lines()
+        .map(|l| {
+            l.split_whitespace()
+                .filter(|w| !w.starts_with("LinkSpeed="))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "SwitchName=root Level=1 Nodes=l0h[0-1],l1h[0-1] Switches=s0_[0-1]",
+            "SwitchName=s0_0 Level=0 Nodes=l0h[0-1]",
+            "SwitchName=s0_1 Level=0 Nodes=l1h[0-1]",
+        ],
+        "slurmctld loaded the discovered tree:\n{shown}"
     );
 }
 
