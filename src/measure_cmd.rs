@@ -328,6 +328,11 @@ fn print_summary(report: &RunReport, derived: &[String]) {
             .map_or(0, |p| p.len());
         eprintln!("MPI: {first}; {protocol} protocol thresholds recorded in meta.json");
     }
+    if let Some(meta) = &meta {
+        for line in crate::output::host_summary_lines(meta) {
+            eprintln!("{line}");
+        }
+    }
     let mut files = vec![
         lgate_rundir::META_FILE.to_string(),
         lgate_rundir::JOURNAL_FILE.to_string(),

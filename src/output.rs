@@ -160,3 +160,59 @@ pub fn once_per_job(error: anyhow::Error) -> anyhow::Error {
         error
     }
 }
+
+/// The run summary's lines about the hosts: what they are when they agree, else which hosts
+/// differ from most and in what, and ranks whose placement their host's facts contradict.
+pub fn host_summary_lines(meta: &lgate_rundir::RunMeta) -> Vec<String> {
+    let hosts = &meta.hosts;
+    let Some(first) = hosts.first() else {
+        return Vec::new();
+    };
+    let odd = lgate_rundir::odd_hosts(hosts);
+    let mut lines = Vec::new();
+    if odd.is_empty() {
+        let unknown = || "unknown".to_string();
+        let f = &first.frequency;
+        lines.push(format!(
+            "{}: {}, {} CPUs in {} socket(s), SMT {}, frequency governor {}{}",
+            if hosts.len() == 1 {
+                format!("host {}", first.host)
+            } else {
+                format!("{} hosts, all alike", hosts.len())
+            },
+            first.cpu_model.clone().unwrap_or_else(unknown),
+            first.threads.map_or_else(unknown, |t| t.to_string()),
+            first.sockets.map_or_else(unknown, |s| s.to_string()),
+            first
+                .smt
+                .map_or_else(unknown, |s| if s { "on" } else { "off" }.to_string()),
+            f.governor.clone().unwrap_or_else(unknown),
+            match f.boost {
+                Some(true) => ", boost on",
+                Some(false) => ", boost off",
+                None => "",
+            }
+        ));
+    } else {
+        let lines_of = lgate_rundir::odd_host_lines(&odd, hosts.len());
+        lines.push(format!(
+            "{} of {} hosts differ from most (host facts in meta.json):",
+            lines_of.len(),
+            hosts.len()
+        ));
+        lines.extend(lines_of.into_iter().map(|l| format!("  {l}")));
+    }
+    let (mismatches, count) = lgate_rundir::placement_mismatches(&meta.ranks, hosts, 3);
+    if count > 0 {
+        lines.push(format!(
+            "{count} rank(s) have a placement their host's facts contradict: {}{}",
+            mismatches.join("; "),
+            if count > mismatches.len() {
+                "; ..."
+            } else {
+                ""
+            }
+        ));
+    }
+    lines
+}

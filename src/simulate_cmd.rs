@@ -89,6 +89,11 @@ pub struct SimulateArgs {
     /// The plan `measure` would follow, and its choices (as for measure).
     #[command(flatten)]
     plan: crate::plan_args::PlanArgs,
+    /// Make one host's facts differ from the rest (meta.json's `hosts`), as HOST:FACT=VALUE
+    /// with the host by name or number: 3:governor=powersave, n1:smt=off, 0:boost=off.
+    /// Repeatable.
+    #[arg(long, value_name = "HOST:FACT=VALUE")]
+    odd_host: Vec<lgate_simulate::HostChange>,
     /// No summary on stderr.
     #[arg(long, short)]
     quiet: bool,
@@ -179,6 +184,7 @@ impl SimulateArgs {
                 lgate_harness::PlanKind::Staged(staged) => Some(staged),
                 lgate_harness::PlanKind::Full => None,
             },
+            host_changes: self.odd_host.clone(),
         })
     }
 }
@@ -280,6 +286,11 @@ pub fn run(args: SimulateArgs) -> Result<()> {
             "simulated {} pair measurements of {describe} in {:.2} s",
             report.pairs, report.wall_s
         );
+        if let Ok(meta) = run.read_meta() {
+            for line in crate::output::host_summary_lines(&meta) {
+                eprintln!("{line}");
+            }
+        }
         eprintln!("wrote {}/ ({})", out.display(), report.files.join(", "));
     }
     Ok(())

@@ -48,6 +48,92 @@ fn all_pairs(n: u64) -> Vec<(u64, u64, u64)> {
         .collect()
 }
 
+/// meta.json's one host entry holds what this machine's /proc and /sys say: the CPU model,
+/// the CPU count, every cache level with its size, and the frequency policy (unknown where
+/// cpufreq is not exposed, as in most virtual machines).
+fn check_host_facts(meta: &Value) {
+    let hosts = meta["hosts"].as_array().expect("host facts");
+    assert_eq!(hosts.len(), 1, "one host, one entry: {hosts:?}");
+    let h = &hosts[0];
+    assert_eq!(h["host"], meta["ranks"][0]["host"]);
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap();
+    if let Some(model) = cpuinfo.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim() == "model name").then(|| v.trim().to_string())
+    }) {
+        assert_eq!(h["cpu_model"], model.as_str());
+    }
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    let count: usize = online
+        .trim()
+        .split(',')
+        .map(|part| match part.split_once('-') {
+            Some((a, b)) => b.parse::<usize>().unwrap() - a.parse::<usize>().unwrap() + 1,
+            None => 1,
+        })
+        .sum();
+    assert_eq!(h["threads"], count);
+    let memory: u64 = std::fs::read_to_string("/proc/meminfo")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .map(|v| v.trim().trim_end_matches("kB").trim().parse().unwrap())
+        .unwrap();
+    assert_eq!(h["memory_kib"], memory);
+    let caches = h["caches"].as_array().unwrap();
+    let index = Path::new("/sys/devices/system/cpu/cpu0/cache");
+    for entry in std::fs::read_dir(index).unwrap().flatten() {
+        let dir = entry.path();
+        if !dir
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with("index")
+        {
+            continue;
+        }
+        let read = |f: &str| {
+            std::fs::read_to_string(dir.join(f))
+                .unwrap()
+                .trim()
+                .to_string()
+        };
+        let (level, kind, size) = (read("level"), read("type"), read("size"));
+        let kib: u64 = size.trim_end_matches('K').parse().unwrap_or(0);
+        assert!(
+            caches
+                .iter()
+                .any(|c| c["level"].as_u64() == level.parse().ok()
+                    && c["kind"] == kind.as_str()
+                    && (kib == 0 || c["size_kib"] == kib)),
+            "cache L{level} {kind} {size} not in {caches:?}"
+        );
+    }
+    let policies = std::fs::read_dir("/sys/devices/system/cpu/cpufreq")
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.file_name().to_str().unwrap().starts_with("policy"))
+                .count()
+        })
+        .unwrap_or(0);
+    if policies == 0 {
+        assert!(h["frequency"]["governor"].is_null(), "{h}");
+        assert!(h["frequency"]["driver"].is_null(), "{h}");
+    } else {
+        let governor =
+            std::fs::read_to_string("/sys/devices/system/cpu/cpufreq/policy0/scaling_governor")
+                .unwrap_or_default();
+        assert!(
+            h["frequency"]["governor"]
+                .as_str()
+                .unwrap()
+                .contains(governor.trim()),
+            "{h}"
+        );
+    }
+}
+
 #[test]
 fn four_ranks_measure_every_pair_with_complete_metadata() {
     let dir = tempfile::tempdir().unwrap();
@@ -106,6 +192,7 @@ fn four_ranks_measure_every_pair_with_complete_metadata() {
             assert!(!r[field].is_null(), "rank {k} lacks {field}: {r}");
         }
     }
+    check_host_facts(&meta);
     let summary = &meta["summary"];
     assert_eq!(summary["pairs_measured"], 6);
     let share = summary["overhead_share"].as_f64().unwrap();
@@ -129,6 +216,10 @@ fn four_ranks_measure_every_pair_with_complete_metadata() {
         assert!(t["waiting_cpu_s"].as_f64().unwrap() >= 0.0, "{t}");
     }
     assert!(err.contains("while waiting for their next test"), "{err}");
+    assert!(
+        err.contains("frequency governor"),
+        "the host's facts: {err}"
+    );
     // Open MPI's switch for its own waits, set for ranks that share a CPU; MPICH has none
     // (pair tests wait outside MPI under both).
     let yield_when_idle = &meta["mpi"]["control_variables"]["mpi_yield_when_idle"];

@@ -110,3 +110,71 @@ fn the_report_loads_in_a_headless_browser() {
         assert!(dom.contains(section), "the loaded page has `{section}`");
     }
 }
+
+#[test]
+fn a_host_with_another_governor_is_named_in_the_summary_report_json_and_the_report() {
+    // Four simulated hosts, one set to `powersave` where the others run `performance`.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = lgate_plogp_in(
+        d,
+        &[
+            "simulate",
+            "--preset",
+            "fram",
+            "--machine",
+            "node=4,socket=2,core=4",
+            "--max-size",
+            "1KiB",
+            "--odd-host",
+            "2:governor=powersave",
+            "--out",
+            "run",
+        ],
+    );
+    assert!(out.status.success());
+    let summary = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        summary.contains("1 of 4 hosts differ from most")
+            && summary.contains("fram-n2: governor powersave (performance on 3 of 4 hosts)"),
+        "{summary}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("run/report.json")).unwrap()).unwrap();
+    let odd = &report["hosts"]["odd"];
+    assert_eq!(odd.as_array().unwrap().len(), 1, "{report:#}");
+    assert_eq!(odd[0]["host"], "fram-n2");
+    assert_eq!(odd[0]["fact"], "governor");
+    assert_eq!(odd[0]["value"], "powersave");
+    assert_eq!(odd[0]["usual"], "performance");
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("run/meta.json")).unwrap()).unwrap();
+    assert_eq!(
+        meta["hosts"].as_array().unwrap().len(),
+        4,
+        "one entry per host"
+    );
+
+    success(lgate_plogp_in(
+        d,
+        &["report", "run", "--output", "report.html"],
+    ));
+    let url = format!("file://{}", d.join("report.html").display());
+    let dom = chromium(&["--dump-dom", &url]);
+    assert!(dom.status.success());
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert!(dom.contains("1 of 4 hosts differ from most"), "{dom}");
+    assert!(dom.contains("fram-n2: governor powersave (performance on 3 of 4 hosts)"));
+    // The facts table: one row for the three hosts alike, one for the odd host, marked.
+    let table = &dom[dom.find("id=\"host-facts\"").expect("the facts table")..];
+    let table = &table[..table.find("</table>").unwrap()];
+    assert_eq!(table.matches("<tr").count(), 3, "{table}");
+    assert!(
+        table.contains("<td>fram-n0, fram-n1, fram-n3</td>"),
+        "{table}"
+    );
+    assert!(
+        table.contains("<tr class=\"warn\"><td>fram-n2</td>"),
+        "{table}"
+    );
+}

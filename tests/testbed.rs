@@ -125,8 +125,23 @@ fn measure_and_check(
         .map(|r| r["host"].as_str().unwrap())
         .collect();
     assert_eq!(
-        hosts.into_iter().collect::<Vec<_>>(),
+        hosts.iter().copied().collect::<Vec<_>>(),
         ["l0h0", "l0h1", "l1h0", "l1h1"]
+    );
+    // One facts entry per emulated host (read by its first rank), and none differs: they
+    // are namespaces of one machine.
+    let mut with_facts: Vec<&str> = meta["hosts"]
+        .as_array()
+        .expect("host facts")
+        .iter()
+        .map(|h| h["host"].as_str().unwrap())
+        .collect();
+    with_facts.sort_unstable();
+    assert_eq!(with_facts, hosts.into_iter().collect::<Vec<_>>());
+    assert!(
+        meta["hosts"][0]["cpu_model"].is_string(),
+        "{}",
+        meta["hosts"]
     );
     // The run's own wall time (from its first barrier to its outputs), without the launch.
     let wall = meta["summary"]["wall_s"].as_f64().unwrap();

@@ -27,6 +27,7 @@
 #![deny(missing_docs)]
 
 pub mod dry_run;
+pub mod host_facts;
 pub mod interrupt;
 pub mod pair_test;
 pub mod placement;

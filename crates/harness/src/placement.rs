@@ -45,20 +45,7 @@ fn numa_node(cpu_dir: &Path) -> Option<usize> {
 /// The CPUs of a CPU list (`0-3,8`, as `Cpus_allowed_list` gives it); `None` when it does
 /// not parse.
 pub fn cpu_list(cpuset: &str) -> Option<Vec<usize>> {
-    let mut out = Vec::new();
-    for part in cpuset.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (usize, usize) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
-                if b < a || b - a > 1 << 20 {
-                    return None;
-                }
-                out.extend(a..=b);
-            }
-            None => out.push(part.parse().ok()?),
-        }
-    }
-    Some(out)
+    lgate_rundir::parse_cpu_list(cpuset)
 }
 
 /// The one CPU a rank is bound to, if its CPU list holds exactly one.
@@ -366,14 +353,10 @@ fn launcher_command_line() -> Option<String> {
 
 /// The operating system of the calling rank's host.
 pub fn system() -> SystemInfo {
-    let os = read_trimmed("/etc/os-release").and_then(|text| {
-        text.lines()
-            .find_map(|l| l.strip_prefix("PRETTY_NAME="))
-            .map(|v| v.trim_matches('"').to_string())
-    });
+    let root = Path::new("/");
     SystemInfo {
-        kernel: read_trimmed("/proc/sys/kernel/osrelease"),
-        os,
+        kernel: crate::host_facts::kernel(root),
+        os: crate::host_facts::os_name(root),
     }
 }
 

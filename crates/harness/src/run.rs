@@ -214,10 +214,11 @@ pub fn run(
     }
     let info = placement::this_rank(t);
     let infos = gather(t, &info)?;
+    let hosts = gather_host_facts(t, &info.host, infos.as_deref())?;
 
     let (plan, prepared) = if rank == 0 {
         let infos = infos.expect("rank 0 gathers");
-        match prepare(t, test, options, infos) {
+        match prepare(t, test, options, infos, hosts) {
             Ok(p) => (broadcast(t, Some(&p.plan(size)))?, Some(p)),
             Err(e) => {
                 broadcast(t, Some(&Plan::Abort))?;
@@ -550,6 +551,51 @@ pub(crate) fn gather(
     Ok(Some(out))
 }
 
+/// The facts of every host, read by its first rank and sent to rank 0, which returns them in
+/// host order of first rank (the others an empty list). Rank 0 names the first rank of each
+/// host in one broadcast; every rank calls this. Files are read under `LGATE_HOST_ROOT` when
+/// it is set (a fake tree), else under `/`.
+pub(crate) fn gather_host_facts(
+    t: &dyn Transport,
+    host: &str,
+    infos: Option<&[lgate_rundir::RankInfo]>,
+) -> Result<Vec<lgate_rundir::HostFacts>, HarnessError> {
+    let leaders: Vec<Rank> = match infos {
+        Some(infos) => {
+            let mut seen = HashSet::new();
+            let leaders: Vec<Rank> = infos
+                .iter()
+                .filter(|i| seen.insert(i.host.as_str()))
+                .map(|i| i.rank)
+                .collect();
+            broadcast(t, Some(&leaders))?
+        }
+        None => broadcast(t, None)?,
+    };
+    let rank = t.rank();
+    if !leaders.contains(&rank) {
+        return Ok(Vec::new());
+    }
+    let root = std::env::var_os(crate::host_facts::HOST_ROOT_VAR)
+        .map_or_else(|| std::path::PathBuf::from("/"), std::path::PathBuf::from);
+    let mine = crate::host_facts::read_host_facts(&root, host);
+    if rank != 0 {
+        let bytes = serde_json::to_vec(&mine).expect("host facts serialise");
+        t.send_polite(0, Tag::FACTS, &bytes)?;
+        return Ok(Vec::new());
+    }
+    let mut out = vec![mine];
+    for &r in leaders.iter().filter(|&&r| r != 0) {
+        let bytes = t.recv_vec(r, Tag::FACTS)?;
+        let theirs = serde_json::from_slice(&bytes).map_err(|e| TransportError::Protocol {
+            rank: 0,
+            message: format!("rank {r} sent host facts that do not parse: {e}"),
+        })?;
+        out.push(theirs);
+    }
+    Ok(out)
+}
+
 /// Sends rank 0's plan (or follow-up) to every rank along a binomial tree (log2 P rounds).
 pub(crate) fn broadcast<P: Serialize + DeserializeOwned>(
     t: &dyn Transport,
@@ -665,6 +711,7 @@ fn prepare(
     test: &dyn PairTest,
     options: &RunOptions,
     infos: Vec<lgate_rundir::RankInfo>,
+    host_facts: Vec<lgate_rundir::HostFacts>,
 ) -> Result<Prepared, HarnessError> {
     let size = t.size();
     if options.sweeps == 0 {
@@ -771,6 +818,7 @@ fn prepare(
         mpi,
         launcher: placement::launcher(),
         system: placement::system(),
+        hosts: host_facts,
         parts: vec![RunPart {
             command_line: options.command_line.clone(),
             ..RunPart::starting(start.clone())

@@ -579,7 +579,11 @@ impl OutputBuilder {
         write_matrix_set(&self.run, self.options.estimator.name(), &all)?;
         self.written.push("matrices/".to_string());
 
-        let placement = self.run.read_meta().map(|m| m.ranks).unwrap_or_default();
+        let (placement, hosts) = self
+            .run
+            .read_meta()
+            .map(|m| (m.ranks, m.hosts))
+            .unwrap_or_default();
         let times: Vec<(MessageSize, &DistanceMatrix)> = self
             .options
             .matrix_sizes
@@ -596,6 +600,7 @@ impl OutputBuilder {
         let report = crate::report::report(&crate::report::ReportInputs {
             ranks: &self.ranks,
             placement: &placement,
+            hosts: &hosts,
             estimator: self.options.estimator,
             latency: find(MatrixKind::Latency),
             times,

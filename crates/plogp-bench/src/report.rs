@@ -202,6 +202,8 @@ pub struct ReportInputs<'a> {
     pub ranks: &'a [usize],
     /// Where every rank ran.
     pub placement: &'a [RankInfo],
+    /// What each host is (meta.json's `hosts`).
+    pub hosts: &'a [lgate_rundir::HostFacts],
     /// The statistic the matrices hold.
     pub estimator: Estimator,
     /// The latency matrix.
@@ -263,6 +265,22 @@ pub fn report(inputs: &ReportInputs) -> Value {
             inputs.unconverged
         ));
     }
+    let hosts = hosts_report(inputs.placement, inputs.hosts);
+    for line in hosts["odd_lines"].as_array().into_iter().flatten() {
+        warnings.push(format!(
+            "host facts differ from most hosts' ({}): a slow host may be explained by them",
+            line.as_str().unwrap_or_default()
+        ));
+    }
+    if let Some(n) = hosts["placement_mismatches_count"]
+        .as_u64()
+        .filter(|&n| n > 0)
+    {
+        warnings.push(format!(
+            "{n} rank(s) have a recorded placement their host's facts contradict (see \
+             hosts.placement_mismatches)"
+        ));
+    }
     let mut not_positive = inputs.not_positive.clone();
     let not_positive_count = not_positive.len();
     not_positive.truncate(LISTED);
@@ -275,7 +293,28 @@ pub fn report(inputs: &ReportInputs) -> Value {
         "latency_not_positive_count": not_positive_count,
         "latency_not_positive": not_positive,
         "saturation_not_converged": inputs.unconverged,
+        "hosts": hosts,
         "warnings": warnings,
+    })
+}
+
+/// The hosts' part of the report: how many hosts ran ranks and how many recorded facts, the
+/// facts in which some hosts differ from most (`odd`, and one line per host in `odd_lines`),
+/// and ranks whose placement contradicts their host's facts.
+pub(crate) fn hosts_report(placement: &[RankInfo], hosts: &[lgate_rundir::HostFacts]) -> Value {
+    let mut names: Vec<&str> = placement.iter().map(|r| r.host.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    let odd = lgate_rundir::odd_hosts(hosts);
+    let lines = lgate_rundir::odd_host_lines(&odd, hosts.len());
+    let (mismatches, count) = lgate_rundir::placement_mismatches(placement, hosts, LISTED);
+    json!({
+        "count": names.len(),
+        "with_facts": hosts.len(),
+        "odd": odd,
+        "odd_lines": lines,
+        "placement_mismatches_count": count,
+        "placement_mismatches": mismatches,
     })
 }
 

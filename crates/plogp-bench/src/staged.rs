@@ -209,6 +209,7 @@ pub fn write_staged_outputs(
             "j": p.j,
             "inside_group": group_of[p.i] == group_of[p.j],
         })).collect::<Vec<_>>(),
+        "hosts": crate::report::hosts_report(&meta.ranks, &meta.hosts),
     });
     run.write_file("report.json", format!("{report:#}\n").as_bytes())?;
     written.push("report.json".into());

@@ -123,6 +123,105 @@ fn placement_table(html: &mut String, ranks: &[lgate_rundir::RankInfo]) {
     html.push_str("</details>\n");
 }
 
+/// A host's comparable facts, as [`lgate_rundir::HostFacts::fields`] gives them.
+type HostFields = Vec<(&'static str, String)>;
+
+/// Hosts named one by one in a row of the facts table at most.
+const HOSTS_NAMED: usize = 8;
+
+/// What the hosts are (meta.json's `hosts`): the hosts that differ from most first, then a
+/// table with a row per set of hosts with the same facts (one row when every host agrees),
+/// then ranks whose placement their host's facts contradict.
+fn hosts_section(html: &mut String, meta: &lgate_rundir::RunMeta) {
+    html.push_str("<h2>Hosts (meta.json)</h2>\n");
+    let hosts = &meta.hosts;
+    if hosts.is_empty() {
+        html.push_str(
+            "<p>This run recorded no host facts (it was written before they were kept).</p>\n",
+        );
+        return;
+    }
+    let odd = lgate_rundir::odd_hosts(hosts);
+    if odd.is_empty() {
+        let _ = writeln!(
+            html,
+            "<p>{} host(s); no host differs from the others in the facts below.</p>",
+            hosts.len()
+        );
+    } else {
+        let lines = lgate_rundir::odd_host_lines(&odd, hosts.len());
+        let _ = writeln!(
+            html,
+            "<p class=\"warn\" id=\"odd-hosts\">{} of {} hosts differ from most: a slow host \
+             above may be explained here.</p>\n<ul>",
+            lines.len(),
+            hosts.len()
+        );
+        for l in &lines {
+            let _ = writeln!(html, "<li class=\"warn\">{}</li>", escape(l));
+        }
+        html.push_str("</ul>\n");
+    }
+    // Hosts with the same facts share a row, in order of their first host.
+    let mut rows: Vec<(HostFields, Vec<&str>)> = Vec::new();
+    for h in hosts {
+        let fields = h.fields();
+        match rows.iter_mut().find(|(f, _)| *f == fields) {
+            Some((_, names)) => names.push(&h.host),
+            None => rows.push((fields, vec![&h.host])),
+        }
+    }
+    html.push_str("<table id=\"host-facts\">\n<tr><th>hosts</th>");
+    for name in lgate_rundir::FACT_NAMES {
+        let label = match name {
+            "cpu_model" => "CPU model".to_string(),
+            "smt" => "SMT".to_string(),
+            "numa_nodes" => "NUMA nodes".to_string(),
+            "memory_kib" => "memory (KiB)".to_string(),
+            "min_khz" => "min (kHz)".to_string(),
+            "max_khz" => "max (kHz)".to_string(),
+            other => other.replace('_', " "),
+        };
+        let _ = write!(html, "<th>{label}</th>");
+    }
+    html.push_str("</tr>\n");
+    let odd_hosts: std::collections::BTreeSet<&str> = odd.iter().map(|o| o.host.as_str()).collect();
+    for (fields, names) in &rows {
+        let shown = if names.len() <= HOSTS_NAMED {
+            names.join(", ")
+        } else {
+            format!(
+                "{}, ... ({} hosts)",
+                names[..HOSTS_NAMED].join(", "),
+                names.len()
+            )
+        };
+        let class = if names.iter().any(|n| odd_hosts.contains(n)) {
+            " class=\"warn\""
+        } else {
+            ""
+        };
+        let _ = write!(html, "<tr{class}><td>{}</td>", escape(&shown));
+        for (_, value) in fields {
+            let _ = write!(html, "<td>{}</td>", escape(value));
+        }
+        html.push_str("</tr>\n");
+    }
+    html.push_str("</table>\n");
+    let (mismatches, count) = lgate_rundir::placement_mismatches(&meta.ranks, hosts, 50);
+    if count > 0 {
+        let _ = writeln!(
+            html,
+            "<p class=\"warn\">{count} rank(s) have a recorded placement their host's facts \
+             contradict:</p>\n<ul>"
+        );
+        for m in &mismatches {
+            let _ = writeln!(html, "<li>{}</li>", escape(m));
+        }
+        html.push_str("</ul>\n");
+    }
+}
+
 /// The most t(m) heat maps shown besides the default matrix's.
 const OTHER_HEATMAPS: usize = 4;
 
@@ -516,6 +615,8 @@ pub fn report_html(run: &Path, inputs: &ReportInputs) -> Result<String, PlotErro
             }
         }
     }
+
+    hosts_section(&mut html, &meta);
 
     // How it was made.
     let quote = |args: &[String]| {

@@ -11,6 +11,7 @@
 #![deny(missing_docs)]
 
 pub mod bcast_tuning;
+mod hosts;
 mod journal;
 mod matrices;
 mod meta;
@@ -19,6 +20,10 @@ pub mod table_layout;
 
 use std::path::{Path, PathBuf};
 
+pub use hosts::{
+    odd_host_lines, odd_hosts, parse_cpu_list, placement_mismatches, CacheFacts, FrequencyFacts,
+    HostFacts, OddFact, FACT_NAMES,
+};
 pub use journal::{
     parse_journal, read_journal, Journal, JournalEntry, JournalRead, Stage, JOURNAL_FILE,
 };

@@ -43,6 +43,9 @@ pub struct RunMeta {
     /// The operating system of rank 0's host.
     #[serde(default)]
     pub system: SystemInfo,
+    /// What each host is (CPU, caches, memory, frequency policy), once per host.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<crate::HostFacts>,
     /// When the run started (RFC 3339, UTC).
     pub start: String,
     /// When the run ended (RFC 3339, UTC), once it has.
@@ -339,6 +342,7 @@ impl RunMeta {
             mpi: BTreeMap::new(),
             launcher: LauncherInfo::default(),
             system: SystemInfo::default(),
+            hosts: Vec::new(),
             start,
             end: None,
             summary: None,
@@ -561,6 +565,7 @@ mod tests {
             mpi: BTreeMap::new(),
             launcher: LauncherInfo::default(),
             system: SystemInfo::default(),
+            hosts: Vec::new(),
             start: "2026-11-21T21:00:00Z".into(),
             end: None,
             summary: None,

@@ -49,6 +49,42 @@ pub struct SimulateOptions {
     pub tool: String,
     /// The staged plan to model (`measure --plan staged`); the full plan when `None`.
     pub plan: Option<lgate_harness::StagedPlanOptions>,
+    /// Facts of some hosts made to differ from the rest (`--odd-host`).
+    pub host_changes: Vec<HostChange>,
+}
+
+/// One fact of one simulated host set apart from the rest: `HOST:FACT=VALUE`, the host by name
+/// or by node number (`n3:governor=powersave`, `3:smt=off`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostChange {
+    /// The host's name or node number.
+    pub host: String,
+    /// The fact (see [`lgate_rundir::HostFacts::set`]).
+    pub fact: String,
+    /// Its value on that host.
+    pub value: String,
+}
+
+impl std::str::FromStr for HostChange {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (host, rest) = s
+            .split_once(':')
+            .ok_or_else(|| format!("{s}: expected HOST:FACT=VALUE, e.g. 3:governor=powersave"))?;
+        let (fact, value) = rest
+            .split_once('=')
+            .ok_or_else(|| format!("{s}: expected HOST:FACT=VALUE, e.g. 3:governor=powersave"))?;
+        if host.is_empty() || fact.is_empty() || value.is_empty() {
+            return Err(format!(
+                "{s}: expected HOST:FACT=VALUE, e.g. 3:governor=powersave"
+            ));
+        }
+        Ok(HostChange {
+            host: host.into(),
+            fact: fact.into(),
+            value: value.into(),
+        })
+    }
 }
 
 impl SimulateOptions {
@@ -69,6 +105,7 @@ impl SimulateOptions {
             command_line: Vec::new(),
             tool: format!("lgate-plogp {}", env!("CARGO_PKG_VERSION")),
             plan: None,
+            host_changes: Vec::new(),
         }
     }
 }
@@ -209,6 +246,8 @@ pub struct Simulation<'a> {
     layout: Layout,
     effects: Effects,
     options: &'a SimulateOptions,
+    /// The facts of every host, as meta.json records them.
+    hosts: Vec<lgate_rundir::HostFacts>,
     /// Summaries to draw from, per level, size and series, when the run is large.
     pools: Option<Vec<Vec<Summary>>>,
 }
@@ -281,11 +320,42 @@ impl<'a> Simulation<'a> {
         }
         let layout = Layout::new(model, options.seed);
         let effects = Effects::new(model, &layout, options.seed);
+        let mut hosts = layout.host_facts(&model.name);
+        for change in &options.host_changes {
+            let found = hosts
+                .iter()
+                .position(|h| h.host == change.host)
+                .or_else(|| {
+                    change
+                        .host
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|&k| k < hosts.len())
+                });
+            let Some(k) = found else {
+                return bad(format!(
+                    "--odd-host {}: no such host; the hosts are {} or their numbers 0-{}",
+                    change.host,
+                    hosts
+                        .iter()
+                        .map(|h| h.host.as_str())
+                        .take(4)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                        + if hosts.len() > 4 { ", ..." } else { "" },
+                    hosts.len() - 1
+                ));
+            };
+            hosts[k]
+                .set(&change.fact, &change.value)
+                .map_err(|e| SimulateError::Options(format!("--odd-host: {e}")))?;
+        }
         let mut sim = Simulation {
             model,
             layout,
             effects,
             options,
+            hosts,
             pools: None,
         };
         let n = sim.layout.size();
@@ -605,6 +675,7 @@ impl<'a> Simulation<'a> {
                 environment: Default::default(),
             },
             simulation: Some(self.record()),
+            hosts: self.hosts.clone(),
             ..RunMeta::started(
                 o.tool.clone(),
                 o.command_line.clone(),

@@ -1,9 +1,9 @@
 //! Where each rank of a simulated machine sits: its coordinates in every level, the level at
 //! which two ranks part, and the placement record `meta.json` keeps of it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use lgate_rundir::RankInfo;
+use lgate_rundir::{HostFacts, RankInfo};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -200,6 +200,55 @@ impl Layout {
                     governor: None,
                     machine: None,
                     extra,
+                }
+            })
+            .collect()
+    }
+    /// What `meta.json` records of each host (in node order): its CPUs, sockets and NUMA
+    /// nodes as the ranks' placement has them, one rank per core, no SMT, the CPU model named
+    /// after the model, the frequency governor `performance` (what HPC nodes are usually set
+    /// to); memory, kernel and caches unknown (a model does not say).
+    pub fn host_facts(&self, model_name: &str) -> Vec<HostFacts> {
+        let infos = self.rank_infos();
+        let mut by_host: BTreeMap<String, Vec<&RankInfo>> = BTreeMap::new();
+        for i in &infos {
+            by_host.entry(i.host.clone()).or_default().push(i);
+        }
+        let text = |cpus: &BTreeSet<usize>| {
+            let v: Vec<usize> = cpus.iter().copied().collect();
+            lgate_topology::RankList(&v).to_string()
+        };
+        by_host
+            .into_iter()
+            .map(|(host, ranks)| {
+                let mut sockets: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
+                let mut numa: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
+                let mut cpus = BTreeSet::new();
+                for r in ranks {
+                    let cpu = r.cpu.unwrap_or(r.rank);
+                    cpus.insert(cpu);
+                    sockets
+                        .entry(r.socket.unwrap_or(0))
+                        .or_default()
+                        .insert(cpu);
+                    numa.entry(r.numa.unwrap_or(0)).or_default().insert(cpu);
+                }
+                HostFacts {
+                    host,
+                    cpu_model: Some(format!("simulated {model_name}")),
+                    sockets: Some(sockets.len()),
+                    cores: Some(cpus.len()),
+                    threads: Some(cpus.len()),
+                    smt: Some(false),
+                    online_cpus: Some(text(&cpus)),
+                    socket_cpus: sockets.iter().map(|(&k, c)| (k, text(c))).collect(),
+                    numa_cpus: numa.iter().map(|(&k, c)| (k, text(c))).collect(),
+                    frequency: lgate_rundir::FrequencyFacts {
+                        driver: Some("simulated".into()),
+                        governor: Some("performance".into()),
+                        ..Default::default()
+                    },
+                    ..Default::default()
                 }
             })
             .collect()

@@ -22,6 +22,8 @@ impl Tag {
     pub const PLAN: Tag = Tag(4);
     /// Each rank's waiting and testing time travelling to rank 0 at the end.
     pub const USAGE: Tag = Tag(5);
+    /// Host facts travelling from one rank per host to rank 0 at the start.
+    pub const FACTS: Tag = Tag(6);
     /// The first tag free for pair tests (PLogP uses it and the next for control and data).
     pub const TEST: Tag = Tag(16);
     /// Broadcast payloads and their segments.
