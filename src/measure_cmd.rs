@@ -385,6 +385,9 @@ pub fn run(args: MeasureArgs) -> Result<()> {
             // Measured; now derived, on rank 0 alone, once every rank is done.
             let run = lgate_rundir::RunDir::open(&report.run_dir)?;
             let derived = lgate_plogp_bench::derive(&run, &outputs)?;
+            // Everything is written: a signal from here on (a launcher ending a rank stuck in
+            // MPI_Finalize) has nothing to continue.
+            lgate_harness::interrupt::disarm();
             if !args.quiet {
                 print_summary(&report, &derived);
             }

@@ -263,7 +263,11 @@ fn slurm_launches_measure_and_loads_the_tree(dir: &Path, state: &Path) {
                 "4",
                 "-n",
                 "8",
-                "--mpi=pmix",
+                // Debian's Open MPI takes PMIx from Slurm; its MPICH (hydra's PMI) takes PMI-2.
+                match common::mpi() {
+                    common::Mpi::OpenMpi => "--mpi=pmix",
+                    common::Mpi::Mpich => "--mpi=pmi2",
+                },
                 bin,
                 "measure",
                 "--output",

@@ -62,6 +62,21 @@ pub fn arm(dir: &Path, resume: &str) {
     }
 }
 
+/// Gives SIGINT, SIGTERM and SIGHUP back their default action once the run and its outputs
+/// are complete, so that a signal then (a launcher ending a rank stuck in MPI_Finalize) does
+/// not offer to continue a finished run.
+pub fn disarm() {
+    if MESSAGE.get().is_none() {
+        return;
+    }
+    // SAFETY: restores the default disposition of three signals.
+    unsafe {
+        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            libc::signal(signal, libc::SIG_DFL);
+        }
+    }
+}
+
 /// Records how many pair tests are kept and expected in all.
 pub fn record(kept: usize, total: usize) {
     KEPT.store(kept, Ordering::Relaxed);
@@ -86,9 +101,24 @@ extern "C" fn on_signal(signal: libc::c_int) {
         let (mut a, mut b) = ([0u8; 20], [0u8; 20]);
         let kept = decimal(KEPT.load(Ordering::Relaxed), &mut a);
         let total = decimal(TOTAL.load(Ordering::Relaxed), &mut b);
-        for part in [before.as_slice(), kept, between, total, after] {
+        // One write(2) of the whole message where it fits a stack buffer: a launcher that kills
+        // the rank right after the signal (hydra) or closes its pipe may otherwise forward only
+        // the first part.
+        let parts = [before.as_slice(), kept, between, total, after];
+        let mut whole = [0u8; 8192];
+        let mut len = 0;
+        if parts.iter().map(|p| p.len()).sum::<usize>() <= whole.len() {
+            for part in parts {
+                whole[len..len + part.len()].copy_from_slice(part);
+                len += part.len();
+            }
             // SAFETY: write(2) of a live buffer to standard error.
-            unsafe { libc::write(2, part.as_ptr().cast(), part.len()) };
+            unsafe { libc::write(2, whole.as_ptr().cast(), len) };
+        } else {
+            for part in parts {
+                // SAFETY: write(2) of a live buffer to standard error.
+                unsafe { libc::write(2, part.as_ptr().cast(), part.len()) };
+            }
         }
     }
     // SAFETY: _exit(2) is async-signal-safe; 128 + the signal is the shell's convention.
