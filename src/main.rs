@@ -5,6 +5,7 @@
 
 mod bcast_cmd;
 mod cluster_cmd;
+mod import_cmd;
 mod measure_cmd;
 mod output;
 mod plan_args;
@@ -44,6 +45,9 @@ enum Command {
     /// (run under mpirun or srun).
     #[command(subcommand)]
     Bcast(bcast_cmd::BcastCommand),
+    /// Make a run directory from another tool's measurements (a pair list, mmpi's .dat).
+    #[command(subcommand)]
+    Import(import_cmd::ImportCommand),
     /// Read, check and convert topology files (LGate, JSON, Newick).
     #[command(subcommand)]
     Topology(topology_cmd::TopologyCommand),
@@ -76,6 +80,7 @@ fn main() -> ExitCode {
         Command::Cluster(args) => cluster_cmd::run(args),
         Command::Score(args) => score_cmd::score(args),
         Command::Simulate(args) => simulate_cmd::run(args),
+        Command::Import(command) => import_cmd::run(command),
         Command::Plot(cmd) => plot_cmd::run(cmd),
         Command::Report(args) => plot_cmd::report(args),
         Command::Topology(cmd) => topology_cmd::run(cmd),

@@ -230,15 +230,7 @@ fn four_ranks_measure_every_pair_with_complete_metadata() {
 
     // A ping-pong run has matrices too (RTT(m) at the default matrix sizes), and `cluster`
     // reads them with nothing given.
-    let index: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(run.join("matrices/index.json")).unwrap())
-            .unwrap();
-    let names: Vec<&str> = index["matrices"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["name"].as_str().unwrap())
-        .collect();
+    let names = common::matrix_names(&run);
     assert_eq!(names, ["rtt:0", "rtt:1KiB", "rtt:64KiB", "rtt:1MiB"]);
     let clustered = lgate_plogp_in(dir.path(), &["cluster", "run", "--quiet"]);
     let topology = success(clustered);

@@ -115,3 +115,18 @@ pub fn assert_clean_failure(out: &Output, fragment: &str) {
     assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
     assert!(stderr.contains(fragment), "says {fragment:?}: {stderr}");
 }
+
+/// The names of a run's matrices, in `matrices/index.json` order.
+#[allow(dead_code)]
+pub fn matrix_names(run: &Path) -> Vec<String> {
+    let index: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(run.join("matrices/index.json")).expect("matrices/index.json"),
+    )
+    .expect("index.json parses");
+    index["matrices"]
+        .as_array()
+        .expect("a matrix list")
+        .iter()
+        .map(|m| m["name"].as_str().expect("a name").to_string())
+        .collect()
+}

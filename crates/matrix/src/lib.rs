@@ -13,12 +13,14 @@
 #![deny(missing_docs)]
 
 pub mod hwloc;
+mod pairs;
 mod read;
 
 use std::fmt::Write as _;
 
 use ndarray::Array2;
 
+pub use pairs::{read_pairs, PairMatrix, PairTable};
 pub use read::{read_csv, read_matrix, read_matrix_bytes, ReadError, ReadMatrix};
 
 /// The first value (row-major) that is NaN, infinite or negative, with its position: a fast

@@ -42,7 +42,8 @@ pub mod table;
 pub use derive::{derive_plogp, write_outputs, MeasuredPair};
 pub use derive_run::derive;
 pub use outputs::{
-    write_matrix_set, OutputBuilder, OutputError, OutputOptions, PairValuer, PairValues,
+    write_matrix_set, write_matrix_set_with, OutputBuilder, OutputError, OutputOptions, PairValuer,
+    PairValues,
 };
 pub use params::{Estimator, MeasurementError, Method, PairParams, Parameter};
 pub use pingpong::write_pingpong_outputs;

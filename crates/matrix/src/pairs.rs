@@ -1,0 +1,433 @@
+//! Pair lists: one line per measured pair, as people's own scripts and mmpi write them.
+//!
+//! Two layouts, told by the first line that is not a comment:
+//! - CSV with a header naming the columns `i`, `j`, `value` and, optionally, `host_i`,
+//!   `host_j` and `size` (bytes); other columns are ignored;
+//! - mmpi's `.dat`: `host rank host rank mean stddev` separated by blanks, `#` comments.
+//!
+//! A pair may appear any number of times, in either order: its value is the median of its
+//! repeats and its spread their robust standard deviation (for a `.dat`, the file's standard
+//! deviation when it has one line per pair). A pair with no value is reported, never filled
+//! in. Memory: the lines are read once into per-size P x P matrices (P^2 values each, plus the
+//! repeats of the pairs while reading).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use ndarray::Array2;
+
+use crate::{DistanceMatrix, ReadError};
+
+/// The pairs of one message size, made into a matrix.
+#[derive(Debug, Clone)]
+pub struct PairMatrix {
+    /// The message size, bytes, when the list has a `size` column.
+    pub size_bytes: Option<usize>,
+    /// Per pair the median of its repeats.
+    pub median: DistanceMatrix,
+    /// Per pair the spread of its repeats (robust standard deviation; 0 for one repeat).
+    pub spread: Array2<f64>,
+    /// The most repeats any pair has.
+    pub repeats: usize,
+}
+
+/// A pair list read: the ranks, their hosts when the list names them, a matrix per size.
+#[derive(Debug, Clone)]
+pub struct PairTable {
+    /// `csv` or `mmpi-dat`.
+    pub layout: &'static str,
+    /// Rank count (the largest rank named, plus one).
+    pub ranks: usize,
+    /// Per rank its host, when the list names hosts.
+    pub hosts: Option<Vec<String>>,
+    /// One matrix per size, ascending (one with no size when the list has none).
+    pub sizes: Vec<PairMatrix>,
+}
+
+/// The columns of a CSV pair list.
+struct Columns {
+    i: usize,
+    j: usize,
+    value: usize,
+    host_i: Option<usize>,
+    host_j: Option<usize>,
+    size: Option<usize>,
+}
+
+/// One value of a pair read from a line.
+struct Row<'a> {
+    line: usize,
+    i: usize,
+    j: usize,
+    value: f64,
+    spread: Option<f64>,
+    hosts: Option<(&'a str, &'a str)>,
+    size: Option<usize>,
+}
+
+/// Reads a pair list (`path` names it in errors).
+pub fn read_pairs(path: &Path, text: &str) -> Result<PairTable, ReadError> {
+    let shape = |line: usize, message: String| ReadError::Shape {
+        path: path.to_path_buf(),
+        line,
+        message,
+    };
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .map(|(k, l)| (k + 1, l.trim()))
+        .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'));
+    let Some((first_line, first)) = lines.next() else {
+        return Err(shape(1, "no pairs: the file holds no data line".into()));
+    };
+    // mmpi on Blue Gene names each task with its torus coordinates, commas and all.
+    let csv = first.contains(',') && !is_task_line(first);
+    let mut rows = Vec::new();
+    if csv {
+        let header: Vec<String> = first
+            .split(',')
+            .map(|c| c.trim().trim_matches('"').to_ascii_lowercase())
+            .collect();
+        let find = |name: &str| header.iter().position(|c| c == name);
+        let need = |name: &str| {
+            find(name).ok_or_else(|| {
+                shape(
+                    first_line,
+                    format!(
+                        "the header has no `{name}` column; a pair list's header names i, j and \
+                         value (and optionally host_i, host_j, size): found {}",
+                        header.join(", ")
+                    ),
+                )
+            })
+        };
+        let columns = Columns {
+            i: need("i")?,
+            j: need("j")?,
+            value: need("value")?,
+            host_i: find("host_i"),
+            host_j: find("host_j"),
+            size: find("size").or_else(|| find("size_bytes")),
+        };
+        if columns.host_i.is_some() != columns.host_j.is_some() {
+            return Err(shape(
+                first_line,
+                "the header names only one of host_i and host_j".into(),
+            ));
+        }
+        for (line, l) in lines {
+            let cells: Vec<&str> = l.split(',').map(|c| c.trim().trim_matches('"')).collect();
+            rows.push(csv_row(path, line, &cells, &columns)?);
+        }
+    } else {
+        for (line, l) in std::iter::once((first_line, first)).chain(lines) {
+            let cells: Vec<&str> = if is_task_line(l) {
+                // `task 0 of 64 (0, 0, ...)  host 000  task 1 of 64 (...)  host 001  mean sd`:
+                // the host and rank follow each closing parenthesis.
+                let parts: Vec<&str> = l.split(')').collect();
+                match parts.as_slice() {
+                    [_, a, b] => {
+                        let a: Vec<&str> = a.split_whitespace().take(2).collect();
+                        a.into_iter().chain(b.split_whitespace()).collect()
+                    }
+                    _ => Vec::new(),
+                }
+            } else {
+                l.split_whitespace().collect()
+            };
+            rows.push(dat_row(path, line, &cells)?);
+        }
+    }
+    build(path, if csv { "csv" } else { "mmpi-dat" }, rows)
+}
+
+/// Whether a line is in mmpi's Blue Gene layout (`Task 0 of 64 (0,0,...)  host rank ...`).
+fn is_task_line(line: &str) -> bool {
+    line.get(..5)
+        .is_some_and(|p| p.eq_ignore_ascii_case("task "))
+}
+
+fn number<T: std::str::FromStr>(
+    path: &Path,
+    line: usize,
+    column: usize,
+    cells: &[&str],
+) -> Result<T, ReadError> {
+    let text = cells.get(column).copied().unwrap_or("");
+    text.parse().map_err(|_| ReadError::NotANumber {
+        path: path.to_path_buf(),
+        line,
+        column: column + 1,
+        text: text.to_string(),
+    })
+}
+
+fn distance(path: &Path, line: usize, column: usize, cells: &[&str]) -> Result<f64, ReadError> {
+    let v: f64 = number(path, line, column, cells)?;
+    if !v.is_finite() || v < 0.0 {
+        return Err(ReadError::Value {
+            path: path.to_path_buf(),
+            line,
+            column: column + 1,
+            problem: format!("{v} is not a distance (finite and not negative)"),
+        });
+    }
+    Ok(v)
+}
+
+fn csv_row<'a>(
+    path: &Path,
+    line: usize,
+    cells: &[&'a str],
+    c: &Columns,
+) -> Result<Row<'a>, ReadError> {
+    let hosts = match (c.host_i, c.host_j) {
+        (Some(a), Some(b)) => Some((
+            cells.get(a).copied().unwrap_or(""),
+            cells.get(b).copied().unwrap_or(""),
+        )),
+        _ => None,
+    };
+    Ok(Row {
+        line,
+        i: number(path, line, c.i, cells)?,
+        j: number(path, line, c.j, cells)?,
+        value: distance(path, line, c.value, cells)?,
+        spread: None,
+        hosts,
+        size: c.size.map(|s| number(path, line, s, cells)).transpose()?,
+    })
+}
+
+fn dat_row<'a>(path: &Path, line: usize, cells: &[&'a str]) -> Result<Row<'a>, ReadError> {
+    if cells.len() < 5 {
+        return Err(ReadError::Shape {
+            path: path.to_path_buf(),
+            line,
+            message: format!(
+                "{} field(s); an mmpi line holds `host rank host rank mean [stddev]`",
+                cells.len()
+            ),
+        });
+    }
+    Ok(Row {
+        line,
+        i: number(path, line, 1, cells)?,
+        j: number(path, line, 3, cells)?,
+        value: distance(path, line, 4, cells)?,
+        spread: if cells.len() > 5 {
+            Some(distance(path, line, 5, cells)?)
+        } else {
+            None
+        },
+        hosts: Some((cells[0], cells[2])),
+        size: None,
+    })
+}
+
+/// Per unordered pair, its values and the spreads the file gave with them.
+type PairValues = BTreeMap<(usize, usize), Vec<(f64, Option<f64>)>>;
+
+/// The most ranks a pair list may name (its matrices hold P^2 values per size).
+const MAX_RANKS: usize = 1 << 16;
+
+fn build(path: &Path, layout: &'static str, rows: Vec<Row>) -> Result<PairTable, ReadError> {
+    let bad = |message: String| ReadError::Shape {
+        path: path.to_path_buf(),
+        line: 0,
+        message,
+    };
+    let Some(n) = rows.iter().map(|r| r.i.max(r.j) + 1).max() else {
+        return Err(bad("no pairs: the file holds no data line".into()));
+    };
+    if let Some(r) = rows.iter().find(|r| r.i.max(r.j) >= MAX_RANKS) {
+        return Err(ReadError::Shape {
+            path: path.to_path_buf(),
+            line: r.line,
+            message: format!("rank {} is beyond {MAX_RANKS} ranks", r.i.max(r.j)),
+        });
+    }
+    if n < 2 {
+        return Err(bad("a pair list needs at least 2 ranks".into()));
+    }
+    // Hosts: each rank always on the same host.
+    let mut hosts: Option<Vec<Option<String>>> =
+        rows.first().and_then(|r| r.hosts).map(|_| vec![None; n]);
+    if let Some(h) = hosts.as_mut() {
+        for r in &rows {
+            let Some((hi, hj)) = r.hosts else { continue };
+            for (rank, host) in [(r.i, hi), (r.j, hj)] {
+                match &h[rank] {
+                    Some(known) if known != host => {
+                        return Err(ReadError::Shape {
+                            path: path.to_path_buf(),
+                            line: r.line,
+                            message: format!(
+                                "rank {rank} is on host `{host}` here and on `{known}` before"
+                            ),
+                        })
+                    }
+                    Some(_) => {}
+                    None => h[rank] = Some(host.to_string()),
+                }
+            }
+        }
+    }
+    // The values of each pair, per size.
+    let mut by_size: BTreeMap<Option<usize>, PairValues> = BTreeMap::new();
+    for r in &rows {
+        if r.i == r.j {
+            continue;
+        }
+        by_size
+            .entry(r.size)
+            .or_default()
+            .entry((r.i.min(r.j), r.i.max(r.j)))
+            .or_default()
+            .push((r.value, r.spread));
+    }
+    let mut sizes = Vec::new();
+    for (size, pairs) in by_size {
+        let expected = n * (n - 1) / 2;
+        if pairs.len() < expected {
+            let missing: Vec<String> = (0..n)
+                .flat_map(|i| (i + 1..n).map(move |j| (i, j)))
+                .filter(|p| !pairs.contains_key(p))
+                .take(5)
+                .map(|(i, j)| format!("{i}-{j}"))
+                .collect();
+            return Err(bad(format!(
+                "{} of {expected} pairs of {n} ranks have no value{} (first: {}); a pair list \
+                 must name every pair, and missing ones are not filled in",
+                expected - pairs.len(),
+                size.map_or(String::new(), |s| format!(" at size {s}")),
+                missing.join(", ")
+            )));
+        }
+        let mut median = Array2::zeros((n, n));
+        let mut spread = Array2::zeros((n, n));
+        let mut repeats = 0;
+        for ((i, j), mut values) in pairs {
+            repeats = repeats.max(values.len());
+            let file_spread = match values.as_slice() {
+                [(_, Some(s))] => Some(*s),
+                _ => None,
+            };
+            let mut v: Vec<f64> = values.drain(..).map(|(x, _)| x).collect();
+            let m = lgate_stats::median(&mut v);
+            let s = file_spread.unwrap_or_else(|| {
+                let mut dev: Vec<f64> = v.iter().map(|x| (x - m).abs()).collect();
+                1.4826 * lgate_stats::median(&mut dev)
+            });
+            median[[i, j]] = m;
+            median[[j, i]] = m;
+            spread[[i, j]] = s;
+            spread[[j, i]] = s;
+        }
+        let labels = hosts.as_ref().map(|h| {
+            h.iter()
+                .enumerate()
+                .map(|(r, host)| host.clone().unwrap_or_else(|| format!("rank{r}")))
+                .collect()
+        });
+        let median = DistanceMatrix::new(median, labels).map_err(|error| ReadError::Matrix {
+            path: PathBuf::from(path),
+            error,
+        })?;
+        sizes.push(PairMatrix {
+            size_bytes: size,
+            median,
+            spread,
+            repeats,
+        });
+    }
+    let hosts = match hosts {
+        Some(h) if h.iter().all(Option::is_some) => Some(h.into_iter().flatten().collect()),
+        Some(h) => {
+            let r = h.iter().position(Option::is_none).unwrap_or(0);
+            return Err(bad(format!("rank {r} appears in no line with its host")));
+        }
+        None => None,
+    };
+    Ok(PairTable {
+        layout,
+        ranks: n,
+        hosts,
+        sizes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> Result<PairTable, ReadError> {
+        read_pairs(Path::new("p.csv"), text)
+    }
+
+    #[test]
+    fn repeats_in_either_order_give_the_median_and_spread() {
+        let t = read("i,j,value\n0,1,1.0\n1,0,3.0\n0,1,2.0\n0,2,5\n1,2,4\n").unwrap();
+        assert_eq!((t.layout, t.ranks, t.sizes.len()), ("csv", 3, 1));
+        let m = &t.sizes[0];
+        assert_eq!(m.median.values()[[0, 1]], 2.0);
+        assert_eq!(m.median.values()[[1, 0]], 2.0);
+        assert!((m.spread[[0, 1]] - 1.4826).abs() < 1e-9);
+        assert_eq!(m.repeats, 3);
+        assert!(t.hosts.is_none());
+    }
+
+    #[test]
+    fn sizes_and_hosts_are_kept() {
+        let t = read(
+            "host_i,host_j,i,j,size,value\na,a,0,1,0,1\na,b,0,2,0,2\na,b,1,2,0,2\n\
+             a,a,0,1,64,3\na,b,0,2,64,4\na,b,1,2,64,4\n",
+        )
+        .unwrap();
+        assert_eq!(t.hosts.unwrap(), ["a", "a", "b"]);
+        let sizes: Vec<Option<usize>> = t.sizes.iter().map(|s| s.size_bytes).collect();
+        assert_eq!(sizes, [Some(0), Some(64)]);
+        assert_eq!(t.sizes[1].median.values()[[0, 2]], 4.0);
+    }
+
+    #[test]
+    fn an_mmpi_dat_file_is_read_with_its_hosts_and_deviations() {
+        let t = read_pairs(
+            Path::new("x.dat"),
+            "# Processors: 3\nh0 000 h0 000 0.00 0.00\nh0 000 h0 001 3.16 0.13\n\
+             h0 000 h1 002 5.0 0.5\nh0 001 h1 002 5.5 0.2\n",
+        )
+        .unwrap();
+        assert_eq!(t.layout, "mmpi-dat");
+        assert_eq!(t.hosts.unwrap(), ["h0", "h0", "h1"]);
+        assert_eq!(t.sizes[0].spread[[0, 1]], 0.13);
+        // Blue Gene's layout: tasks named with their torus coordinates.
+        let bg = read_pairs(
+            Path::new("bg.dat"),
+            "Task 0 of 3 (0, 0, 0)  n0 000  Task 1 of 3 (0, 0, 1)  n0 001   2.5  0.1\n\
+             task 0 of 3 (0, 0, 0)  n0 000  task 2 of 3 (0, 1, 0)  n1 002   3.5  0.1\n\
+             task 1 of 3 (0, 0, 1)  n0 001  task 2 of 3 (0, 1, 0)  n1 002   3.0  0.1\n",
+        )
+        .unwrap();
+        assert_eq!(bg.hosts.unwrap(), ["n0", "n0", "n1"]);
+        assert_eq!(bg.sizes[0].median.values()[[1, 2]], 3.0);
+    }
+
+    #[test]
+    fn bad_lists_say_what_and_where() {
+        let err = |text: &str| read(text).unwrap_err().to_string();
+        assert!(err("i,j,value\n0,1,1\n0,2,1\n").contains("1 of 3 pairs of 3 ranks have no value"));
+        assert!(err("i,j,value\n0,1,1\n0,2,1\n").contains("first: 1-2"));
+        assert!(err("a,b\n0,1\n").contains("no `i` column"));
+        assert!(err("i,j,value\n0,1,x\n").contains("p.csv:2, column 3: `x` is not a number"));
+        assert!(err("i,j,value\n0,1,-1\n").contains("not a distance"));
+        assert!(err("i,j,value\n0,1,NaN\n").contains("not a distance"));
+        assert!(err("# nothing\n").contains("no pairs"));
+        let dat = read_pairs(Path::new("x.dat"), "h 0 h 1\n").unwrap_err();
+        assert!(dat.to_string().contains("x.dat:1: 4 field(s)"), "{dat}");
+        let moved = read_pairs(Path::new("x.dat"), "a 0 a 1 1.0\nb 0 a 1 1.0\n").unwrap_err();
+        assert!(moved
+            .to_string()
+            .contains("rank 0 is on host `b` here and on `a` before"));
+    }
+}
