@@ -65,6 +65,11 @@ pub static FORMATS: &[InputFormat] = &[
         check: matrix_npy,
     },
     InputFormat {
+        name: "pair_list",
+        description: "pair lists for `import pairs`: CSV with i, j, value columns, or mmpi's .dat",
+        check: pair_list,
+    },
+    InputFormat {
         name: "run_meta",
         description: "a run directory's meta.json",
         check: run_meta,
@@ -292,6 +297,32 @@ fn matrix_in(bytes: &[u8]) {
     }
     let (symmetric, _) = matrix.symmetrized();
     assert_eq!(symmetric.len(), n);
+}
+
+/// Reads bytes as a pair list and checks what it gives: every rank named, one host per rank
+/// when hosts are named, symmetric matrices with a zero diagonal and spreads of the same shape.
+pub fn pair_list(bytes: &[u8]) {
+    let text = String::from_utf8_lossy(bytes);
+    let Ok(table) = lgate_matrix::read_pairs(path(), &text) else {
+        return;
+    };
+    let n = table.ranks;
+    assert!(n >= 2);
+    assert!(!table.sizes.is_empty());
+    if let Some(hosts) = &table.hosts {
+        assert_eq!(hosts.len(), n);
+    }
+    for m in &table.sizes {
+        assert_eq!(m.median.len(), n);
+        assert_eq!(m.spread.dim(), (n, n));
+        assert!(m.repeats >= 1);
+        for i in 0..n {
+            assert_eq!(m.median.get(i, i), 0.0);
+            for j in 0..n {
+                assert_eq!(m.median.get(i, j).to_bits(), m.median.get(j, i).to_bits());
+            }
+        }
+    }
 }
 
 /// Reads bytes as a CSV matrix file.

@@ -232,13 +232,9 @@ type PairValues = BTreeMap<(usize, usize), Vec<(f64, Option<f64>)>>;
 const MAX_RANKS: usize = 1 << 16;
 
 fn build(path: &Path, layout: &'static str, rows: Vec<Row>) -> Result<PairTable, ReadError> {
-    let bad = |message: String| ReadError::Shape {
+    let bad = |message: String| ReadError::Pairs {
         path: path.to_path_buf(),
-        line: 0,
         message,
-    };
-    let Some(n) = rows.iter().map(|r| r.i.max(r.j) + 1).max() else {
-        return Err(bad("no pairs: the file holds no data line".into()));
     };
     if let Some(r) = rows.iter().find(|r| r.i.max(r.j) >= MAX_RANKS) {
         return Err(ReadError::Shape {
@@ -247,6 +243,9 @@ fn build(path: &Path, layout: &'static str, rows: Vec<Row>) -> Result<PairTable,
             message: format!("rank {} is beyond {MAX_RANKS} ranks", r.i.max(r.j)),
         });
     }
+    let Some(n) = rows.iter().map(|r| r.i.max(r.j) + 1).max() else {
+        return Err(bad("no pairs: the file holds no data line".into()));
+    };
     if n < 2 {
         return Err(bad("a pair list needs at least 2 ranks".into()));
     }
@@ -285,6 +284,10 @@ fn build(path: &Path, layout: &'static str, rows: Vec<Row>) -> Result<PairTable,
             .entry((r.i.min(r.j), r.i.max(r.j)))
             .or_default()
             .push((r.value, r.spread));
+    }
+    if by_size.is_empty() {
+        // Only lines of a rank with itself: every pair is missing.
+        by_size.insert(rows[0].size, PairValues::new());
     }
     let mut sizes = Vec::new();
     for (size, pairs) in by_size {
@@ -423,6 +426,10 @@ mod tests {
         assert!(err("i,j,value\n0,1,-1\n").contains("not a distance"));
         assert!(err("i,j,value\n0,1,NaN\n").contains("not a distance"));
         assert!(err("# nothing\n").contains("no pairs"));
+        assert!(err("i,j,value\n1,1,0\n").contains("1 of 1 pairs of 2 ranks have no value"));
+        let huge = format!("i,j,value\n0,{},1\n", usize::MAX);
+        assert!(err(&huge).contains("is beyond 65536 ranks"));
+        assert!(err("i,j,value\n0,1,1\n0,2,1\n").starts_with("p.csv: 1 of 3"));
         let dat = read_pairs(Path::new("x.dat"), "h 0 h 1\n").unwrap_err();
         assert!(dat.to_string().contains("x.dat:1: 4 field(s)"), "{dat}");
         let moved = read_pairs(Path::new("x.dat"), "a 0 a 1 1.0\nb 0 a 1 1.0\n").unwrap_err();

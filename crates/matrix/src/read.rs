@@ -60,6 +60,14 @@ pub enum ReadError {
         /// What is wrong.
         error: MatrixError,
     },
+    /// A pair list that is unusable as a whole (pairs missing, no data line).
+    #[error("{}: {message}", path.display())]
+    Pairs {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
     /// A `.npy` file that is not a 2-D float array.
     #[error("{}: not a 2-D float64 or float32 .npy array: {message}", path.display())]
     Npy {
