@@ -115,6 +115,12 @@ fn a_csv_pair_list_with_repeats_and_sizes_becomes_a_run() {
         names,
         ["imported:0", "spread:0", "imported:1KiB", "spread:1KiB"]
     );
+    success(lgate_plogp_in(
+        dir.path(),
+        &["report", "run", "--output", "report.html"],
+    ));
+    let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    assert!(html.contains("An imported run has no host facts"));
     let topology = success(lgate_plogp_in(dir.path(), &["cluster", "run", "--quiet"]));
     assert_eq!(levels(&topology), [vec![vec![0, 1], vec![2, 3]]]);
 }

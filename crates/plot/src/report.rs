@@ -136,9 +136,12 @@ fn hosts_section(html: &mut String, meta: &lgate_rundir::RunMeta) {
     html.push_str("<h2>Hosts (meta.json)</h2>\n");
     let hosts = &meta.hosts;
     if hosts.is_empty() {
-        html.push_str(
-            "<p>This run recorded no host facts (it was written before they were kept).</p>\n",
-        );
+        html.push_str(if meta.test.name == "imported" {
+            "<p>An imported run has no host facts: the tool that measured it did not record \
+             them.</p>\n"
+        } else {
+            "<p>This run recorded no host facts (it was written before they were kept).</p>\n"
+        });
         return;
     }
     let odd = lgate_rundir::odd_hosts(hosts);
