@@ -5,6 +5,7 @@
 
 mod bcast_cmd;
 mod cluster_cmd;
+mod diff_cmd;
 mod import_cmd;
 mod measure_cmd;
 mod output;
@@ -45,6 +46,9 @@ enum Command {
     /// (run under mpirun or srun).
     #[command(subcommand)]
     Bcast(bcast_cmd::BcastCommand),
+    /// What changed between two runs of one machine (exit 0: nothing beyond the noise, 1:
+    /// changed, 2: error).
+    Diff(diff_cmd::DiffArgs),
     /// Make a run directory from another tool's measurements (a pair list, mmpi's .dat).
     #[command(subcommand)]
     Import(import_cmd::ImportCommand),
@@ -75,6 +79,16 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
+    if let Command::Diff(args) = cli.command {
+        return match diff_cmd::run(args) {
+            Ok(changed) => ExitCode::from(u8::from(changed)),
+            Err(err) if output::is_broken_pipe(&err) => ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("lgate-plogp: error: {err:#}");
+                ExitCode::from(2)
+            }
+        };
+    }
     let result = match cli.command {
         Command::Measure(args) => measure_cmd::run(args),
         Command::Cluster(args) => cluster_cmd::run(args),
@@ -85,6 +99,7 @@ fn main() -> ExitCode {
         Command::Report(args) => plot_cmd::report(args),
         Command::Topology(cmd) => topology_cmd::run(cmd),
         Command::Bcast(cmd) => bcast_cmd::run(cmd),
+        Command::Diff(_) => unreachable!("handled above"),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -40,10 +40,34 @@ pub fn mpi() -> Mpi {
 /// Starts `mpirun -np N OPTIONS lgate-plogp ARGS` (oversubscribed, unbound) with its output
 /// piped.
 pub fn launch(np: usize, options: &[&str], args: &[&str], cwd: &Path) -> std::process::Child {
+    launch_bound(np, false, options, args, cwd)
+}
+
+/// [`launch`], with every rank bound to one core (ranks dealt to cores in turn, several to a
+/// core when they outnumber them) when `bound`.
+pub fn launch_bound(
+    np: usize,
+    bound: bool,
+    options: &[&str],
+    args: &[&str],
+    cwd: &Path,
+) -> std::process::Child {
     // Hydra runs more ranks than cores without being asked; Open MPI must be told.
-    let (launcher, flags): (&str, &[&str]) = match mpi() {
-        Mpi::OpenMpi => ("mpirun", &["--oversubscribe", "--bind-to", "none", "-np"]),
-        Mpi::Mpich => ("mpirun.mpich", &["-bind-to", "none", "-np"]),
+    let (launcher, flags): (&str, &[&str]) = match (mpi(), bound) {
+        (Mpi::OpenMpi, false) => ("mpirun", &["--oversubscribe", "--bind-to", "none", "-np"]),
+        (Mpi::OpenMpi, true) => (
+            "mpirun",
+            &[
+                "--oversubscribe",
+                "--map-by",
+                "core",
+                "--bind-to",
+                "core:overload-allowed",
+                "-np",
+            ],
+        ),
+        (Mpi::Mpich, false) => ("mpirun.mpich", &["-bind-to", "none", "-np"]),
+        (Mpi::Mpich, true) => ("mpirun.mpich", &["-bind-to", "core", "-np"]),
     };
     Command::new(launcher)
         .args(flags)
@@ -68,11 +92,20 @@ pub fn mpirun(np: usize, args: &[&str], cwd: &Path) -> Output {
 
 /// [`mpirun`] with more options for the launcher itself (such as Open MPI's `--mca NAME VALUE`).
 pub fn mpirun_with(np: usize, options: &[&str], args: &[&str], cwd: &Path) -> Output {
+    wait_for(launch(np, options, args, cwd))
+}
+
+/// [`mpirun`] with every rank bound to one core (see [`launch_bound`]).
+pub fn mpirun_bound(np: usize, args: &[&str], cwd: &Path) -> Output {
+    wait_for(launch_bound(np, true, &[], args, cwd))
+}
+
+/// Waits for a launcher, failing the test after a hang limit.
+fn wait_for(mut child: std::process::Child) -> Output {
     // A hang detector, not a timing check: under a CPU-bound process per core, `bcast check`
     // on 8 oversubscribed ranks takes 27 s alone (2 s quiet) and several times that beside
     // other MPI tests.
     let limit = Duration::from_secs(600);
-    let mut child = launch(np, options, args, cwd);
     let started = Instant::now();
     while child.try_wait().expect("wait").is_none() {
         if started.elapsed() > limit {
@@ -109,8 +142,13 @@ pub fn success(out: Output) -> String {
 
 /// A failure prints one line saying what is wrong, exits 1 and never panics.
 pub fn assert_clean_failure(out: &Output, fragment: &str) {
+    assert_clean_failure_with(out, 1, fragment)
+}
+
+/// A failure prints one line saying what is wrong, exits with `code` and never panics.
+pub fn assert_clean_failure_with(out: &Output, code: i32, fragment: &str) {
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
+    assert_eq!(out.status.code(), Some(code), "stderr: {stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
     assert!(stderr.contains(fragment), "says {fragment:?}: {stderr}");

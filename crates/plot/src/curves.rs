@@ -7,8 +7,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use lgate_rundir::table_layout as col;
-use parquet::column::reader::ColumnReader;
-use parquet::file::reader::{FileReader, SerializedFileReader};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
@@ -71,91 +69,20 @@ fn io(path: &Path) -> impl Fn(String) -> PlotError + '_ {
     }
 }
 
-/// One column of a row group, whole.
-fn column(
-    group: &dyn parquet::file::reader::RowGroupReader,
-    index: usize,
-    rows: usize,
-) -> Result<ColumnValues, String> {
-    let reader = group.get_column_reader(index).map_err(|e| e.to_string())?;
-    Ok(match reader {
-        ColumnReader::Int32ColumnReader(mut r) => {
-            let mut v = Vec::with_capacity(rows);
-            r.read_records(rows, None, None, &mut v)
-                .map_err(|e| e.to_string())?;
-            ColumnValues::Int(v.into_iter().map(i64::from).collect())
-        }
-        ColumnReader::Int64ColumnReader(mut r) => {
-            let mut v = Vec::with_capacity(rows);
-            r.read_records(rows, None, None, &mut v)
-                .map_err(|e| e.to_string())?;
-            ColumnValues::Int(v)
-        }
-        ColumnReader::DoubleColumnReader(mut r) => {
-            let mut v = Vec::with_capacity(rows);
-            r.read_records(rows, None, None, &mut v)
-                .map_err(|e| e.to_string())?;
-            ColumnValues::Float(v)
-        }
-        ColumnReader::ByteArrayColumnReader(mut r) => {
-            let mut v = Vec::with_capacity(rows);
-            r.read_records(rows, None, None, &mut v)
-                .map_err(|e| e.to_string())?;
-            ColumnValues::Text(
-                v.into_iter()
-                    .map(|b| String::from_utf8_lossy(b.data()).into_owned())
-                    .collect(),
-            )
-        }
-        _ => return Err(format!("column {index} has an unexpected type")),
-    })
-}
-
-enum ColumnValues {
-    Int(Vec<i64>),
-    Float(Vec<f64>),
-    Text(Vec<String>),
-}
-
 impl Curves {
     /// Reads a run's measurements.parquet and meta.json: one line per placement class, or
     /// per pair of `pairs` when given.
     pub fn of_run(run: &Path, pairs: Option<&[(usize, usize)]>) -> Result<Curves, PlotError> {
         let table = run.join(col::MEASUREMENTS_FILE);
         let err = io(&table);
-        let file = std::fs::File::open(&table).map_err(|e| {
-            err(format!(
-                "{e} (a run written with --no-table has no curves to draw)"
-            ))
-        })?;
-        let reader = SerializedFileReader::new(file).map_err(|e| err(e.to_string()))?;
+        if !table.is_file() {
+            return Err(err(
+                "no such file (a run written with --no-table has no curves to draw)".into(),
+            ));
+        }
         let meta = lgate_rundir::RunMeta::read(&run.join(lgate_rundir::META_FILE))
             .map_err(|e| PlotError::Input(e.to_string()))?;
         let classes = PairClasses::of_run(run, meta.ranks.len())?;
-        let names: Vec<String> = reader
-            .metadata()
-            .file_metadata()
-            .schema_descr()
-            .columns()
-            .iter()
-            .map(|c| c.name().to_string())
-            .collect();
-        let at = |name: &str| {
-            names.iter().position(|n| n == name).ok_or_else(|| {
-                err(format!(
-                    "no column `{name}`: not a PLogP measurements table"
-                ))
-            })
-        };
-        let cols = [
-            at(col::I)?,
-            at(col::J)?,
-            at(col::SIZE_BYTES)?,
-            at(col::PARAMETER)?,
-            at(col::P10_US)?,
-            at(col::MEDIAN_US)?,
-            at(col::P90_US)?,
-        ];
         // (line, parameter, size) -> values; for single pairs, (p10, median, p90) directly.
         let mut values: HashMap<(usize, String, usize), Vec<f64>> = HashMap::new();
         let mut bands: HashMap<(usize, String, usize), (f64, f64, f64)> = HashMap::new();
@@ -176,46 +103,27 @@ impl Curves {
             line_names = classes.names.clone();
             line_pairs = vec![Default::default(); line_names.len()];
         }
-        for g in 0..reader.num_row_groups() {
-            let group = reader.get_row_group(g).map_err(|e| err(e.to_string()))?;
-            let rows = group.metadata().num_rows() as usize;
-            let mut read = cols.iter().map(|&c| column(group.as_ref(), c, rows));
-            let mut next = || read.next().expect("seven columns").map_err(&err);
-            let (ColumnValues::Int(i), ColumnValues::Int(j), ColumnValues::Int(size)) =
-                (next()?, next()?, next()?)
-            else {
-                return Err(err("i, j and size_bytes must be integers".into()));
+        lgate_rundir::for_each_measurement(&table, |row| {
+            let (a, b) = (row.i, row.j);
+            let line = match &chosen {
+                Some(c) => match c.get(&(a.min(b), a.max(b))) {
+                    Some(&k) => k,
+                    None => return,
+                },
+                None => match classes.sampled(a, b) {
+                    Some(k) => k,
+                    None => return,
+                },
             };
-            let (
-                ColumnValues::Text(param),
-                ColumnValues::Float(p10),
-                ColumnValues::Float(median),
-                ColumnValues::Float(p90),
-            ) = (next()?, next()?, next()?, next()?)
-            else {
-                return Err(err("unexpected column types".into()));
-            };
-            for r in 0..rows {
-                let (a, b) = (i[r] as usize, j[r] as usize);
-                let line = match &chosen {
-                    Some(c) => match c.get(&(a.min(b), a.max(b))) {
-                        Some(&k) => k,
-                        None => continue,
-                    },
-                    None => match classes.sampled(a, b) {
-                        Some(k) => k,
-                        None => continue,
-                    },
-                };
-                line_pairs[line].insert((a, b));
-                let key = (line, param[r].clone(), size[r] as usize);
-                if chosen.is_some() {
-                    bands.insert(key, (p10[r], median[r], p90[r]));
-                } else {
-                    values.entry(key).or_default().push(median[r]);
-                }
+            line_pairs[line].insert((a, b));
+            let key = (line, row.parameter.to_string(), row.size_bytes);
+            if chosen.is_some() {
+                bands.insert(key, (row.p10_us, row.median_us, row.p90_us));
+            } else {
+                values.entry(key).or_default().push(row.median_us);
             }
-        }
+        })
+        .map_err(|e| PlotError::Input(e.to_string()))?;
         for (k, (&(i, j), _)) in chosen.iter().flatten().enumerate() {
             if line_pairs.get(k).is_some_and(|p| p.is_empty()) {
                 return Err(PlotError::Input(format!(

@@ -14,6 +14,7 @@ pub mod bcast_tuning;
 mod hosts;
 mod journal;
 mod matrices;
+mod measurements;
 mod meta;
 mod placement;
 pub mod table_layout;
@@ -28,6 +29,7 @@ pub use journal::{
     parse_journal, read_journal, Journal, JournalEntry, JournalRead, Stage, JOURNAL_FILE,
 };
 pub use matrices::{MatrixEntry, MatrixIndex, MeasuredMask, MATRICES_DIR, MATRIX_INDEX_FILE};
+pub use measurements::{for_each_measurement, MeasurementRow};
 pub use meta::{
     LauncherInfo, PlanInfo, RankInfo, RankTime, RunMeta, RunPart, RunStatus, RunSummary,
     ScheduleInfo, StageSummary, SystemInfo, TestInfo, META_FILE, RUN_FORMAT, RUN_VERSION,

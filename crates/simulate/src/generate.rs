@@ -51,6 +51,52 @@ pub struct SimulateOptions {
     pub plan: Option<lgate_harness::StagedPlanOptions>,
     /// Facts of some hosts made to differ from the rest (`--odd-host`).
     pub host_changes: Vec<HostChange>,
+    /// Hosts and links made slower than the model says (`--slow-host`, `--slow-link`).
+    pub degraded: Vec<Degradation>,
+    /// Which measurement of the same machine this is: 0 for the first; another number draws
+    /// other noise while the placement and the artifacts stay those of the seed.
+    pub rerun: u64,
+}
+
+/// A host, or the link between two hosts, made slower: every pair with a rank on the host (or
+/// with one rank on each host) takes `factor` times as long. Hosts by name or node number.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Degradation {
+    /// The host, or the two ends of the link.
+    pub hosts: Vec<String>,
+    /// How many times as long its pairs take (above 0).
+    pub factor: f64,
+}
+
+impl Degradation {
+    /// Parses `HOST=FACTOR` (`links` false) or `HOST:HOST=FACTOR` (`links` true).
+    pub fn parse(s: &str, link: bool) -> Result<Degradation, String> {
+        let example = if link { "n0:n3=2" } else { "n2=1.15" };
+        let form = if link {
+            "HOST:HOST=FACTOR"
+        } else {
+            "HOST=FACTOR"
+        };
+        let wrong = || format!("{s}: expected {form}, e.g. {example}");
+        let (hosts, factor) = s.rsplit_once('=').ok_or_else(wrong)?;
+        let factor: f64 = factor.trim().parse().map_err(|_| wrong())?;
+        if !(factor.is_finite() && factor > 0.0) {
+            return Err(format!("{s}: the factor must be a positive number"));
+        }
+        let hosts: Vec<String> = if link {
+            let (a, b) = hosts.split_once(':').ok_or_else(wrong)?;
+            vec![a.into(), b.into()]
+        } else {
+            vec![hosts.into()]
+        };
+        if hosts.iter().any(|h| h.is_empty()) {
+            return Err(wrong());
+        }
+        if link && hosts[0] == hosts[1] {
+            return Err(format!("{s}: a link joins two different hosts"));
+        }
+        Ok(Degradation { hosts, factor })
+    }
 }
 
 /// One fact of one simulated host set apart from the rest: `HOST:FACT=VALUE`, the host by name
@@ -88,6 +134,16 @@ impl std::str::FromStr for HostChange {
 }
 
 impl SimulateOptions {
+    /// The seed of the repetitions' noise: the seed's for the first measurement, another for
+    /// each rerun.
+    pub fn noise_seed(&self) -> u64 {
+        if self.rerun == 0 {
+            self.seed
+        } else {
+            self.seed ^ splitmix(0x7265_7275_6e00 ^ self.rerun)
+        }
+    }
+
     /// What `measure --max-size` would do on `model`: 0 and powers of two up to `max_size`,
     /// the model's repetitions, one sweep, no schedule topology, the default outputs.
     pub fn new(model: &MachineModel, max_size: usize, seed: u64) -> Self {
@@ -106,6 +162,8 @@ impl SimulateOptions {
             tool: format!("lgate-plogp {}", env!("CARGO_PKG_VERSION")),
             plan: None,
             host_changes: Vec::new(),
+            degraded: Vec::new(),
+            rerun: 0,
         }
     }
 }
@@ -142,8 +200,11 @@ pub struct SimulationReport {
 #[derive(Debug, Clone)]
 pub struct Effects {
     bands: Vec<usize>,
+    /// Slow pairs of cores (indices in machine order).
     slow_pairs: HashSet<Pair>,
     slow_nodes: Vec<usize>,
+    /// Degraded hosts (one node) and links (two), by node number, with their factor.
+    degraded: Vec<(Vec<usize>, f64)>,
 }
 
 impl Effects {
@@ -192,6 +253,7 @@ impl Effects {
             bands,
             slow_pairs,
             slow_nodes,
+            degraded: Vec::new(),
         }
     }
 
@@ -200,8 +262,10 @@ impl Effects {
         &self.slow_nodes
     }
 
-    /// The slow pairs drawn.
-    pub fn slow_pairs(&self) -> impl Iterator<Item = Pair> + '_ {
+    /// The slow pairs drawn, as pairs of cores (indices in machine order): a slow pair is a
+    /// slow path between two cores, so it stays with them when the ranks are numbered
+    /// otherwise.
+    pub fn slow_core_pairs(&self) -> impl Iterator<Item = Pair> + '_ {
         self.slow_pairs.iter().copied()
     }
 
@@ -225,7 +289,10 @@ impl Effects {
             }
         }
         if let Some(s) = a.slow_pairs {
-            if self.slow_pairs.contains(&pair) {
+            if self
+                .slow_pairs
+                .contains(&Pair::new(layout.slot(pair.i), layout.slot(pair.j)))
+            {
                 f *= s.factor;
             }
         }
@@ -233,6 +300,17 @@ impl Effects {
             let slow = |r: usize| self.slow_nodes.contains(&layout.node_of(r));
             if slow(pair.i) || slow(pair.j) {
                 f *= s.factor;
+            }
+        }
+        let (ni, nj) = (layout.node_of(pair.i), layout.node_of(pair.j));
+        for (nodes, factor) in &self.degraded {
+            let hit = match nodes[..] {
+                [n] => ni == n || nj == n,
+                [a, b] => (ni, nj) == (a, b) || (ni, nj) == (b, a),
+                _ => false,
+            };
+            if hit {
+                f *= factor;
             }
         }
         f
@@ -321,31 +399,51 @@ impl<'a> Simulation<'a> {
         let layout = Layout::new(model, options.seed);
         let effects = Effects::new(model, &layout, options.seed);
         let mut hosts = layout.host_facts(&model.name);
-        for change in &options.host_changes {
-            let found = hosts
+        let node_named = |flag: &str, host: &str| -> Result<usize, SimulateError> {
+            hosts
                 .iter()
-                .position(|h| h.host == change.host)
-                .or_else(|| {
-                    change
-                        .host
-                        .parse::<usize>()
-                        .ok()
-                        .filter(|&k| k < hosts.len())
-                });
-            let Some(k) = found else {
-                return bad(format!(
-                    "--odd-host {}: no such host; the hosts are {} or their numbers 0-{}",
-                    change.host,
-                    hosts
-                        .iter()
-                        .map(|h| h.host.as_str())
-                        .take(4)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                        + if hosts.len() > 4 { ", ..." } else { "" },
-                    hosts.len() - 1
-                ));
+                .position(|h| h.host == host)
+                .or_else(|| host.parse::<usize>().ok().filter(|&k| k < hosts.len()))
+                .ok_or_else(|| {
+                    SimulateError::Options(format!(
+                        "{flag} {host}: no such host; the hosts are {} or their numbers 0-{}",
+                        hosts
+                            .iter()
+                            .map(|h| h.host.as_str())
+                            .take(4)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                            + if hosts.len() > 4 { ", ..." } else { "" },
+                        hosts.len() - 1
+                    ))
+                })
+        };
+        let mut effects = effects;
+        for d in &options.degraded {
+            let flag = if d.hosts.len() == 2 {
+                "--slow-link"
+            } else {
+                "--slow-host"
             };
+            let nodes = d
+                .hosts
+                .iter()
+                .map(|h| node_named(flag, h))
+                .collect::<Result<Vec<usize>, _>>()?;
+            if nodes.len() == 2 && nodes[0] == nodes[1] {
+                return bad(format!(
+                    "{flag} {}: a link joins two different hosts",
+                    d.hosts.join(":")
+                ));
+            }
+            effects.degraded.push((nodes, d.factor));
+        }
+        let changed = options
+            .host_changes
+            .iter()
+            .map(|c| node_named("--odd-host", &c.host).map(|k| (k, c)))
+            .collect::<Result<Vec<_>, _>>()?;
+        for (k, change) in changed {
             hosts[k]
                 .set(&change.fact, &change.value)
                 .map_err(|e| SimulateError::Options(format!("--odd-host: {e}")))?;
@@ -415,7 +513,8 @@ impl<'a> Simulation<'a> {
     pub fn measure(&self, pair: Pair, sweep: u32) -> PairMeasurement {
         let o = self.options;
         let stream = splitmix(
-            o.seed ^ splitmix(sweep as u64 ^ splitmix((pair.i as u64) << 32 | pair.j as u64)),
+            o.noise_seed()
+                ^ splitmix(sweep as u64 ^ splitmix((pair.i as u64) << 32 | pair.j as u64)),
         );
         let mut rng = ChaCha8Rng::seed_from_u64(stream);
         let factor = self.effects.factor(self.model, &self.layout, pair);
@@ -526,7 +625,7 @@ impl<'a> Simulation<'a> {
         keys.par_iter()
             .map(|&(l, k, s)| {
                 let stream = splitmix(
-                    options.seed
+                    options.noise_seed()
                         ^ 0x706f_6f6c
                         ^ splitmix(((l as u64) << 40) | ((k as u64) << 8) | s as u64),
                 );
@@ -689,7 +788,15 @@ impl<'a> Simulation<'a> {
 
     /// What `meta.json` keeps of the simulation: the model and the artifacts drawn.
     pub(crate) fn record(&self) -> serde_json::Value {
-        let mut slow: Vec<Pair> = self.effects.slow_pairs().collect();
+        let mut rank_of = vec![0; self.layout.size()];
+        for r in 0..self.layout.size() {
+            rank_of[self.layout.slot(r)] = r;
+        }
+        let mut slow: Vec<Pair> = self
+            .effects
+            .slow_core_pairs()
+            .map(|p| Pair::new(rank_of[p.i], rank_of[p.j]))
+            .collect();
         slow.sort();
         serde_json::json!({
             "model": self.model,
@@ -700,6 +807,11 @@ impl<'a> Simulation<'a> {
             "slow_pairs": slow.iter().map(|p| [p.i, p.j]).collect::<Vec<_>>(),
             "slow_node": self.effects.slow_nodes().first().map(|&n| self.layout.host_name(n)),
             "slow_nodes": self.effects.slow_nodes().iter().map(|&n| self.layout.host_name(n)).collect::<Vec<_>>(),
+            "degraded": self.effects.degraded.iter().map(|(nodes, f)| serde_json::json!({
+                "hosts": nodes.iter().map(|&n| self.layout.host_name(n)).collect::<Vec<_>>(),
+                "factor": f,
+            })).collect::<Vec<_>>(),
+            "rerun": self.options.rerun,
             "times": "simulated: start from SOURCE_DATE_EPOCH (or the Unix epoch), wall time as estimated for a real run",
         })
     }

@@ -125,6 +125,11 @@ impl Layout {
         }
     }
 
+    /// The core a rank sits on, by its index among all cores in machine order.
+    pub fn slot(&self, rank: usize) -> usize {
+        self.slots[rank]
+    }
+
     /// The number of ranks.
     pub fn size(&self) -> usize {
         self.groups.len()

@@ -28,7 +28,9 @@ pub mod presets;
 pub mod staged;
 
 pub use estimate::{estimate, estimate_staged, Estimate, ScreenTest};
-pub use generate::{HostChange, SimulateError, SimulateOptions, Simulation, SimulationReport};
+pub use generate::{
+    Degradation, HostChange, SimulateError, SimulateOptions, Simulation, SimulationReport,
+};
 pub use layout::Layout;
 pub use model::{MachineModel, ModelError, Placement, UnknownArtifact};
 pub use presets::{preset, PRESETS};

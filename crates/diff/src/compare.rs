@@ -1,0 +1,602 @@
+//! Pair by pair and matrix by matrix: each change against the noise both runs show, and the
+//! changes of ranks, hosts and host pairs (the median over their pairs).
+
+use std::collections::BTreeMap;
+
+use lgate_stats::median;
+
+use crate::side::{RunSide, SideMatrix};
+
+/// Where a side's noise came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoiseSource {
+    /// Each pair's repetitions (measurements.parquet).
+    Repeats,
+    /// The spread of the values of pairs alike (same host, or different hosts): no repetitions
+    /// were kept, so the noise is overestimated and fewer changes are found.
+    PairSpread,
+}
+
+impl NoiseSource {
+    /// How people and scripts read it.
+    pub fn name(self) -> &'static str {
+        match self {
+            NoiseSource::Repeats => "repeats",
+            NoiseSource::PairSpread => "pair spread",
+        }
+    }
+}
+
+/// The change of one pair in one matrix.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PairChange {
+    /// The pair's rows in run A (the smaller first).
+    pub rows: (usize, usize),
+    /// The value in A and in B, µs.
+    pub values: (f64, f64),
+    /// (B - A) over the combined one-repetition standard deviation of both runs.
+    pub z: f64,
+    /// B / A - 1.
+    pub change: f64,
+    /// The noise in B over the noise in A.
+    pub spread_ratio: f64,
+}
+
+/// The pairs of one matrix compared.
+#[derive(Debug, Clone)]
+pub struct MatrixDiff {
+    /// The matrix.
+    pub name: String,
+    /// Every matched, measured pair.
+    pub pairs: Vec<PairChange>,
+    /// Where A's and B's noise came from.
+    pub noise: (NoiseSource, NoiseSource),
+}
+
+impl MatrixDiff {
+    /// The median over pairs of z, of the relative change and of the spread ratio.
+    pub fn medians(&self) -> (f64, f64, f64) {
+        medians(self.pairs.iter())
+    }
+}
+
+/// Medians of z, change and spread ratio over some pairs.
+pub(crate) fn medians<'a>(pairs: impl Iterator<Item = &'a PairChange>) -> (f64, f64, f64) {
+    let (mut z, mut c, mut s) = (Vec::new(), Vec::new(), Vec::new());
+    for p in pairs {
+        z.push(p.z);
+        c.push(p.change);
+        if p.spread_ratio.is_finite() {
+            s.push(p.spread_ratio);
+        }
+    }
+    (median(&mut z), median(&mut c), median(&mut s))
+}
+
+/// The class of a pair for noise that has to be estimated: inside a host, between hosts, or
+/// unknown placement.
+fn class(side: &RunSide, k: usize, l: usize) -> usize {
+    match (side.host(k), side.host(l)) {
+        (Some(a), Some(b)) if a == b => 0,
+        (Some(_), Some(_)) => 1,
+        _ => 2,
+    }
+}
+
+/// Each pair's noise in one side's matrix (row-major, n x n): its repetitions' where known,
+/// else its class's median of those, else its class's robust spread of values.
+fn noise_of(side: &RunSide, m: &SideMatrix) -> (Vec<f64>, NoiseSource) {
+    let n = side.len();
+    let mut known: [Vec<f64>; 3] = Default::default();
+    let mut values: [Vec<f64>; 3] = Default::default();
+    for k in 0..n {
+        for l in k + 1..n {
+            if !side.is_measured(k, l) {
+                continue;
+            }
+            let c = class(side, k, l);
+            values[c].push(m.values.get(k, l));
+            if let Some(s) = &m.noise {
+                let x = f64::from(s[k * n + l]);
+                if x.is_finite() {
+                    known[c].push(x);
+                }
+            }
+        }
+    }
+    let any_known = known.iter().any(|v| !v.is_empty());
+    let all_known: Vec<f64> = known.iter().flatten().copied().collect();
+    let fallback: Vec<f64> = (0..3)
+        .map(|c| {
+            if any_known {
+                let v = if known[c].is_empty() {
+                    all_known.clone()
+                } else {
+                    known[c].clone()
+                };
+                median(&mut v.clone())
+            } else {
+                let mut v = values[c].clone();
+                let center = median(&mut v);
+                let mut dev: Vec<f64> = v.iter().map(|x| (x - center).abs()).collect();
+                1.4826 * median(&mut dev)
+            }
+        })
+        .collect();
+    let mut out = vec![0.0; n * n];
+    for k in 0..n {
+        for l in k + 1..n {
+            let x = m
+                .noise
+                .as_ref()
+                .map(|s| f64::from(s[k * n + l]))
+                .filter(|x| x.is_finite())
+                .unwrap_or(fallback[class(side, k, l)]);
+            out[k * n + l] = x;
+            out[l * n + k] = x;
+        }
+    }
+    let source = if any_known {
+        NoiseSource::Repeats
+    } else {
+        NoiseSource::PairSpread
+    };
+    (out, source)
+}
+
+/// z of a change `d` against combined noise `s`: infinite for a change where no noise was
+/// seen, 0 for no change.
+fn z_of(d: f64, s: f64) -> f64 {
+    if s > 0.0 {
+        d / s
+    } else if d == 0.0 {
+        0.0
+    } else {
+        d.signum() * f64::INFINITY
+    }
+}
+
+/// Compares every matrix the two sides share over the matched rows `rows` ((row in A, row in
+/// B) per matched rank).
+pub fn compare_matrices(a: &RunSide, b: &RunSide, rows: &[(usize, usize)]) -> Vec<MatrixDiff> {
+    let mut out = Vec::new();
+    for ma in &a.matrices {
+        let Some(mb) = b.matrices.iter().find(|m| m.name == ma.name) else {
+            continue;
+        };
+        let (na, sa) = noise_of(a, ma);
+        let (nb, sb) = noise_of(b, mb);
+        let (la, lb) = (a.len(), b.len());
+        let mut pairs = Vec::new();
+        for (x, &(ka, kb)) in rows.iter().enumerate() {
+            for &(la_row, lb_row) in &rows[x + 1..] {
+                if !a.is_measured(ka, la_row) || !b.is_measured(kb, lb_row) {
+                    continue;
+                }
+                let (va, vb) = (ma.values.get(ka, la_row), mb.values.get(kb, lb_row));
+                let (sa_p, sb_p) = (na[ka * la + la_row], nb[kb * lb + lb_row]);
+                let combined = (sa_p * sa_p + sb_p * sb_p).sqrt();
+                pairs.push(PairChange {
+                    rows: (ka.min(la_row), ka.max(la_row)),
+                    values: (va, vb),
+                    z: z_of(vb - va, combined),
+                    change: if va > 0.0 { vb / va - 1.0 } else { 0.0 },
+                    spread_ratio: if sa_p > 0.0 { sb_p / sa_p } else { f64::NAN },
+                });
+            }
+        }
+        out.push(MatrixDiff {
+            name: ma.name.clone(),
+            pairs,
+            noise: (sa, sb),
+        });
+    }
+    out
+}
+
+/// What a unit of the machine is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum UnitKind {
+    /// A host: every pair with a rank on it.
+    Host,
+    /// Two hosts: the pairs between them.
+    HostPair,
+    /// A rank: every pair it is in.
+    Rank,
+    /// One pair.
+    Pair,
+}
+
+impl UnitKind {
+    /// How people and scripts read it.
+    pub fn name(self) -> &'static str {
+        match self {
+            UnitKind::Host => "host",
+            UnitKind::HostPair => "host pair",
+            UnitKind::Rank => "rank",
+            UnitKind::Pair => "pair",
+        }
+    }
+}
+
+/// The change of a host, host pair or rank in the matrix where it is largest.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnitChange {
+    /// What it is.
+    pub kind: UnitKind,
+    /// `n3`, `n3 - n7`, `rank 5 (n0)`.
+    pub name: String,
+    /// The hosts it is about (one or two; none when hosts are unknown).
+    pub hosts: Vec<String>,
+    /// The ranks (in run A) of a rank (one) or a pair (two); none for hosts.
+    pub ranks: Vec<usize>,
+    /// The matrix.
+    pub matrix: String,
+    /// Its pairs in that matrix.
+    pub pairs: usize,
+    /// The median z of its pairs.
+    pub z: f64,
+    /// The median relative change of its pairs.
+    pub change: f64,
+    /// The median ratio of B's noise to A's over its pairs.
+    pub spread_ratio: f64,
+}
+
+/// The hosts, host pairs and ranks of run A, each with the indices of its pairs (the same in
+/// every [`MatrixDiff`] of one comparison).
+#[derive(Debug, Clone, Default)]
+pub struct Units {
+    /// (kind, name, hosts, ranks) per unit.
+    pub units: Vec<(UnitKind, String, Vec<String>, Vec<usize>)>,
+    /// Per unit: its pairs.
+    pub pairs: Vec<Vec<usize>>,
+}
+
+impl Units {
+    /// The units of the pairs of `m` (rows of run A).
+    pub fn of(a: &RunSide, m: &MatrixDiff) -> Units {
+        let mut index: BTreeMap<(UnitKind, String), usize> = BTreeMap::new();
+        let mut units = Units::default();
+        let mut add = |units: &mut Units,
+                       key: (UnitKind, String),
+                       hosts: Vec<String>,
+                       rank: Vec<usize>,
+                       p: usize| {
+            let k = *index.entry(key.clone()).or_insert_with(|| {
+                units.units.push((key.0, key.1, hosts, rank));
+                units.pairs.push(Vec::new());
+                units.pairs.len() - 1
+            });
+            units.pairs[k].push(p);
+        };
+        for (p, pc) in m.pairs.iter().enumerate() {
+            let (k, l) = pc.rows;
+            for r in [k, l] {
+                let host = a.host(r).map(str::to_string);
+                let name = match &host {
+                    Some(h) => format!("rank {} ({h})", a.ranks[r]),
+                    None => format!("rank {}", a.ranks[r]),
+                };
+                add(
+                    &mut units,
+                    (UnitKind::Rank, name),
+                    host.into_iter().collect(),
+                    vec![a.ranks[r]],
+                    p,
+                );
+            }
+            if let (Some(hk), Some(hl)) = (a.host(k), a.host(l)) {
+                add(
+                    &mut units,
+                    (UnitKind::Host, hk.to_string()),
+                    vec![hk.to_string()],
+                    Vec::new(),
+                    p,
+                );
+                if hk != hl {
+                    add(
+                        &mut units,
+                        (UnitKind::Host, hl.to_string()),
+                        vec![hl.to_string()],
+                        Vec::new(),
+                        p,
+                    );
+                    let (x, y) = if hk < hl { (hk, hl) } else { (hl, hk) };
+                    add(
+                        &mut units,
+                        (UnitKind::HostPair, format!("{x} - {y}")),
+                        vec![x.to_string(), y.to_string()],
+                        Vec::new(),
+                        p,
+                    );
+                }
+            }
+        }
+        units
+    }
+
+    /// The number of units of a kind.
+    pub fn count(&self, kind: UnitKind) -> usize {
+        self.units.iter().filter(|u| u.0 == kind).count()
+    }
+
+    fn change(&self, u: usize, m: &MatrixDiff, pairs: &[usize], shift: (f64, f64)) -> UnitChange {
+        let (z, change, spread_ratio) = medians(pairs.iter().map(|&p| &m.pairs[p]));
+        let (kind, name, hosts, ranks) = self.units[u].clone();
+        UnitChange {
+            kind,
+            name,
+            hosts,
+            ranks,
+            matrix: m.name.clone(),
+            pairs: pairs.len(),
+            z: z - shift.0,
+            change: (1.0 + change) / (1.0 + shift.1) - 1.0,
+            spread_ratio,
+        }
+    }
+}
+
+/// Every unit's change in the matrix where its median |z| is largest (absolute, not against
+/// the machine's shift): what `--format json` lists of hosts and host pairs.
+pub fn unit_changes(units: &Units, matrices: &[MatrixDiff]) -> Vec<UnitChange> {
+    let mut best: Vec<Option<UnitChange>> = vec![None; units.units.len()];
+    for m in matrices {
+        for (u, pairs) in units.pairs.iter().enumerate() {
+            let c = units.change(u, m, pairs, (0.0, 0.0));
+            if best[u].as_ref().is_none_or(|b| c.z.abs() > b.z.abs()) {
+                best[u] = Some(c);
+            }
+        }
+    }
+    best.into_iter().flatten().collect()
+}
+
+/// How far a change must go to count.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bar {
+    /// The least |z|.
+    pub z: f64,
+    /// The least relative change, as a factor: 1.1 counts +10 % and -9.1 %.
+    pub factor: f64,
+}
+
+impl Bar {
+    /// Whether a change of median z `z` and relative size `change` goes past the bar.
+    pub fn passed_by(&self, z: f64, change: f64) -> bool {
+        z.abs() >= self.z
+            && (1.0 + change).max(f64::MIN_POSITIVE).ln().abs() >= self.factor.ln() - 1e-12
+    }
+
+    fn passed(&self, c: &UnitChange) -> bool {
+        self.passed_by(c.z, c.change)
+    }
+}
+
+/// Units flagged in one matrix, level after level (hosts when there are several, host pairs,
+/// ranks), each level on the pairs the levels before did not explain: the unit furthest
+/// beyond `bar` first, its pairs then explained, until none is left beyond it; then single
+/// pairs no unit explains that go beyond `pair_bar`. Changes are measured against `shift`
+/// (the machine's median z and change; zeros for absolute).
+pub fn flag_units(
+    a: &RunSide,
+    units: &Units,
+    m: &MatrixDiff,
+    (bar, pair_bar): (Bar, Bar),
+    shift: (f64, f64),
+) -> Vec<UnitChange> {
+    /// Single pairs flagged at most, worst first.
+    const PAIRS_LISTED: usize = 1000;
+    /// Units flagged one at a time (medians recomputed each time) before the rest are taken
+    /// in one pass: bounds the cost on machines where a whole switch changed.
+    const ONE_AT_A_TIME: usize = 64;
+    let mut explained = vec![false; m.pairs.len()];
+    let mut out = Vec::new();
+    let levels: &[UnitKind] = if units.count(UnitKind::Host) > 1 {
+        &[UnitKind::Host, UnitKind::HostPair, UnitKind::Rank]
+    } else {
+        &[UnitKind::Rank]
+    };
+    for &kind in levels {
+        let mut taken = vec![false; units.units.len()];
+        for round in 0.. {
+            let candidates: Vec<(usize, UnitChange)> = (0..units.units.len())
+                .filter(|&u| units.units[u].0 == kind && !taken[u])
+                .filter_map(|u| {
+                    let open: Vec<usize> = units.pairs[u]
+                        .iter()
+                        .copied()
+                        .filter(|&p| !explained[p])
+                        .collect();
+                    if open.is_empty() {
+                        return None;
+                    }
+                    let c = units.change(u, m, &open, shift);
+                    bar.passed(&c).then_some((u, c))
+                })
+                .collect();
+            if candidates.is_empty() {
+                break;
+            }
+            let chosen: Vec<(usize, UnitChange)> = if round < ONE_AT_A_TIME {
+                candidates
+                    .into_iter()
+                    .max_by(|x, y| x.1.z.abs().total_cmp(&y.1.z.abs()))
+                    .into_iter()
+                    .collect()
+            } else {
+                candidates
+            };
+            let last = round >= ONE_AT_A_TIME;
+            for (u, c) in chosen {
+                taken[u] = true;
+                for &p in &units.pairs[u] {
+                    explained[p] = true;
+                }
+                out.push(c);
+            }
+            if last {
+                break;
+            }
+        }
+    }
+    let mut pairs: Vec<UnitChange> = m
+        .pairs
+        .iter()
+        .enumerate()
+        .filter(|&(p, _)| !explained[p])
+        .filter_map(|(_, pc)| {
+            let c = UnitChange {
+                kind: UnitKind::Pair,
+                name: pair_name(a, pc.rows),
+                hosts: [pc.rows.0, pc.rows.1]
+                    .iter()
+                    .filter_map(|&r| a.host(r).map(str::to_string))
+                    .collect(),
+                ranks: vec![a.ranks[pc.rows.0], a.ranks[pc.rows.1]],
+                matrix: m.name.clone(),
+                pairs: 1,
+                z: pc.z - shift.0,
+                change: (1.0 + pc.change) / (1.0 + shift.1) - 1.0,
+                spread_ratio: pc.spread_ratio,
+            };
+            pair_bar.passed(&c).then_some(c)
+        })
+        .collect();
+    pairs.sort_by(|x, y| y.z.abs().total_cmp(&x.z.abs()));
+    pairs.truncate(PAIRS_LISTED);
+    out.extend(pairs);
+    out
+}
+
+/// `3-7 (n0)` or `3-7 (n0, n1)`: a pair of rows of run A, by rank.
+pub fn pair_name(a: &RunSide, (k, l): (usize, usize)) -> String {
+    let ranks = format!("{}-{}", a.ranks[k], a.ranks[l]);
+    match (a.host(k), a.host(l)) {
+        (Some(x), Some(y)) if x == y => format!("{ranks} ({x})"),
+        (Some(x), Some(y)) => format!("{ranks} ({x}, {y})"),
+        _ => ranks,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matching::RankPlace;
+    use crate::side::SideMatrix;
+    use lgate_matrix::DistanceMatrix;
+    use ndarray::Array2;
+
+    /// Eight ranks on two hosts: 0.5 us inside a host, 1 us between, `slow` times that for
+    /// every pair with a rank on host h1; one repetition's noise 5 % of the value when
+    /// `with_noise`.
+    fn side(slow: f64, with_noise: bool) -> RunSide {
+        let n = 8;
+        let host = |r: usize| r / 4;
+        let v = Array2::from_shape_fn((n, n), |(i, j)| {
+            if i == j {
+                return 0.0;
+            }
+            let base = if host(i) == host(j) { 0.5 } else { 1.0 };
+            if host(i) == 1 || host(j) == 1 {
+                base * slow
+            } else {
+                base
+            }
+        });
+        let noise = with_noise.then(|| v.iter().map(|&x| (0.05 * x) as f32).collect());
+        RunSide {
+            path: "run".into(),
+            ranks: (0..n).collect(),
+            places: (0..n)
+                .map(|rank| RankPlace {
+                    rank,
+                    host: Some(format!("h{}", host(rank))),
+                    bound_cpu: Some(rank % 4),
+                })
+                .collect(),
+            matrices: vec![SideMatrix {
+                name: "t:0".into(),
+                values: DistanceMatrix::new(v, None).unwrap(),
+                noise,
+            }],
+            measured: None,
+        }
+    }
+
+    fn bars() -> (Bar, Bar) {
+        (
+            Bar {
+                z: 3.0,
+                factor: 1.1,
+            },
+            Bar {
+                z: 3.0,
+                factor: 2.0,
+            },
+        )
+    }
+
+    #[test]
+    fn a_slower_host_is_flagged_and_explains_its_ranks_and_links() {
+        let (a, b) = (side(1.0, true), side(1.3, true));
+        let rows: Vec<(usize, usize)> = (0..8).map(|k| (k, k)).collect();
+        let m = &compare_matrices(&a, &b, &rows)[0];
+        assert_eq!(m.noise, (NoiseSource::Repeats, NoiseSource::Repeats));
+        assert_eq!(m.pairs.len(), 28);
+        let units = Units::of(&a, m);
+        let flagged = flag_units(&a, &units, m, bars(), (0.0, 0.0));
+        let names: Vec<(UnitKind, &str)> =
+            flagged.iter().map(|u| (u.kind, u.name.as_str())).collect();
+        assert_eq!(names, vec![(UnitKind::Host, "h1")]);
+        assert!((flagged[0].change - 0.3).abs() < 1e-9, "{flagged:?}");
+        // 30 % over a combined noise of sqrt(0.05^2 + 0.065^2) = 8.2 % of A's value.
+        assert!((flagged[0].z - 3.65).abs() < 0.05, "{flagged:?}");
+    }
+
+    #[test]
+    fn against_the_machine_a_uniform_change_is_no_local_change() {
+        // Every pair 30 % slower: against the machine's own shift nothing stands out.
+        let mut b = side(1.0, true);
+        let v = b.matrices[0].values.values() * 1.3;
+        b.matrices[0].values = DistanceMatrix::new(v, None).unwrap();
+        let a = side(1.0, true);
+        let rows: Vec<(usize, usize)> = (0..8).map(|k| (k, k)).collect();
+        let m = &compare_matrices(&a, &b, &rows)[0];
+        let (z, change, _) = m.medians();
+        assert!((change - 0.3).abs() < 1e-9);
+        let units = Units::of(&a, m);
+        assert!(flag_units(&a, &units, m, bars(), (z, change)).is_empty());
+        // In absolute terms every host carries it.
+        assert_eq!(flag_units(&a, &units, m, bars(), (0.0, 0.0)).len(), 2);
+    }
+
+    #[test]
+    fn without_repetitions_the_noise_is_the_spread_of_pairs_alike() {
+        let (a, b) = (side(1.0, false), side(1.0, false));
+        let rows: Vec<(usize, usize)> = (0..8).map(|k| (k, k)).collect();
+        let m = &compare_matrices(&a, &b, &rows)[0];
+        assert_eq!(m.noise, (NoiseSource::PairSpread, NoiseSource::PairSpread));
+        // Pairs alike are equal: no noise and no change, so z is 0, not NaN.
+        assert!(m.pairs.iter().all(|p| p.z == 0.0), "{:?}", m.pairs);
+        assert_eq!(z_of(0.1, 0.0), f64::INFINITY);
+    }
+
+    #[test]
+    fn one_pair_far_off_is_flagged_alone() {
+        let a = side(1.0, true);
+        let mut b = side(1.0, true);
+        let mut v = b.matrices[0].values.values().clone();
+        v[[0, 5]] *= 3.0;
+        v[[5, 0]] *= 3.0;
+        b.matrices[0].values = DistanceMatrix::new(v, None).unwrap();
+        let rows: Vec<(usize, usize)> = (0..8).map(|k| (k, k)).collect();
+        let m = &compare_matrices(&a, &b, &rows)[0];
+        let units = Units::of(&a, m);
+        let flagged = flag_units(&a, &units, m, bars(), (0.0, 0.0));
+        assert_eq!(flagged.len(), 1, "{flagged:?}");
+        assert_eq!(flagged[0].kind, UnitKind::Pair);
+        assert_eq!(flagged[0].name, "0-5 (h0, h1)");
+        assert_eq!(flagged[0].ranks, vec![0, 5]);
+    }
+}

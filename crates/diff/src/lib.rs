@@ -1,0 +1,453 @@
+//! What changed between two runs of one machine.
+//!
+//! Ranks are matched by host (see [`matching`]); every pair measured in both runs is compared
+//! in every matrix both have (L, t(m), RTT(m), o_s(m), o_r(m), g(m)): its change over the
+//! noise both runs show, z = (B - A) / sqrt(s_A^2 + s_B^2), where s is the standard deviation
+//! of one repetition of that pair in that run (its p10-p90 range over 2.563).
+//!
+//! Two kinds of change are told apart, because a whole machine drifts between runs (thermal
+//! state, other jobs, a busy 2-core VM: 20-60 % here) far more than one repetition varies:
+//! - Local: a host, host pair or rank whose pairs changed against the machine's own shift:
+//!   its median z minus the machine's median z is beyond the threshold, and its change over
+//!   the machine's by at least `--min-change`. Hosts are judged first, then host pairs on the
+//!   pairs no changed host explains, then ranks; within a level the worst unit first, its
+//!   pairs then explained. The median keeps a few odd pairs from moving a unit, and a unit's z
+//!   does not grow with its pair count: the same threshold means the same on 4 ranks and on
+//!   4096.
+//! - Machine-wide: the median over all pairs beyond the threshold and by at least
+//!   `--machine-change` (default 2x); the ranks (or hosts) that carry it are named the same way
+//!   with absolute changes.
+//!
+//! The topology `cluster` finds in each run is compared level by level.
+//!
+//! Cost: both runs' matrices and, per compared matrix, one `f32` noise value per pair of each
+//! run: at P ranks and M matrices about 12 * M * P^2 bytes (P = 4096, M = 5: 1 GB); the pairs
+//! are visited once per matrix.
+#![deny(missing_docs)]
+
+pub mod compare;
+pub mod levels;
+pub mod matching;
+pub mod side;
+mod summary;
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+pub use compare::{Bar, MatrixDiff, NoiseSource, PairChange, UnitChange, UnitKind, Units};
+pub use levels::LevelChange;
+pub use matching::{match_ranks, MatchedBy, RankMatching, RankPlace};
+pub use side::RunSide;
+
+/// An error of reading or comparing runs.
+#[derive(Debug, thiserror::Error)]
+pub enum DiffError {
+    /// A run or matrix could not be read.
+    #[error(transparent)]
+    Input(#[from] lgate_cluster::InputError),
+    /// A run directory is unusable.
+    #[error(transparent)]
+    RunDir(#[from] lgate_rundir::RunDirError),
+    /// Something else, said in full.
+    #[error("{}: {message}", path.display())]
+    Invalid {
+        /// The file or folder.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// The options are unusable.
+    #[error("{0}")]
+    Options(String),
+}
+
+/// How `diff` judges.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DiffOptions {
+    /// A unit changed when the median z of its pairs is at least this (in one-repetition
+    /// standard deviations of both runs).
+    pub threshold: f64,
+    /// A local change must also be at least this relative change (0.1: 10 % slower or faster).
+    pub min_change: f64,
+    /// A machine-wide change must also be at least this factor (2: twice as slow or fast).
+    pub machine_change: f64,
+    /// A change of one pair that no host or rank explains must also be at least this factor.
+    pub pair_change: f64,
+    /// The noise changed when B's is this many times A's, or A's this many times B's.
+    pub spread_factor: f64,
+    /// Only these matrices (all measured ones when `None`).
+    pub matrices: Option<Vec<String>>,
+    /// Compare the topologies `cluster` finds.
+    pub topology: bool,
+}
+
+impl Default for DiffOptions {
+    fn default() -> Self {
+        DiffOptions {
+            threshold: DEFAULT_THRESHOLD,
+            min_change: DEFAULT_MIN_CHANGE,
+            machine_change: DEFAULT_MACHINE_CHANGE,
+            pair_change: DEFAULT_PAIR_CHANGE,
+            spread_factor: DEFAULT_SPREAD_FACTOR,
+            matrices: None,
+            topology: true,
+        }
+    }
+}
+
+/// The default threshold on a unit's median z.
+pub const DEFAULT_THRESHOLD: f64 = 3.0;
+/// The default least relative change of a local change.
+pub const DEFAULT_MIN_CHANGE: f64 = 0.1;
+/// The default least factor of a machine-wide change.
+pub const DEFAULT_MACHINE_CHANGE: f64 = 2.0;
+/// The default least factor of a change of one pair: pairs of ranks sharing a core moved
+/// 20-40 % at z 4-14 between back-to-back runs of this 2-core VM with nothing changed.
+pub const DEFAULT_PAIR_CHANGE: f64 = 2.0;
+/// The default factor of a noise change.
+pub const DEFAULT_SPREAD_FACTOR: f64 = 1.5;
+
+impl DiffOptions {
+    /// Refuses a threshold or factor that cannot mean anything.
+    pub fn check(&self) -> Result<(), DiffError> {
+        if !(self.threshold.is_finite() && self.threshold > 0.0) {
+            return Err(DiffError::Options(format!(
+                "--threshold {}: must be a positive number of standard deviations",
+                self.threshold
+            )));
+        }
+        if !(self.min_change.is_finite() && self.min_change >= 0.0) {
+            return Err(DiffError::Options(format!(
+                "--min-change {}: must be a relative change of 0 or more (0.1 for 10 %)",
+                self.min_change
+            )));
+        }
+        for (flag, f) in [
+            ("--machine-change", self.machine_change),
+            ("--pair-change", self.pair_change),
+        ] {
+            if !(f.is_finite() && f >= 1.0) {
+                return Err(DiffError::Options(format!(
+                    "{flag} {f}: must be a factor of 1 or more"
+                )));
+            }
+        }
+        if !(self.spread_factor.is_finite() && self.spread_factor > 1.0) {
+            return Err(DiffError::Options(format!(
+                "--spread-factor {}: must be a number above 1",
+                self.spread_factor
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The comparison of two runs.
+#[derive(Debug, Clone)]
+pub struct RunDiff {
+    /// Run A (before) and run B (after).
+    pub paths: (PathBuf, PathBuf),
+    /// The options judged with.
+    pub options: DiffOptions,
+    /// Which ranks stand for which.
+    pub matching: RankMatching,
+    /// Matched ranks one of the runs did not test (a run of a share of the ranks).
+    pub untested: Vec<usize>,
+    /// Per compared matrix, every pair.
+    pub matrices: Vec<MatrixDiff>,
+    /// Every host, host pair and rank, in the matrix where it changed most (absolute).
+    pub units: Vec<UnitChange>,
+    /// Hosts, host pairs and ranks changed against the machine's shift, in the matrix where
+    /// each changed most.
+    pub local: Vec<UnitChange>,
+    /// Per matrix, the machine's shift.
+    pub machine: Vec<MachineShift>,
+    /// The topology compared level by level, when asked for.
+    pub levels: Option<Vec<LevelChange>>,
+    /// Per row of run A: its rank and host, to name pairs.
+    pub rows_a: Vec<(usize, Option<String>)>,
+}
+
+/// Reads both runs and compares them.
+pub fn diff(a: &Path, b: &Path, options: &DiffOptions) -> Result<RunDiff, DiffError> {
+    options.check()?;
+    let side_a = RunSide::read(a, options.matrices.as_deref())?;
+    let side_b = RunSide::read(b, options.matrices.as_deref())?;
+    let shared: Vec<&str> = side_a
+        .matrices
+        .iter()
+        .filter(|m| side_b.matrices.iter().any(|x| x.name == m.name))
+        .map(|m| m.name.as_str())
+        .collect();
+    if shared.is_empty() {
+        let names = |s: &RunSide| {
+            s.matrices
+                .iter()
+                .map(|m| m.name.clone())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        return Err(DiffError::Invalid {
+            path: b.to_path_buf(),
+            message: format!(
+                "no matrix in common with {}: it has {}, this has {}",
+                a.display(),
+                names(&side_a),
+                names(&side_b)
+            ),
+        });
+    }
+    let matching = match_ranks(&side_a.places, &side_b.places);
+    let row_a: HashMap<usize, usize> = side_a
+        .ranks
+        .iter()
+        .enumerate()
+        .map(|(k, &r)| (r, k))
+        .collect();
+    let row_b: HashMap<usize, usize> = side_b
+        .ranks
+        .iter()
+        .enumerate()
+        .map(|(k, &r)| (r, k))
+        .collect();
+    let mut rows = Vec::new();
+    let mut untested = Vec::new();
+    for &(ra, rb) in &matching.pairs {
+        match (row_a.get(&ra), row_b.get(&rb)) {
+            (Some(&ka), Some(&kb)) => rows.push((ka, kb)),
+            _ => untested.push(ra),
+        }
+    }
+    if rows.len() < 2 {
+        return Err(DiffError::Invalid {
+            path: b.to_path_buf(),
+            message: format!(
+                "{} rank(s) match {} by {}: a diff needs two",
+                rows.len(),
+                a.display(),
+                matching.by.describe()
+            ),
+        });
+    }
+    let matrices = compare::compare_matrices(&side_a, &side_b, &rows);
+    let unit_set = matrices
+        .first()
+        .map(|m| Units::of(&side_a, m))
+        .unwrap_or_default();
+    let units = compare::unit_changes(&unit_set, &matrices);
+    let local_bar = (
+        Bar {
+            z: options.threshold,
+            factor: 1.0 + options.min_change,
+        },
+        Bar {
+            z: options.threshold,
+            factor: options.pair_change,
+        },
+    );
+    let mut local: Vec<UnitChange> = Vec::new();
+    let mut machine = Vec::new();
+    for m in &matrices {
+        let (z, change, _) = m.medians();
+        let judged = options.matrices.is_some() || JUDGED_KINDS.contains(&kind_of(&m.name));
+        let flagged_here = if judged {
+            compare::flag_units(&side_a, &unit_set, m, local_bar, (z, change))
+        } else {
+            Vec::new()
+        };
+        for c in flagged_here {
+            match local
+                .iter_mut()
+                .find(|x| x.kind == c.kind && x.name == c.name)
+            {
+                Some(x) if x.z.abs() >= c.z.abs() => {}
+                Some(x) => *x = c,
+                None => local.push(c),
+            }
+        }
+        let whole = Bar {
+            z: options.threshold,
+            factor: options.machine_change,
+        };
+        let flagged = judged && whole.passed_by(z, change);
+        let carried_by = if flagged {
+            compare::flag_units(&side_a, &unit_set, m, local_bar, (0.0, 0.0))
+        } else {
+            Vec::new()
+        };
+        machine.push(MachineShift {
+            matrix: m.name.clone(),
+            pairs: m.pairs.len(),
+            z,
+            change,
+            flagged,
+            carried_by,
+        });
+    }
+    let levels = if options.topology {
+        let ta = topology_of(a)?;
+        let tb = topology_of(b)?;
+        let matched: Vec<(usize, usize)> = rows
+            .iter()
+            .map(|&(ka, kb)| (side_a.ranks[ka], side_b.ranks[kb]))
+            .collect();
+        Some(levels::compare_topologies(&ta, &tb, &matched))
+    } else {
+        None
+    };
+    Ok(RunDiff {
+        paths: (a.to_path_buf(), b.to_path_buf()),
+        options: options.clone(),
+        matching,
+        untested,
+        matrices,
+        units,
+        local,
+        machine,
+        levels,
+        rows_a: side_a
+            .ranks
+            .iter()
+            .zip(&side_a.places)
+            .map(|(&r, p)| (r, p.host.clone()))
+            .collect(),
+    })
+}
+
+/// The matrices whose changes decide the verdict when `--matrices` does not name them: the
+/// distances topologies are made of. o_s(m), o_r(m) and g(m) alone are compared and listed but
+/// judged only when named: one repetition of them varies far less than they move between runs
+/// of an unchanged machine (here 10-40 % per rank at z 5-70 between back-to-back runs).
+pub const JUDGED_KINDS: [&str; 5] = ["latency", "t", "rtt", "imported", "matrix"];
+
+/// The kind of a matrix name: `t` of `t:1KiB`.
+pub fn kind_of(name: &str) -> &str {
+    name.split(':').next().unwrap_or(name)
+}
+
+/// The topology `cluster` finds with its defaults.
+fn topology_of(path: &Path) -> Result<lgate_topology::Topology, DiffError> {
+    if path.is_dir() {
+        return Ok(lgate_cluster::default_topology(path)?);
+    }
+    let input = lgate_cluster::load(path, None)?;
+    let tree = lgate_cluster::auto(input.matrix.values(), &lgate_cluster::AutoParams::default());
+    Ok(input.topology(&tree)?)
+}
+
+/// The shift of the whole machine in one matrix.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MachineShift {
+    /// The matrix.
+    pub matrix: String,
+    /// Its compared pairs.
+    pub pairs: usize,
+    /// The median z over all pairs.
+    pub z: f64,
+    /// The median relative change over all pairs.
+    pub change: f64,
+    /// Whether it counts as a change (beyond the threshold and `--machine-change`).
+    pub flagged: bool,
+    /// When it counts: the units whose pairs carry it (absolute changes).
+    pub carried_by: Vec<UnitChange>,
+}
+
+impl RunDiff {
+    /// The local changes not explained by a larger one found in another matrix (a rank on a
+    /// changed host, a host pair with a changed host), worst first.
+    pub fn changes(&self) -> Vec<&UnitChange> {
+        let hosts: BTreeSet<&str> = self
+            .local
+            .iter()
+            .filter(|u| u.kind == UnitKind::Host)
+            .map(|u| u.name.as_str())
+            .collect();
+        let pair_hosts: BTreeSet<&str> = self
+            .local
+            .iter()
+            .filter(|u| {
+                u.kind == UnitKind::HostPair && !u.hosts.iter().any(|h| hosts.contains(h.as_str()))
+            })
+            .flat_map(|u| u.hosts.iter().map(String::as_str))
+            .collect();
+        let mut out: Vec<&UnitChange> = self
+            .local
+            .iter()
+            .filter(|u| match u.kind {
+                UnitKind::Host => true,
+                UnitKind::HostPair => !u.hosts.iter().any(|h| hosts.contains(h.as_str())),
+                UnitKind::Rank => !u
+                    .hosts
+                    .iter()
+                    .any(|h| hosts.contains(h.as_str()) || pair_hosts.contains(h.as_str())),
+                UnitKind::Pair => !u.hosts.iter().any(|h| hosts.contains(h.as_str())),
+            })
+            .collect();
+        out.sort_by(|x, y| y.z.abs().total_cmp(&x.z.abs()).then(x.kind.cmp(&y.kind)));
+        out
+    }
+
+    /// Hosts (or, without hosts, ranks) whose noise changed by the spread factor, and the
+    /// whole machine's per matrix: (what, matrix, ratio of B's noise to A's).
+    pub fn spread_changes(&self) -> Vec<(String, String, f64)> {
+        let f = self.options.spread_factor;
+        let off = |r: f64| r.is_finite() && (r >= f || r <= 1.0 / f);
+        let mut out: Vec<(String, String, f64)> = self
+            .matrices
+            .iter()
+            .filter(|m| m.noise == (NoiseSource::Repeats, NoiseSource::Repeats))
+            .filter(|m| self.judged(&m.name))
+            .filter_map(|m| {
+                let r = m.medians().2;
+                off(r).then(|| ("all pairs".to_string(), m.name.clone(), r))
+            })
+            .collect();
+        let any_hosts = self.units.iter().any(|u| u.kind == UnitKind::Host);
+        let kind = if any_hosts {
+            UnitKind::Host
+        } else {
+            UnitKind::Rank
+        };
+        out.extend(
+            self.units
+                .iter()
+                .filter(|u| u.kind == kind && off(u.spread_ratio))
+                .map(|u| (u.name.clone(), u.matrix.clone(), u.spread_ratio)),
+        );
+        out
+    }
+
+    /// Whether a matrix's changes count towards the verdict.
+    pub fn judged(&self, name: &str) -> bool {
+        self.options.matrices.is_some() || JUDGED_KINDS.contains(&kind_of(name))
+    }
+
+    /// The levels that differ.
+    pub fn level_changes(&self) -> Vec<&LevelChange> {
+        self.levels
+            .iter()
+            .flatten()
+            .filter(|l| l.changed())
+            .collect()
+    }
+
+    /// The matrices in which the whole machine changed.
+    pub fn machine_changes(&self) -> Vec<&MachineShift> {
+        self.machine.iter().filter(|m| m.flagged).collect()
+    }
+
+    /// Whether anything changed beyond the noise: a unit, the whole machine or a level.
+    pub fn changed(&self) -> bool {
+        !self.changes().is_empty()
+            || !self.machine_changes().is_empty()
+            || !self.level_changes().is_empty()
+    }
+
+    /// The name of row `k` of run A: `rank 5 (n0)`.
+    pub fn row_name(&self, k: usize) -> String {
+        match &self.rows_a[k] {
+            (r, Some(h)) => format!("{r} ({h})"),
+            (r, None) => r.to_string(),
+        }
+    }
+}

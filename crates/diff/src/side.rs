@@ -1,0 +1,349 @@
+//! One side of a comparison: a run directory (its matrices, placement and each pair's repeat
+//! spread from `measurements.parquet`) or a matrix file (host names from its labels).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use lgate_cluster::input::InputError;
+use lgate_matrix::DistanceMatrix;
+use lgate_rundir::table_layout::MEASUREMENTS_FILE;
+
+use crate::matching::RankPlace;
+use crate::DiffError;
+
+/// The p10-p90 range of a normal distribution, in standard deviations.
+pub const P10_P90_SIGMAS: f64 = 2.563;
+
+/// The matrix kinds a diff compares: measured values, not derived views (features) or masks.
+pub const COMPARED_KINDS: [&str; 7] = ["latency", "t", "rtt", "os", "or", "g", "imported"];
+
+/// One matrix of a side.
+#[derive(Debug, Clone)]
+pub struct SideMatrix {
+    /// `latency`, `t:1KiB`, ...; `matrix` for a matrix file.
+    pub name: String,
+    /// The values, one row per tested rank.
+    pub values: DistanceMatrix,
+    /// Per pair (row-major, n x n): the standard deviation of one repetition, from the p10-p90
+    /// range of the pair's repetitions; NaN where the table has no row for the pair.
+    pub noise: Option<Vec<f32>>,
+}
+
+/// A run (or matrix file) as `diff` reads it.
+#[derive(Debug, Clone)]
+pub struct RunSide {
+    /// What was read.
+    pub path: PathBuf,
+    /// The tested ranks, the rows of every matrix.
+    pub ranks: Vec<usize>,
+    /// Where each tested rank ran, in row order.
+    pub places: Vec<RankPlace>,
+    /// The compared matrices.
+    pub matrices: Vec<SideMatrix>,
+    /// For a staged run: per pair (row-major), whether it was measured rather than filled in.
+    pub measured: Option<Vec<bool>>,
+}
+
+impl RunSide {
+    /// The number of tested ranks.
+    pub fn len(&self) -> usize {
+        self.ranks.len()
+    }
+
+    /// Whether no rank was tested.
+    pub fn is_empty(&self) -> bool {
+        self.ranks.is_empty()
+    }
+
+    /// The host of the rank in row `k`, when known.
+    pub fn host(&self, k: usize) -> Option<&str> {
+        self.places[k].host.as_deref()
+    }
+
+    /// Whether the pair of rows (k, l) holds a measurement, not a filled-in value.
+    pub fn is_measured(&self, k: usize, l: usize) -> bool {
+        self.measured
+            .as_ref()
+            .is_none_or(|m| m[k * self.len() + l] || m[l * self.len() + k])
+    }
+
+    /// Reads a run directory or a matrix file; `only` limits the matrices to these names.
+    pub fn read(path: &Path, only: Option<&[String]>) -> Result<RunSide, DiffError> {
+        if path.is_dir() {
+            read_run(path, only)
+        } else {
+            read_file(path)
+        }
+    }
+}
+
+fn read_file(path: &Path) -> Result<RunSide, DiffError> {
+    let input = lgate_cluster::load(path, None)?;
+    let labels = input.matrix.labels();
+    // Labels that are not all numbers are host names: the ranks of one host are told apart
+    // by their order.
+    let hosts = labels.iter().any(|l| l.parse::<usize>().is_err());
+    let places = input
+        .ranks
+        .iter()
+        .map(|&rank| RankPlace {
+            rank,
+            host: hosts.then(|| labels[rank].clone()),
+            bound_cpu: None,
+        })
+        .collect();
+    Ok(RunSide {
+        path: path.to_path_buf(),
+        ranks: input.ranks.clone(),
+        places,
+        matrices: vec![SideMatrix {
+            name: "matrix".into(),
+            values: input.matrix,
+            noise: None,
+        }],
+        measured: None,
+    })
+}
+
+fn read_run(path: &Path, only: Option<&[String]>) -> Result<RunSide, DiffError> {
+    let run = lgate_rundir::RunDir::open(path)?;
+    let meta = run.read_meta()?;
+    let index = lgate_rundir::MatrixIndex::read(&run)?;
+    let entries: Vec<&lgate_rundir::MatrixEntry> = index
+        .matrices
+        .iter()
+        .filter(|e| COMPARED_KINDS.contains(&e.kind()))
+        .filter(|e| only.is_none_or(|names| names.contains(&e.name)))
+        .collect();
+    if entries.is_empty() {
+        return Err(DiffError::Invalid {
+            path: run.file(lgate_rundir::MATRIX_INDEX_FILE),
+            message: match only {
+                Some(names) => format!(
+                    "none of the matrices {} is in this run; it has {}",
+                    names.join(", "),
+                    index.names().join(", ")
+                ),
+                None => "the run has no measured matrix to compare".into(),
+            },
+        });
+    }
+    let mut ranks: Option<Vec<usize>> = None;
+    let mut matrices = Vec::new();
+    for e in &entries {
+        let input = lgate_cluster::load(path, Some(&e.name))?;
+        match &ranks {
+            None => ranks = Some(input.ranks.clone()),
+            Some(r) if *r != input.ranks => {
+                return Err(DiffError::Invalid {
+                    path: run.file(&e.path()),
+                    message: "its ranks differ from the run's other matrices".into(),
+                })
+            }
+            Some(_) => {}
+        }
+        matrices.push(SideMatrix {
+            name: e.name.clone(),
+            values: input.matrix,
+            noise: None,
+        });
+    }
+    let ranks = ranks.unwrap_or_default();
+    let n = ranks.len();
+    let places = ranks
+        .iter()
+        .map(|&rank| {
+            let info = &meta.ranks[rank];
+            let single = info
+                .cpuset
+                .as_deref()
+                .and_then(lgate_rundir::parse_cpu_list)
+                .filter(|cpus| cpus.len() == 1)
+                .map(|cpus| cpus[0]);
+            RankPlace {
+                rank,
+                host: Some(info.host.clone()),
+                bound_cpu: single,
+            }
+        })
+        .collect();
+    let measured = match &index.measured {
+        Some(mask) if mask.filled_pairs > 0 => {
+            let file = run.file(&format!("{}/{}", lgate_rundir::MATRICES_DIR, mask.file));
+            let read = lgate_matrix::read_matrix(&file).map_err(InputError::from)?;
+            if read.matrix.len() != n {
+                return Err(DiffError::Invalid {
+                    path: file,
+                    message: format!("{} rows, the matrices have {n}", read.matrix.len()),
+                });
+            }
+            Some(read.matrix.values().iter().map(|&x| x > 0.5).collect())
+        }
+        _ => None,
+    };
+    let table = run.file(MEASUREMENTS_FILE);
+    if table.is_file() {
+        let sizes: Vec<(String, Option<usize>)> = entries
+            .iter()
+            .map(|e| (e.kind().to_string(), e.size_bytes))
+            .collect();
+        let sweeps = meta.schedule.sweeps.max(1) as usize;
+        let noise = read_noise(&table, &ranks, &sizes, sweeps)?;
+        for (m, sigma) in matrices.iter_mut().zip(noise) {
+            m.noise = sigma;
+        }
+    }
+    Ok(RunSide {
+        path: path.to_path_buf(),
+        ranks,
+        places,
+        matrices,
+        measured,
+    })
+}
+
+/// What each table row adds to the repeat spread of a matrix: (matrix, weight) per
+/// (parameter, size). t(m)'s spread is L's plus half of o_s's and o_r's plus g's, as
+/// report.json's spread is.
+fn contributions(
+    kinds: &[(String, Option<usize>)],
+) -> HashMap<(&'static str, usize), Vec<(usize, f32)>> {
+    let mut map: HashMap<(&'static str, usize), Vec<(usize, f32)>> = HashMap::new();
+    for (k, (kind, size)) in kinds.iter().enumerate() {
+        let size = size.unwrap_or(0);
+        let parts: &[(&'static str, usize, f32)] = match kind.as_str() {
+            "latency" => &[("L", 0, 1.0)],
+            "t" => &[
+                ("L", 0, 1.0),
+                ("os", size, 0.5),
+                ("or", size, 0.5),
+                ("g", size, 1.0),
+            ],
+            "rtt" => &[("rtt", size, 1.0)],
+            "os" => &[("os", size, 1.0)],
+            "or" => &[("or", size, 1.0)],
+            "g" => &[("g", size, 1.0)],
+            _ => &[],
+        };
+        for &(p, s, w) in parts {
+            map.entry((p, s)).or_default().push((k, w));
+        }
+    }
+    map
+}
+
+/// Per matrix (in `kinds`' order): each pair's noise, `None` for a matrix the table says
+/// nothing about. The noise is the standard deviation of one repetition (the p10-p90 range
+/// over 2.563, averaged over sweeps) and, with several sweeps, the standard deviation of the
+/// pair's sweeps as well (added in quadrature): a run's slow drifts show between sweeps, not
+/// between the repetitions of one test. Holds one n x n array of `f32` per matrix and, with
+/// several sweeps, one more per matrix and sweep.
+fn read_noise(
+    table: &Path,
+    ranks: &[usize],
+    kinds: &[(String, Option<usize>)],
+    sweeps: usize,
+) -> Result<Vec<Option<Vec<f32>>>, DiffError> {
+    let n = ranks.len();
+    let row_of: HashMap<usize, usize> = ranks.iter().enumerate().map(|(k, &r)| (r, k)).collect();
+    let parts = contributions(kinds);
+    let mut sums: Vec<Vec<f32>> = vec![Vec::new(); kinds.len()];
+    // Per matrix, per sweep: the pair's value in that sweep (with two sweeps or more).
+    let per_sweep = sweeps > 1;
+    let mut values: Vec<Vec<Vec<f32>>> = vec![Vec::new(); kinds.len()];
+    let mut counts = vec![0u16; n * n];
+    let mut bad = None;
+    lgate_rundir::for_each_measurement(table, |row| {
+        let (Some(&a), Some(&b)) = (row_of.get(&row.i), row_of.get(&row.j)) else {
+            return;
+        };
+        let (a, b) = (a.min(b), a.max(b));
+        if row.parameter == "L" {
+            counts[a * n + b] = counts[a * n + b].saturating_add(1);
+        }
+        let range = (row.p90_us - row.p10_us) as f32;
+        if !range.is_finite() || range < 0.0 || !row.median_us.is_finite() {
+            bad.get_or_insert((row.i, row.j));
+            return;
+        }
+        let key = (param_name(row.parameter), row.size_bytes);
+        if let Some(targets) = parts.get(&key) {
+            for &(m, w) in targets {
+                let s = &mut sums[m];
+                if s.is_empty() {
+                    *s = vec![0.0; n * n];
+                }
+                s[a * n + b] += w * range;
+                let sweep = row.sweep as usize;
+                if per_sweep && sweep < sweeps {
+                    let v = &mut values[m];
+                    if v.is_empty() {
+                        *v = vec![vec![0.0; n * n]; sweeps];
+                    }
+                    v[sweep][a * n + b] += w * row.median_us as f32;
+                }
+            }
+        }
+    })?;
+    if let Some((i, j)) = bad {
+        return Err(DiffError::Invalid {
+            path: table.to_path_buf(),
+            message: format!(
+                "pair {i}-{j} has a p90 below its p10, or a value that is not a number"
+            ),
+        });
+    }
+    Ok(sums
+        .into_iter()
+        .zip(values)
+        .map(|(mut s, v)| {
+            if s.is_empty() {
+                return None;
+            }
+            for a in 0..n {
+                for b in a + 1..n {
+                    let k = a * n + b;
+                    let sigma = match counts[k] {
+                        0 => f32::NAN,
+                        w => {
+                            let repeat = s[k] / f32::from(w) / P10_P90_SIGMAS as f32;
+                            let between = if v.is_empty() {
+                                0.0
+                            } else {
+                                sample_sd(v.iter().map(|sweep| sweep[k]))
+                            };
+                            (repeat * repeat + between * between).sqrt()
+                        }
+                    };
+                    s[k] = sigma;
+                    s[b * n + a] = sigma;
+                }
+                s[a * n + a] = 0.0;
+            }
+            Some(s)
+        })
+        .collect())
+}
+
+/// The sample standard deviation (0 for fewer than two values).
+fn sample_sd(values: impl Iterator<Item = f32> + Clone) -> f32 {
+    let k = values.clone().count();
+    if k < 2 {
+        return 0.0;
+    }
+    let mean = values.clone().sum::<f32>() / k as f32;
+    let ss: f32 = values.map(|x| (x - mean) * (x - mean)).sum();
+    (ss / (k - 1) as f32).sqrt()
+}
+
+/// The table's parameter names, as static strings (unknown ones map to "").
+fn param_name(p: &str) -> &'static str {
+    match p {
+        "L" => "L",
+        "rtt" => "rtt",
+        "os" => "os",
+        "or" => "or",
+        "g" => "g",
+        _ => "",
+    }
+}

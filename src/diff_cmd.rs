@@ -1,0 +1,79 @@
+//! `lgate-plogp diff`: what changed between two runs of one machine.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+
+use crate::output::write_output;
+
+/// How `diff` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DiffFormat {
+    /// A few lines for people, worst change first.
+    Text,
+    /// Everything, for scripts.
+    Json,
+}
+
+/// Options of `diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The earlier run (a run directory, or a matrix file whose labels name the hosts).
+    #[arg(value_name = "RUN_A")]
+    a: PathBuf,
+    /// The later run.
+    #[arg(value_name = "RUN_B")]
+    b: PathBuf,
+    /// A host, host pair or rank changed when the median of its pairs' changes is this many
+    /// standard deviations of one repetition (both runs' noise combined) or more.
+    #[arg(long, value_name = "SIGMAS", default_value_t = lgate_diff::DEFAULT_THRESHOLD)]
+    threshold: f64,
+    /// A host, host pair or rank changed only when its change against the machine's is also
+    /// at least this share (0.1: 10 % slower or faster).
+    #[arg(long, value_name = "SHARE", default_value_t = lgate_diff::DEFAULT_MIN_CHANGE)]
+    min_change: f64,
+    /// The whole machine changed only when the median pair changed by at least this factor
+    /// as well as beyond --threshold (runs of one machine drift by tens of percent).
+    #[arg(long, value_name = "FACTOR", default_value_t = lgate_diff::DEFAULT_MACHINE_CHANGE)]
+    machine_change: f64,
+    /// A single pair that no host or rank explains changed only when it changed by at least
+    /// this factor as well as beyond --threshold.
+    #[arg(long, value_name = "FACTOR", default_value_t = lgate_diff::DEFAULT_PAIR_CHANGE)]
+    pair_change: f64,
+    /// Noise changed when one run's is this many times the other's.
+    #[arg(long, value_name = "FACTOR", default_value_t = lgate_diff::DEFAULT_SPREAD_FACTOR)]
+    spread_factor: f64,
+    /// Compare only these matrices (comma-separated names, as `cluster --matrix` takes them).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    matrices: Option<Vec<String>>,
+    /// Do not cluster the runs to compare their topologies.
+    #[arg(long)]
+    no_topology: bool,
+    /// Text for people or JSON for scripts.
+    #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
+    format: DiffFormat,
+    /// Write to this file instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+/// Runs `diff`: whether anything changed beyond the noise.
+pub fn run(args: DiffArgs) -> Result<bool> {
+    let options = lgate_diff::DiffOptions {
+        threshold: args.threshold,
+        min_change: args.min_change,
+        machine_change: args.machine_change,
+        pair_change: args.pair_change,
+        spread_factor: args.spread_factor,
+        matrices: args.matrices.clone(),
+        topology: !args.no_topology,
+    };
+    let diff = lgate_diff::diff(&args.a, &args.b, &options)?;
+    let text = match args.format {
+        DiffFormat::Text => diff.summary(),
+        DiffFormat::Json => format!("{:#}\n", diff.to_json()),
+    };
+    write_output(args.output.as_deref(), &text)?;
+    Ok(diff.changed())
+}

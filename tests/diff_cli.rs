@@ -1,0 +1,206 @@
+//! End-to-end tests of `lgate-plogp diff` on simulated pairs of runs: the same machine measured
+//! again, a slower node, a slower link, another rank order, more noise, another topology; the
+//! exit codes a cron job reads; and clean failures.
+
+mod common;
+
+use std::path::Path;
+use std::process::Output;
+
+use common::{assert_clean_failure_with, lgate_plogp_in, success};
+use serde_json::Value;
+
+/// fram with four nodes of two sockets of four cores, every artifact of the preset, the full
+/// plan: 496 pairs, a tenth of a second each run.
+const MACHINE: &[&str] = &[
+    "simulate",
+    "--preset",
+    "fram",
+    "--machine",
+    "node=4,socket=2,core=4",
+    "--plan",
+    "full",
+    "--max-size",
+    "64KiB",
+    "--quiet",
+];
+
+fn simulate(dir: &Path, out: &str, extra: &[&str]) {
+    let mut args = MACHINE.to_vec();
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--output", out]);
+    success(lgate_plogp_in(dir, &args));
+}
+
+fn diff(dir: &Path, a: &str, b: &str, extra: &[&str]) -> (Output, Value) {
+    let mut args = vec!["diff", a, b, "--format", "json"];
+    args.extend_from_slice(extra);
+    let out = lgate_plogp_in(dir, &args);
+    let json = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out, json)
+}
+
+fn changes(json: &Value) -> Vec<(String, String)> {
+    json["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["kind"].as_str().unwrap().to_string(),
+                c["name"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn simulated_changes_are_found_and_unchanged_machines_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    simulate(d, "before", &[]);
+    // The same machine measured again: other noise, the same slow pairs and artifacts.
+    simulate(d, "again", &["--rerun", "1"]);
+    let (out, json) = diff(d, "before", "again", &[]);
+    assert_eq!(out.status.code(), Some(0), "{json:#}");
+    assert_eq!(json["changed"], false);
+    assert!(changes(&json).is_empty(), "{json:#}");
+    assert_eq!(json["ranks"]["matched"], 32);
+    assert_eq!(json["ranks"]["matched_by"], "host and CPU");
+    for level in json["topology"].as_array().unwrap() {
+        assert_eq!(level["changed"], false, "{level}");
+    }
+
+    // One node 15 % slower: that host, and nothing else (its ranks and links are explained).
+    simulate(
+        d,
+        "slow-node",
+        &["--rerun", "1", "--slow-host", "fram-n2=1.15"],
+    );
+    let (out, json) = diff(d, "before", "slow-node", &[]);
+    assert_eq!(out.status.code(), Some(1), "{json:#}");
+    assert_eq!(
+        changes(&json),
+        vec![("host".to_string(), "fram-n2".to_string())],
+        "{json:#}"
+    );
+    let c = &json["changes"][0];
+    let change = c["change"].as_f64().unwrap();
+    // The machine's median moves a little with the node's pairs (44 % of all): against it the
+    // node is 12-16 % slower.
+    assert!((0.12..0.16).contains(&change), "{c}");
+
+    // One link twice as slow: that host pair.
+    simulate(d, "slow-link", &["--rerun", "1", "--slow-link", "0:3=2"]);
+    let (out, json) = diff(d, "before", "slow-link", &[]);
+    assert_eq!(out.status.code(), Some(1), "{json:#}");
+    assert_eq!(
+        changes(&json),
+        vec![("host pair".to_string(), "fram-n0 - fram-n3".to_string())],
+        "{json:#}"
+    );
+    let change = json["changes"][0]["change"].as_f64().unwrap();
+    assert!((0.8..1.2).contains(&change), "{json:#}");
+
+    // The ranks numbered otherwise on the same cores: matched by host and CPU, no change.
+    simulate(d, "renumbered", &["--rerun", "1", "--placement", "random"]);
+    let (out, json) = diff(d, "before", "renumbered", &[]);
+    assert_eq!(out.status.code(), Some(0), "{json:#}");
+    assert!(changes(&json).is_empty(), "{json:#}");
+
+    // Twice the noise: no change in the values, a noise change over the whole machine.
+    simulate(d, "noisier", &["--rerun", "1", "--noise", "0.1"]);
+    let (out, json) = diff(d, "before", "noisier", &[]);
+    assert_eq!(out.status.code(), Some(0), "{json:#}");
+    assert!(changes(&json).is_empty(), "{json:#}");
+    let spread = json["spread_changes"].as_array().unwrap();
+    let t0 = spread
+        .iter()
+        .find(|s| s["name"] == "all pairs" && s["matrix"] == "t:0")
+        .unwrap_or_else(|| panic!("no noise change of t:0 in {spread:?}"));
+    let ratio = t0["ratio"].as_f64().unwrap();
+    assert!((1.7..2.3).contains(&ratio), "{t0}");
+
+    // Another topology on the same hosts (four sockets of two cores): the socket level changed.
+    let mut args = MACHINE.to_vec();
+    args[4] = "node=4,socket=4,core=2";
+    args.extend_from_slice(&["--rerun", "1", "--output", "resocketed"]);
+    success(lgate_plogp_in(d, &args));
+    let (out, json) = diff(d, "before", "resocketed", &[]);
+    assert_eq!(out.status.code(), Some(1), "{json:#}");
+    let levels = json["topology"].as_array().unwrap();
+    let level = |name: &str| levels.iter().find(|l| l["level"] == name).unwrap();
+    assert_eq!(level("node")["changed"], false, "{levels:?}");
+    let socket = level("socket");
+    assert_eq!(socket["changed"], true, "{levels:?}");
+    assert_eq!(
+        (socket["groups_a"].as_u64(), socket["groups_b"].as_u64()),
+        (Some(8), Some(16))
+    );
+    assert_eq!(socket["split"], 8);
+
+    // The text for people says the same, worst first, and ends with the verdict.
+    let text = success(lgate_plogp_in(d, &["diff", "before", "again"]));
+    assert!(
+        text.ends_with("verdict: no change beyond the noise\n"),
+        "{text}"
+    );
+    let out = lgate_plogp_in(d, &["diff", "before", "slow-node"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("host fram-n2: +1"), "{text}");
+    assert!(text.ends_with("verdict: changed\n"), "{text}");
+    // A higher threshold and a larger least change hide the slow node.
+    let (out, _) = diff(d, "before", "slow-node", &["--min-change", "0.3"]);
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn a_whole_machine_twice_as_slow_is_a_change_carried_by_every_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    simulate(d, "before", &[]);
+    let mut args = vec!["--rerun", "1"];
+    for h in 0..4 {
+        args.push("--slow-host");
+        args.push(["0=1.5", "1=1.5", "2=1.5", "3=1.5"][h]);
+    }
+    // Every pair touches two slowed hosts or one twice: 1.5 * 1.5 = 2.25 between hosts, 1.5
+    // inside: the median pair is 2.25 times as slow.
+    simulate(d, "slower", &args);
+    let (out, json) = diff(d, "before", "slower", &[]);
+    assert_eq!(out.status.code(), Some(1), "{json:#}");
+    let machine = json["machine"].as_array().unwrap();
+    let t0 = machine.iter().find(|m| m["matrix"] == "t:0").unwrap();
+    assert_eq!(t0["changed"], true, "{t0}");
+    // Against the machine nothing stands out.
+    assert!(changes(&json).is_empty(), "{json:#}");
+}
+
+#[test]
+fn bad_input_is_a_one_line_error_and_exit_code_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    simulate(d, "run", &[]);
+    let check = |args: &[&str], fragment: &str| {
+        assert_clean_failure_with(&lgate_plogp_in(d, args), 2, fragment);
+    };
+    check(&["diff", "run", "missing"], "missing");
+    check(&["diff", "run", "run", "--threshold", "0"], "--threshold");
+    check(&["diff", "run", "run", "--threshold", "NaN"], "--threshold");
+    check(
+        &["diff", "run", "run", "--machine-change", "0.5"],
+        "--machine-change",
+    );
+    check(
+        &["diff", "run", "run", "--matrices", "nothing"],
+        "none of the matrices nothing",
+    );
+    std::fs::write(d.join("bad.csv"), "rank,0,1\n0,0,x\n1,1,0\n").unwrap();
+    check(&["diff", "run", "bad.csv"], "bad.csv");
+    // A matrix file of other hosts matches nothing.
+    std::fs::write(d.join("other.csv"), "rank,a,b\na,0,1\nb,1,0\n").unwrap();
+    check(&["diff", "run", "other.csv"], "in common");
+    // A run compared with itself: nothing changed.
+    let (out, json) = diff(d, "run", "run", &[]);
+    assert_eq!(out.status.code(), Some(0), "{json:#}");
+}
