@@ -20,6 +20,30 @@ pub enum PlotCommand {
     /// Broadcast times and speedups over MPI_Bcast against message size, from the
     /// bcast-tuning.json of `bcast bench`.
     Bcast(BcastPlotArgs),
+    /// What changed between two runs (`diff`) as a heat map of each pair's z, red slower in
+    /// the later run, ranks in host order with hosts marked.
+    Diff(DiffPlotArgs),
+}
+
+/// Options of `plot diff`.
+#[derive(Debug, Args)]
+pub struct DiffPlotArgs {
+    /// The earlier run (a run directory, or a matrix file whose labels name the hosts).
+    #[arg(value_name = "RUN_A")]
+    a: PathBuf,
+    /// The later run.
+    #[arg(value_name = "RUN_B")]
+    b: PathBuf,
+    /// The matrix to draw [default: the one of the worst change, else t at its smallest
+    /// size].
+    #[arg(long, value_name = "NAME")]
+    matrix: Option<String>,
+    /// The image to write: .png or .svg [default: RUN_B/diff.png for a run].
+    #[arg(long, short, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Replace the output if it exists (never one of the inputs).
+    #[arg(long)]
+    force: bool,
 }
 
 /// Options of `plot bcast`.
@@ -100,6 +124,7 @@ pub fn run(command: PlotCommand) -> Result<()> {
         PlotCommand::Dendrogram(args) => dendrogram(args),
         PlotCommand::Curves(args) => curves(args),
         PlotCommand::Bcast(args) => bcast(args),
+        PlotCommand::Diff(args) => diff(args),
     }
 }
 
@@ -147,6 +172,38 @@ fn image_output(
     let output = output_of(given, default, inputs, force)?;
     lgate_plot::ImageFormat::of(&output)?;
     Ok(output)
+}
+
+fn diff(args: DiffPlotArgs) -> Result<()> {
+    let output = image_output(
+        &args.output,
+        "diff.png",
+        false,
+        &[&args.b, &args.a],
+        args.force,
+    )?;
+    let options = lgate_diff::DiffOptions {
+        matrices: args.matrix.clone().map(|m| vec![m]),
+        topology: false,
+        ..lgate_diff::DiffOptions::default()
+    };
+    let diff = lgate_diff::diff(&args.a, &args.b, &options)?;
+    let name = diff
+        .headline_matrix()
+        .context("no matrix was compared")?
+        .to_string();
+    let (z, labels) = diff.z_matrix(&name).context("no matrix was compared")?;
+    let note = diff.headline();
+    let title = format!(
+        "{} -> {}: {name}, change over noise (z)",
+        args.a.display(),
+        args.b.display()
+    );
+    let hosts: Option<Vec<String>> = diff.rows_a.iter().map(|(_, h)| h.clone()).collect();
+    let figure = lgate_plot::diff_heatmap(&z, &labels, hosts.as_deref(), &title, note)?;
+    save(&figure, &output)?;
+    eprintln!("wrote {}", output.display());
+    Ok(())
 }
 
 fn bcast(args: BcastPlotArgs) -> Result<()> {
@@ -256,6 +313,9 @@ pub struct ReportArgs {
     /// run's default matrix].
     #[arg(long, value_name = "FILE")]
     topology: Option<PathBuf>,
+    /// Add what changed since this earlier run of the machine (as `diff EARLIER RUN` says).
+    #[arg(long, value_name = "EARLIER_RUN")]
+    since: Option<PathBuf>,
     /// The HTML file to write [default: RUN/report.html].
     #[arg(long, short, value_name = "FILE")]
     output: Option<PathBuf>,
@@ -271,6 +331,7 @@ pub fn report(args: ReportArgs) -> Result<()> {
     }
     let mut inputs = vec![args.run.as_path()];
     inputs.extend(args.topology.as_deref());
+    inputs.extend(args.since.as_deref());
     let output = output_of(
         &args.output,
         default_output(&args.run, "report.html", false),
@@ -295,12 +356,55 @@ pub fn report(args: ReportArgs) -> Result<()> {
                 .to_string(),
         ),
     };
+    let diff = match &args.since {
+        Some(earlier) => Some(lgate_diff::diff(
+            earlier,
+            &args.run,
+            &lgate_diff::DiffOptions::default(),
+        )?),
+        None => None,
+    };
+    let z = match &diff {
+        Some(d) => {
+            let name = d.headline_matrix().context("no matrix was compared")?;
+            Some((
+                name.to_string(),
+                d.z_matrix(name).context("no matrix was compared")?,
+            ))
+        }
+        None => None,
+    };
+    let section = match (&diff, &z, &args.since) {
+        (Some(d), Some((name, (values, labels))), Some(earlier)) => {
+            let hosts: Option<Vec<String>> = d.rows_a.iter().map(|(_, h)| h.clone()).collect();
+            Some(lgate_plot::ReportDiff {
+                earlier: earlier.display().to_string(),
+                changed: d.changed(),
+                headline: d.headline(),
+                changes: d
+                    .changes()
+                    .iter()
+                    .map(|u| (u.label(), u.change, u.z, u.matrix.clone()))
+                    .collect(),
+                summary: d.summary(),
+                figure: lgate_plot::diff_heatmap(
+                    values,
+                    labels,
+                    hosts.as_deref(),
+                    &format!("since {}: {name}, change over noise (z)", earlier.display()),
+                    d.headline(),
+                )?,
+            })
+        }
+        _ => None,
+    };
     let html = lgate_plot::report_html(
         &args.run,
         &lgate_plot::ReportInputs {
             topology: &topology,
             topology_source: source,
             command_line: std::env::args().collect(),
+            diff: section,
         },
     )?;
     crate::output::write_output(Some(&output), &html)?;

@@ -149,9 +149,40 @@ fn simulated_changes_are_found_and_unchanged_machines_pass() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("host fram-n2: +1"), "{text}");
     assert!(text.ends_with("verdict: changed\n"), "{text}");
-    // A higher threshold and a larger least change hide the slow node.
+    // A larger least change hides the slow node.
     let (out, _) = diff(d, "before", "slow-node", &["--min-change", "0.3"]);
     assert_eq!(out.status.code(), Some(0));
+
+    // The picture: the slow node's rows and columns red, the rest near white.
+    success(lgate_plogp_in(
+        d,
+        &["plot", "diff", "before", "slow-node", "-o", "d.png"],
+    ));
+    let png = image::open(d.join("d.png")).unwrap().to_rgb8();
+    // The matrix square's pixel of the pair of ranks (row, col): 32 ranks over 760 pixels
+    // from (70, 56), ranks in host order (fram-n2 holds ranks 16-23).
+    let pixel = |row: u32, col: u32| {
+        let at = |r: u32| (f64::from(r) + 0.5) * 760.0 / 32.0;
+        *png.get_pixel(70 + at(col) as u32, 56 + at(row) as u32)
+    };
+    let red = pixel(19, 3);
+    assert!(
+        red[0] > 150 && red[1] < 150 && red[2] < 150,
+        "n2 - n0 is red: {red:?}"
+    );
+    let plain = pixel(11, 3);
+    assert!(
+        plain.0.iter().all(|&c| c > 200),
+        "n1 - n0 is near white: {plain:?}"
+    );
+    let svg = success(lgate_plogp_in(
+        d,
+        &["plot", "diff", "before", "slow-node", "-o", "d.svg"],
+    ));
+    assert!(svg.is_empty());
+    assert!(std::fs::read_to_string(d.join("d.svg"))
+        .unwrap()
+        .contains("<svg"));
 }
 
 #[test]
@@ -200,6 +231,24 @@ fn bad_input_is_a_one_line_error_and_exit_code_2() {
     // A matrix file of other hosts matches nothing.
     std::fs::write(d.join("other.csv"), "rank,a,b\na,0,1\nb,1,0\n").unwrap();
     check(&["diff", "run", "other.csv"], "in common");
+    // The "after" runs of simulate: a host or link that does not exist, a bad factor.
+    let mut args = MACHINE.to_vec();
+    args.extend(["--slow-host", "9=1.1", "--output", "x"]);
+    assert_clean_failure_with(&lgate_plogp_in(d, &args), 1, "--slow-host 9: no such host");
+    for (flag, value, says) in [
+        ("--slow-link", "0:0=2", "two different hosts"),
+        ("--slow-link", "0=2", "HOST:HOST=FACTOR"),
+        ("--slow-host", "1=0", "positive"),
+        ("--slow-host", "1=x", "HOST=FACTOR"),
+    ] {
+        let mut args = MACHINE.to_vec();
+        args.extend([flag, value, "--output", "x"]);
+        let out = lgate_plogp_in(d, &args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}: {stderr}");
+        assert!(stderr.contains(says), "{flag} {value}: {stderr}");
+    }
+    assert!(!d.join("x").exists());
     // A run compared with itself: nothing changed.
     let (out, json) = diff(d, "run", "run", &[]);
     assert_eq!(out.status.code(), Some(0), "{json:#}");

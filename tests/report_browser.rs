@@ -178,3 +178,63 @@ fn a_host_with_another_governor_is_named_in_the_summary_report_json_and_the_repo
         "{table}"
     );
 }
+
+#[test]
+fn the_report_of_a_later_run_shows_what_changed_since_the_earlier() {
+    // The same four hosts measured again with one link twice as slow.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let machine = [
+        "simulate",
+        "--preset",
+        "fram",
+        "--machine",
+        "node=4,socket=2,core=4",
+        "--plan",
+        "full",
+        "--max-size",
+        "1KiB",
+        "--quiet",
+    ];
+    let mut before = machine.to_vec();
+    before.extend(["--out", "before"]);
+    success(lgate_plogp_in(d, &before));
+    let mut after = machine.to_vec();
+    after.extend(["--rerun", "1", "--slow-link", "1:2=2", "--out", "after"]);
+    success(lgate_plogp_in(d, &after));
+    success(lgate_plogp_in(
+        d,
+        &[
+            "report",
+            "after",
+            "--since",
+            "before",
+            "--output",
+            "report.html",
+        ],
+    ));
+    let url = format!("file://{}", d.join("report.html").display());
+    let dom = chromium(&["--dump-dom", &url]);
+    assert!(dom.status.success());
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert!(dom.contains("What changed since before"), "{dom}");
+    assert!(
+        dom.contains("<p id=\"diff-verdict\" class=\"warn\"><strong>changed: host pair fram-n1 - fram-n2</strong></p>"),
+        "{dom}"
+    );
+    let table = &dom[dom.find("id=\"diff-changes\"").expect("the changes table")..];
+    let table = &table[..table.find("</table>").unwrap()];
+    assert_eq!(table.matches("<tr").count(), 2, "one change: {table}");
+    assert!(
+        table.contains("<td>host pair fram-n1 - fram-n2</td>"),
+        "{table}"
+    );
+    assert!(dom.contains("alt=\"heat map of each pair's change over the noise\""));
+    // Without --since there is no such section.
+    success(lgate_plogp_in(
+        d,
+        &["report", "after", "--output", "alone.html"],
+    ));
+    let alone = std::fs::read_to_string(d.join("alone.html")).unwrap();
+    assert!(!alone.contains("id=\"diff\""));
+}

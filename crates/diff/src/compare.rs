@@ -242,6 +242,16 @@ pub struct UnitChange {
     pub spread_ratio: f64,
 }
 
+impl UnitChange {
+    /// What it is, for people: `host n2`, `host pair n0 - n3`, `rank 5 (n0)`, `pair 1-3 (vm)`.
+    pub fn label(&self) -> String {
+        match self.kind {
+            UnitKind::Rank => self.name.clone(),
+            kind => format!("{} {}", kind.name(), self.name),
+        }
+    }
+}
+
 /// The hosts, host pairs and ranks of run A, each with the indices of its pairs (the same in
 /// every [`MatrixDiff`] of one comparison).
 #[derive(Debug, Clone, Default)]

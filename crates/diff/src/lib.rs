@@ -443,6 +443,43 @@ impl RunDiff {
             || !self.level_changes().is_empty()
     }
 
+    /// The matrix a picture of the diff shows: the one of the worst change (local, else
+    /// machine-wide), else t(m) at its smallest size, else the first compared.
+    pub fn headline_matrix(&self) -> Option<&str> {
+        if let Some(u) = self.changes().first() {
+            return Some(&u.matrix);
+        }
+        if let Some(m) = self
+            .machine_changes()
+            .into_iter()
+            .max_by(|a, b| a.z.abs().total_cmp(&b.z.abs()))
+        {
+            return Some(&m.matrix);
+        }
+        self.matrices
+            .iter()
+            .find(|m| kind_of(&m.name) == "t")
+            .or(self.matrices.first())
+            .map(|m| m.name.as_str())
+    }
+
+    /// Every pair's z in one matrix, over run A's rows (NaN where a pair was not compared),
+    /// with A's rank numbers as labels; `None` for a matrix not compared.
+    pub fn z_matrix(&self, name: &str) -> Option<(ndarray::Array2<f64>, Vec<String>)> {
+        let m = self.matrices.iter().find(|m| m.name == name)?;
+        let n = self.rows_a.len();
+        let mut z = ndarray::Array2::from_elem((n, n), f64::NAN);
+        for p in &m.pairs {
+            let (k, l) = p.rows;
+            z[[k, l]] = p.z;
+            z[[l, k]] = p.z;
+        }
+        for k in 0..n {
+            z[[k, k]] = 0.0;
+        }
+        Some((z, self.rows_a.iter().map(|(r, _)| r.to_string()).collect()))
+    }
+
     /// The name of row `k` of run A: `rank 5 (n0)`.
     pub fn row_name(&self, k: usize) -> String {
         match &self.rows_a[k] {

@@ -43,10 +43,7 @@ fn finite(x: f64) -> Value {
 }
 
 fn unit_line(u: &UnitChange) -> String {
-    let name = match u.kind {
-        crate::UnitKind::Rank => u.name.clone(),
-        k => format!("{} {}", k.name(), u.name),
-    };
+    let name = u.label();
     let pairs = if u.kind == crate::UnitKind::Pair {
         String::new()
     } else {
@@ -62,6 +59,30 @@ fn unit_line(u: &UnitChange) -> String {
 }
 
 impl RunDiff {
+    /// One line: the verdict and the worst change (`changed: host n2`, `3 changes, worst:
+    /// rank 5 (n0)`, `the whole machine changed (t:0 x2.3)`, `no change beyond the noise`).
+    pub fn headline(&self) -> String {
+        let changes = self.changes();
+        if let Some(worst) = changes.first() {
+            let what = worst.label();
+            return match changes.len() {
+                1 => format!("changed: {what}"),
+                k => format!("{k} changes, worst: {what}"),
+            };
+        }
+        if let Some(m) = self.machine_changes().first() {
+            return format!(
+                "the whole machine changed ({} {})",
+                m.matrix,
+                percent(m.change)
+            );
+        }
+        if !self.level_changes().is_empty() {
+            return "the topology changed".into();
+        }
+        "no change beyond the noise".into()
+    }
+
     /// The diff as JSON: matching, per-matrix medians, changes worst first, noise changes,
     /// every host and host pair, the pairs that changed most and the topology.
     pub fn to_json(&self) -> Value {
@@ -274,11 +295,14 @@ impl RunDiff {
                 out.push_str(&format!("topology: {}\n", l.line()));
             }
         }
-        out.push_str(if self.changed() {
-            "verdict: changed\n"
-        } else {
-            "verdict: no change beyond the noise\n"
-        });
+        out.push_str(&format!(
+            "verdict: {}\n",
+            if self.changed() {
+                "changed"
+            } else {
+                "no change beyond the noise"
+            }
+        ));
         out
     }
 }

@@ -1,6 +1,7 @@
 //! A distance matrix as a heat map: ranks in topology order when a topology is given, group
 //! boundaries drawn at every level, values above a high quantile clipped so that a few slow
 //! pairs do not wash out the scale (as the reference thesis does), and a colour bar in units.
+//! A signed matrix (the z-scores of `diff`) is drawn on a diverging scale centred on 0.
 
 use plotters::coord::Shift;
 use plotters::element::BitMapElement;
@@ -37,7 +38,10 @@ const LABEL_GAP: i32 = 14;
 /// A heat map of a distance matrix.
 #[derive(Debug, Clone)]
 pub struct Heatmap<'a> {
-    matrix: &'a DistanceMatrix,
+    values: &'a ndarray::Array2<f64>,
+    labels: &'a [String],
+    /// Signed values on a blue-white-red scale centred on 0, instead of viridis from the least.
+    signed: bool,
     title: String,
     unit: String,
     order: Vec<usize>,
@@ -51,7 +55,9 @@ impl<'a> Heatmap<'a> {
     /// A heat map of `matrix` in rank order, with values in `unit`.
     pub fn new(matrix: &'a DistanceMatrix, title: &str, unit: &str) -> Self {
         Heatmap {
-            matrix,
+            values: matrix.values(),
+            labels: matrix.labels(),
+            signed: false,
             title: title.to_string(),
             unit: unit.to_string(),
             order: (0..matrix.len()).collect(),
@@ -59,6 +65,65 @@ impl<'a> Heatmap<'a> {
             clip_quantile: 0.95,
             note: None,
         }
+    }
+
+    /// A heat map of signed values (rows labelled by rank number), blue below 0 and red above,
+    /// symmetric about 0 and clipped at a high quantile of |value|; NaN entries are grey.
+    /// `values` must be square with one label per row.
+    pub fn signed(
+        values: &'a ndarray::Array2<f64>,
+        labels: &'a [String],
+        title: &str,
+        unit: &str,
+    ) -> Result<Self, PlotError> {
+        let n = values.nrows();
+        if values.ncols() != n || labels.len() != n {
+            return Err(PlotError::Input(format!(
+                "a {}x{} matrix with {} labels is not a square matrix of labelled rows",
+                n,
+                values.ncols(),
+                labels.len()
+            )));
+        }
+        Ok(Heatmap {
+            values,
+            labels,
+            signed: true,
+            title: title.to_string(),
+            unit: unit.to_string(),
+            order: (0..n).collect(),
+            boundaries: Vec::new(),
+            clip_quantile: 0.99,
+            note: None,
+        })
+    }
+
+    fn len(&self) -> usize {
+        self.values.nrows()
+    }
+
+    /// The colour of value `v` on the scale from `lo` to `hi`.
+    fn colour(&self, v: f64, lo: f64, hi: f64) -> RGBColor {
+        if !v.is_finite() {
+            return RGBColor(200, 200, 200);
+        }
+        if !self.signed {
+            return ViridisRGB::get_color_normalized(v, lo, hi);
+        }
+        // Blue (faster), near-white at 0, red (slower): ColorBrewer's RdBu ends.
+        let t = (v / hi).clamp(-1.0, 1.0);
+        let (end, white) = if t < 0.0 {
+            ((33.0, 102.0, 172.0), (247.0, 247.0, 247.0))
+        } else {
+            ((178.0, 24.0, 43.0), (247.0, 247.0, 247.0))
+        };
+        let a = t.abs();
+        let mix = |e: f64, w: f64| (w + (e - w) * a).round() as u8;
+        RGBColor(
+            mix(end.0, white.0),
+            mix(end.1, white.1),
+            mix(end.2, white.2),
+        )
     }
 
     /// Adds a note to the line under the title (such as the share of pairs filled in).
@@ -70,10 +135,9 @@ impl<'a> Heatmap<'a> {
     /// Orders the ranks as the leaves of `topology` and draws its groups' boundaries. The
     /// topology's ranks are the matrix's labels (rank numbers) or, failing that, its rows.
     pub fn with_topology(mut self, topology: &Topology) -> Result<Self, PlotError> {
-        let n = self.matrix.len();
+        let n = self.len();
         let row_of_rank: std::collections::HashMap<usize, usize> = self
-            .matrix
-            .labels()
+            .labels
             .iter()
             .enumerate()
             .filter_map(|(row, l)| l.parse::<usize>().ok().map(|r| (r, row)))
@@ -131,18 +195,26 @@ impl<'a> Heatmap<'a> {
         self
     }
 
-    /// The colour scale's ends: the least off-diagonal value and the clipping quantile.
+    /// The colour scale's ends: the least off-diagonal value and the clipping quantile; for a
+    /// signed map, minus and plus the clipping quantile of |value|.
     pub fn scale(&self) -> (f64, f64) {
-        let n = self.matrix.len();
+        let n = self.len();
         let mut v: Vec<f64> = Vec::with_capacity(n * n.saturating_sub(1) / 2);
-        let m = self.matrix.values();
+        let m = self.values;
         for i in 0..n {
             for j in i + 1..n {
-                v.push(m[[i, j]]);
+                let x = m[[i, j]];
+                if x.is_finite() {
+                    v.push(if self.signed { x.abs() } else { x });
+                }
             }
         }
         if v.is_empty() {
-            return (0.0, 1.0);
+            return if self.signed { (-1.0, 1.0) } else { (0.0, 1.0) };
+        }
+        if self.signed {
+            let hi = clip_value(&mut v, self.clip_quantile).max(1e-12);
+            return (-hi, hi);
         }
         let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = clip_value(&mut v, self.clip_quantile);
@@ -173,8 +245,8 @@ impl<'a> Heatmap<'a> {
     /// groups (or every k-th group of its coarsest), each named by its ranks when they are
     /// few to write, else by level and number; otherwise at most 16 evenly spaced ranks.
     fn axis_labels(&self) -> Vec<(usize, usize, String)> {
-        let n = self.matrix.len();
-        let labels = self.matrix.labels();
+        let n = self.len();
+        let labels = self.labels;
         let level = self
             .boundaries
             .iter()
@@ -242,9 +314,9 @@ impl<'a> Heatmap<'a> {
     /// The matrix as RGB pixels, `SIDE` square: each pixel the mean of the block of entries
     /// it covers.
     fn pixels(&self, lo: f64, hi: f64) -> Vec<u8> {
-        let n = self.matrix.len();
+        let n = self.len();
         let side = SIDE as usize;
-        let m = self.matrix.values();
+        let m = self.values;
         let span = |p: usize| {
             let a = p * n / side;
             let b = ((p + 1) * n / side).max(a + 1).min(n);
@@ -260,14 +332,19 @@ impl<'a> Heatmap<'a> {
                 for a in rows.clone() {
                     for b in cols.clone() {
                         let (i, j) = (self.order[a], self.order[b]);
-                        if i != j {
-                            sum += m[[i, j]].min(hi);
+                        if i != j && m[[i, j]].is_finite() {
+                            let x = m[[i, j]];
+                            sum += if self.signed {
+                                x.clamp(lo, hi)
+                            } else {
+                                x.min(hi)
+                            };
                             count += 1.0;
                         }
                     }
                 }
                 let c = if count > 0.0 {
-                    ViridisRGB::get_color_normalized(sum / count, lo, hi)
+                    self.colour(sum / count, lo, hi)
                 } else {
                     RGBColor(235, 235, 235)
                 };
@@ -277,6 +354,37 @@ impl<'a> Heatmap<'a> {
         }
         out
     }
+}
+
+/// The heat map of a `diff`: each pair's z in run A's rank order (`labels`, rank numbers), red
+/// where run B is slower; with `hosts` (one per row, rows being ranks 0, 1, ...), ordered
+/// and bounded by host.
+pub fn diff_heatmap<'a>(
+    z: &'a ndarray::Array2<f64>,
+    labels: &'a [String],
+    hosts: Option<&[String]>,
+    title: &str,
+    note: String,
+) -> Result<Heatmap<'a>, PlotError> {
+    let mut figure = Heatmap::signed(z, labels, title, "z")?.with_note(Some(note));
+    let in_rank_order = labels
+        .iter()
+        .enumerate()
+        .all(|(k, l)| l.parse::<usize>().ok() == Some(k));
+    if let (Some(hosts), true) = (hosts, in_rank_order) {
+        let by_host =
+            Topology::one_group_per_host(hosts).map_err(|e| PlotError::Input(e.to_string()))?;
+        let groups = by_host
+            .levels()
+            .first()
+            .map(|l| l.groups.clone())
+            .unwrap_or_default();
+        let topology = by_host
+            .with_levels(vec![lgate_topology::Level::new("host", groups)])
+            .map_err(|e| PlotError::Input(e.to_string()))?;
+        figure = figure.with_topology(&topology)?;
+    }
+    Ok(figure)
 }
 
 /// Whether boundaries at `starts` are far enough apart to draw
@@ -304,7 +412,7 @@ impl Figure for Heatmap<'_> {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), PlotError> {
         let e = PlotError::draw;
         root.fill(&WHITE).map_err(e)?;
-        let n = self.matrix.len();
+        let n = self.len();
         let (lo, hi) = self.scale();
         let font = |size: f64| (FONT, size).into_font();
         root.draw(&Text::new(self.title.clone(), (LEFT, 14), font(20.0)))
@@ -391,7 +499,7 @@ impl Figure for Heatmap<'_> {
         let mut bar = vec![0u8; BAR_W as usize * h * 3];
         for y in 0..h {
             let v = hi - (hi - lo) * y as f64 / (h - 1) as f64;
-            let c = ViridisRGB::get_color_normalized(v, lo, hi);
+            let c = self.colour(v, lo, hi);
             for x in 0..BAR_W as usize {
                 let k = (y * BAR_W as usize + x) * 3;
                 bar[k..k + 3].copy_from_slice(&[c.0, c.1, c.2]);
@@ -426,15 +534,22 @@ impl Figure for Heatmap<'_> {
         ))
         .map_err(e)?;
         root.draw(&Text::new(
-            "lower: closer",
+            if self.signed {
+                "red: slower in B"
+            } else {
+                "lower: closer"
+            },
             (BAR_X, TOP + end + 6),
             anchored(14.0, HPos::Left, VPos::Top),
         ))
         .map_err(e)?;
-        let clipped = if self.clip_quantile < 1.0 {
+        let clipped = if self.signed {
+            format!("|{}| clipped at {}", self.unit, short(hi))
+        } else if self.clip_quantile < 1.0 {
             format!(
-                "values above the {:.0}th percentile ({} {}) are clipped to it",
+                "values beyond the {:.0}th percentile{} ({} {}) are clipped to it",
                 self.clip_quantile * 100.0,
+                if self.signed { " of |value|" } else { "" },
                 short(hi),
                 self.unit
             )

@@ -14,5 +14,5 @@ pub use bcast::BcastFigure;
 pub use curves::Curves;
 pub use dendrogram::Dendrogram;
 pub use figure::{save, to_png, to_svg, Figure, ImageFormat, PlotError};
-pub use heatmap::Heatmap;
-pub use report::{report_html, ReportInputs};
+pub use heatmap::{diff_heatmap, Heatmap};
+pub use report::{report_html, ReportDiff, ReportInputs};

@@ -325,6 +325,57 @@ pub struct ReportInputs<'a> {
     pub topology_source: String,
     /// The command line that made the report.
     pub command_line: Vec<String>,
+    /// What changed since an earlier run, when one is given.
+    pub diff: Option<ReportDiff<'a>>,
+}
+
+/// The comparison with an earlier run that the report shows.
+pub struct ReportDiff<'a> {
+    /// The earlier run, as given.
+    pub earlier: String,
+    /// Whether anything changed beyond the noise.
+    pub changed: bool,
+    /// The verdict in one line.
+    pub headline: String,
+    /// The changes, worst first: what, relative change, z, matrix.
+    pub changes: Vec<(String, f64, f64, String)>,
+    /// `diff`'s summary for people.
+    pub summary: String,
+    /// The heat map of each pair's z.
+    pub figure: Heatmap<'a>,
+}
+
+/// The section of the comparison with an earlier run.
+fn diff_section(html: &mut String, diff: &ReportDiff) -> Result<(), PlotError> {
+    let _ = writeln!(
+        html,
+        "<h2 id=\"diff\">What changed since {}</h2>\n<p id=\"diff-verdict\"{}><strong>{}</strong></p>",
+        escape(&diff.earlier),
+        if diff.changed { " class=\"warn\"" } else { "" },
+        escape(&diff.headline)
+    );
+    if !diff.changes.is_empty() {
+        html.push_str(
+            "<table id=\"diff-changes\"><tr><th>what</th><th>change</th><th>z</th><th>matrix</th></tr>\n",
+        );
+        for (what, change, z, matrix) in diff.changes.iter().take(50) {
+            let _ = writeln!(
+                html,
+                "<tr><td>{}</td><td>{:+.1} %</td><td>{:+.1}</td><td>{}</td></tr>",
+                escape(what),
+                100.0 * change,
+                z,
+                escape(matrix)
+            );
+        }
+        html.push_str("</table>\n");
+    }
+    html.push_str(&img(
+        &diff.figure,
+        "heat map of each pair's change over the noise",
+    )?);
+    let _ = writeln!(html, "\n<pre>{}</pre>", escape(&diff.summary));
+    Ok(())
 }
 
 /// The report of the run in `run` as HTML text.
@@ -479,6 +530,10 @@ pub fn report_html(run: &Path, inputs: &ReportInputs) -> Result<String, PlotErro
     html.push_str("</table>\n");
     parameters_table(&mut html, &meta.test.parameters);
     placement_table(&mut html, &meta.ranks);
+
+    if let Some(diff) = &inputs.diff {
+        diff_section(&mut html, diff)?;
+    }
 
     // Heat maps.
     let _ = writeln!(
