@@ -481,6 +481,26 @@ fn emit(
                 );
             }
         }
+        for line in health_lines(&args.input) {
+            eprintln!("  health: {line}");
+        }
     }
     Ok(())
+}
+
+/// The health a run's report.json found (slow hosts, unstable hosts, known artifacts), one
+/// line each; none for a matrix file or a run without report.json.
+fn health_lines(input: &std::path::Path) -> Vec<String> {
+    let Ok(text) = std::fs::read_to_string(input.join("report.json")) else {
+        return Vec::new();
+    };
+    let Ok(report) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return Vec::new();
+    };
+    report["health"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|l| l.as_str().map(str::to_string))
+        .collect()
 }

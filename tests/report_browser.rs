@@ -55,8 +55,9 @@ fn the_report_loads_in_a_headless_browser() {
     );
     assert_eq!(
         html.matches("<img").count(),
-        6,
-        "two heat maps of t(0), those of t(1KiB) and t(64KiB), curves, dendrogram"
+        7,
+        "two heat maps of t(0), those of t(1KiB) and t(64KiB), curves, dendrogram, the \
+         repeat spread"
     );
 
     let url = format!("file://{}", d.join("report.html").display());
@@ -101,6 +102,7 @@ fn the_report_loads_in_a_headless_browser() {
         "PLogP parameters",
         "Topology",
         "Slow ranks",
+        "Health (report.json)",
         "Commands",
         "Test parameters",
         "Placement of the 32 ranks",

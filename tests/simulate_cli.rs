@@ -437,3 +437,72 @@ fn a_staged_run_fills_what_it_did_not_measure_and_still_finds_every_level() {
     ));
     assert!(full.contains("plan: full"), "{full}");
 }
+
+#[test]
+fn health_names_a_slow_host_and_the_slow_first_pair_in_report_json_cluster_and_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    success(lgate_plogp_in(
+        d,
+        &[
+            "simulate",
+            "--preset",
+            "fram",
+            "--machine",
+            "node=4,socket=2,core=4",
+            "--plan",
+            "full",
+            "--max-size",
+            "4KiB",
+            "--artifacts",
+            "warmup,spikes,first-pair",
+            "--slow-host",
+            "fram-n3=1.3",
+            "--quiet",
+            "--out",
+            "run",
+        ],
+    ));
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("run/report.json")).unwrap()).unwrap();
+    let health: Vec<&str> = report["health"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert_eq!(health.len(), 2, "{health:?}");
+    assert!(
+        health[0].starts_with("slow first pair in t:0"),
+        "{health:?}"
+    );
+    let ratio = report["artifacts"][0]["ratio"].as_f64().unwrap();
+    assert!((1.5..1.7).contains(&ratio), "the model's 1.6: {ratio}");
+    assert!(
+        health[1].starts_with("host fram-n3 is slow with all its peers in t:0 (x1.2")
+            || health[1].starts_with("host fram-n3 is slow with all its peers in t:0 (x1.3"),
+        "{health:?}"
+    );
+    let slow = &report["matrices"][1]["slow_hosts"];
+    assert_eq!(slow.as_array().unwrap().len(), 1, "{slow}");
+    // Noise of 5 % on every repetition, nothing made unstable.
+    for u in report["unstable"].as_array().unwrap() {
+        assert_eq!(u["unstable_hosts"].as_array().unwrap().len(), 0, "{u}");
+    }
+    let out = lgate_plogp_in(d, &["cluster", "run", "--output", "found.json"]);
+    let summary = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{summary}");
+    assert!(
+        summary.contains("  health: host fram-n3 is slow with all its peers"),
+        "{summary}"
+    );
+    assert!(summary.contains("  health: slow first pair"), "{summary}");
+    success(lgate_plogp_in(d, &["report", "run", "--output", "r.html"]));
+    let html = std::fs::read_to_string(d.join("r.html")).unwrap();
+    assert!(
+        html.contains("<tr class=\"warn\"><td>fram-n3</td><td>8</td>"),
+        "slow host row"
+    );
+    assert!(html.contains("<ul id=\"artifacts\">"));
+    assert!(html.contains("alt=\"heat map of the repeat spread\""));
+}

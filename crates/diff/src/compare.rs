@@ -349,7 +349,7 @@ impl Units {
 
 /// Every unit's change in the matrix where its median |z| is largest (absolute, not against
 /// the machine's shift): what `--format json` lists of hosts and host pairs.
-pub fn unit_changes(units: &Units, matrices: &[MatrixDiff]) -> Vec<UnitChange> {
+pub fn unit_changes(units: &Units, matrices: &[&MatrixDiff]) -> Vec<UnitChange> {
     let mut best: Vec<Option<UnitChange>> = vec![None; units.units.len()];
     for m in matrices {
         for (u, pairs) in units.pairs.iter().enumerate() {

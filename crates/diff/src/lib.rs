@@ -234,7 +234,15 @@ pub fn diff(a: &Path, b: &Path, options: &DiffOptions) -> Result<RunDiff, DiffEr
         .first()
         .map(|m| Units::of(&side_a, m))
         .unwrap_or_default();
-    let units = compare::unit_changes(&unit_set, &matrices);
+    // Every unit's change in the matrices that decide the verdict (all when none does).
+    let mut judged: Vec<&MatrixDiff> = matrices
+        .iter()
+        .filter(|m| options.matrices.is_some() || JUDGED_KINDS.contains(&kind_of(&m.name)))
+        .collect();
+    if judged.is_empty() {
+        judged = matrices.iter().collect();
+    }
+    let units = compare::unit_changes(&unit_set, &judged);
     let local_bar = (
         Bar {
             z: options.threshold,
@@ -402,16 +410,21 @@ impl RunDiff {
                 off(r).then(|| ("all pairs".to_string(), m.name.clone(), r))
             })
             .collect();
-        let any_hosts = self.units.iter().any(|u| u.kind == UnitKind::Host);
-        let kind = if any_hosts {
-            UnitKind::Host
-        } else {
-            UnitKind::Rank
+        // Hosts when there are several (one host is the whole machine), else ranks.
+        let hosts = self
+            .units
+            .iter()
+            .filter(|u| u.kind == UnitKind::Host)
+            .count();
+        let kind = match hosts {
+            0 => UnitKind::Rank,
+            1 => return out,
+            _ => UnitKind::Host,
         };
         out.extend(
             self.units
                 .iter()
-                .filter(|u| u.kind == kind && off(u.spread_ratio))
+                .filter(|u| u.kind == kind && self.judged(&u.matrix) && off(u.spread_ratio))
                 .map(|u| (u.name.clone(), u.matrix.clone(), u.spread_ratio)),
         );
         out

@@ -180,6 +180,8 @@ enum MatrixKind {
     Time(usize),
     /// o_s(m), o_r(m) or g(m).
     Param(Parameter, usize),
+    /// The repeat spread of t(m): the p10-p90 ranges of L, half of o_s's and o_r's, g's.
+    Spread(usize),
 }
 
 impl MatrixKind {
@@ -190,6 +192,7 @@ impl MatrixKind {
             MatrixKind::Rtt0 => e.of(&p.rtt[0]),
             MatrixKind::Time(m) => p.time(m, e).unwrap_or(0.0),
             MatrixKind::Param(q, m) => p.value(q, m, e).unwrap_or(0.0),
+            MatrixKind::Spread(m) => p.repeat_spread(m),
         }
     }
 
@@ -232,6 +235,18 @@ impl MatrixKind {
                     Some(m),
                 )
             }
+            MatrixKind::Spread(m) => {
+                let size = MessageSize(m);
+                entry(
+                    &format!("spread:{size}"),
+                    &format!("spread_{m}.csv"),
+                    &format!(
+                        "repeat spread of t(m) at m = {size}: the p10-p90 range of L's \
+                         repetitions, half of o_s's and o_r's, and g's"
+                    ),
+                    Some(m),
+                )
+            }
         }
     }
 }
@@ -268,16 +283,12 @@ impl PairValuer {
             }
         }
         let e = self.options.estimator;
-        let range = |s: &Summary| s.p90 - s.p10;
         let mut per_size = Vec::with_capacity(self.options.matrix_sizes.len());
         for size in &self.options.matrix_sizes {
-            let k = p
-                .sizes
-                .partition_point(|&m| m < size.0)
-                .min(p.sizes.len() - 1);
-            let r =
-                range(&p.latency) + (range(&p.os[k]) + range(&p.or[k])) / 2.0 + range(&p.g[k].0);
-            per_size.push((r * US, p.time(size.0, e).unwrap_or(0.0) * US));
+            per_size.push((
+                p.repeat_spread(size.0) * US,
+                p.time(size.0, e).unwrap_or(0.0) * US,
+            ));
         }
         Ok(PairValues {
             pair: p.pair,
@@ -343,6 +354,7 @@ impl OutputBuilder {
                 kinds.push(MatrixKind::Param(q, s.0));
             }
         }
+        kinds.extend(options.matrix_sizes.iter().map(|s| MatrixKind::Spread(s.0)));
         let values = kinds
             .iter()
             .map(|_| sweeps.iter().map(|_| Array2::zeros((n, n))).collect())
@@ -590,6 +602,12 @@ impl OutputBuilder {
             .iter()
             .map(|&s| (s, find(MatrixKind::Time(s.0))))
             .collect();
+        let spread_matrices: Vec<(MessageSize, &DistanceMatrix)> = self
+            .options
+            .matrix_sizes
+            .iter()
+            .map(|&s| (s, find(MatrixKind::Spread(s.0))))
+            .collect();
         let spreads = self
             .options
             .matrix_sizes
@@ -605,6 +623,7 @@ impl OutputBuilder {
             latency: find(MatrixKind::Latency),
             times,
             spreads,
+            spread_matrices,
             pairs: self.pairs,
             not_positive: std::mem::take(&mut self.not_positive),
             unconverged: self.unconverged,

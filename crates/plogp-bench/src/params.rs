@@ -246,6 +246,17 @@ impl PairParams {
         Some(v(Parameter::L)? + (v(Parameter::Os)? + v(Parameter::Or)?) / 2.0 + v(Parameter::G)?)
     }
 
+    /// The repeat spread of t(m) in seconds: the p10-p90 ranges of L's repetitions, half of
+    /// o_s's and o_r's, and g's, at the first measured size at or above `size`.
+    pub fn repeat_spread(&self, size: usize) -> f64 {
+        let range = |s: &Summary| s.p90 - s.p10;
+        let k = self
+            .sizes
+            .partition_point(|&m| m < size)
+            .min(self.sizes.len() - 1);
+        range(&self.latency) + (range(&self.os[k]) + range(&self.or[k])) / 2.0 + range(&self.g[k].0)
+    }
+
     /// The largest measured size.
     pub fn max_size(&self) -> usize {
         *self.sizes.last().expect("size 0 at least")

@@ -5,8 +5,19 @@
 //! - Slow ranks: ranks whose pairs are slow against all partners: the median, over partners,
 //!   of the pair's value over its class median is at least 2, or beyond two robust standard
 //!   deviations of that median across ranks.
+//! - Slow hosts: hosts whose ranks are slow against all partners: the median of their ranks'
+//!   median ratios stands out from the other hosts' (twice, or two robust standard deviations
+//!   and 10 %), with the factor.
 //! - Spread: how much repeated measurements of one pair vary next to how much pairs differ, for
 //!   each t(m) matrix; when the first is as large as the second, clustering cannot be trusted.
+//! - Unstable pairs and hosts: a pair whose repeat spread is at least 3 times its class's
+//!   median spread; a host whose ranks' median spread ratio is at least 2 times the hosts'.
+//! - Known artifacts: the slow first pair (ranks 0 and 1 measured first, thesis section
+//!   5.1.1): the pair at least 1.3 times its class median, standing out, while neither rank is
+//!   slow.
+//!
+//! Cost: besides the matrices, one f64 per pair for the duration of each matrix's ranks and
+//! hosts (134 MB at 4096 ranks).
 
 use std::collections::BTreeMap;
 
@@ -155,13 +166,195 @@ fn matrix_report(
             Some(json!({"rank": r, "host": placement.get(r).map(|p| p.host.as_str()), "median_ratio": score, "why": why}))
         })
         .collect();
+    let slow_hosts = slow_hosts(&scores, ids, ranks, placement);
     json!({
         "matrix": name,
+        "slow_hosts": slow_hosts,
         "classes": classes.iter().enumerate().filter(|(_, c)| c.2 > 0).map(|(k, (m, s, n))| json!({"class": CLASSES[k], "pairs": n, "median_us": m, "robust_sigma_us": s})).collect::<Vec<_>>(),
         "slow_pairs_count": total,
         "slow_pairs": slow_pairs.iter().map(|&(ratio, a, b, c, why)| json!({"i": ranks[a], "j": ranks[b], "class": CLASSES[c], "value_us": m.get(a, b), "class_median_us": classes[c].0, "ratio": ratio, "why": why})).collect::<Vec<_>>(),
         "slow_ranks": slow_ranks,
     })
+}
+
+/// Hosts slow against all partners: per host the median of its ranks' scores (each rank's
+/// median ratio to its pairs' class medians), standing out from the other hosts'.
+fn slow_hosts(
+    scores: &[(usize, f64)],
+    ids: &[Place],
+    ranks: &[usize],
+    placement: &[RankInfo],
+) -> Vec<Value> {
+    let mut by_host: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+    let mut rank_of_host: BTreeMap<usize, usize> = BTreeMap::new();
+    for &(a, score) in scores {
+        if let Some((h, ..)) = ids[a] {
+            by_host.entry(h).or_default().push(score);
+            rank_of_host.entry(h).or_insert(ranks[a]);
+        }
+    }
+    if by_host.len() < 3 {
+        // Two hosts cannot tell which of them is the slow one.
+        return Vec::new();
+    }
+    let host_scores: Vec<(usize, f64, usize)> = by_host
+        .into_iter()
+        .map(|(h, mut v)| (h, median(&mut v), v.len()))
+        .collect();
+    let mut all: Vec<f64> = host_scores.iter().map(|x| x.1).collect();
+    let center = median(&mut all);
+    let sigma = robust_sigma(&all, center);
+    host_scores
+        .iter()
+        .filter_map(|&(h, score, count)| {
+            let why = stands_out(score, center, sigma)?;
+            let host = placement
+                .get(rank_of_host[&h])
+                .map(|p| p.host.clone())
+                .unwrap_or_default();
+            Some(json!({
+                "host": host,
+                "ranks": count,
+                "median_ratio": score,
+                "factor": score / center,
+                "why": format!("its ranks' pairs are {why} of all hosts"),
+            }))
+        })
+        .collect()
+}
+
+/// Unstable pairs and hosts of one spread matrix: pairs whose repeat spread is at least
+/// [`UNSTABLE_PAIR`] times their class's median spread; hosts whose ranks' median spread
+/// ratio is at least [`UNSTABLE_HOST`] times the other hosts' median.
+fn unstable(
+    name: &str,
+    ranks: &[usize],
+    ids: &[Place],
+    placement: &[RankInfo],
+    m: &DistanceMatrix,
+) -> Value {
+    let n = ranks.len();
+    let mut by_class: Vec<Vec<f64>> = vec![Vec::new(); CLASSES.len()];
+    for a in 0..n {
+        for b in a + 1..n {
+            by_class[class_index(ids[a], ids[b])].push(m.get(a, b));
+        }
+    }
+    let centers: Vec<f64> = by_class.iter_mut().map(|v| median(v)).collect();
+    drop(by_class);
+    let mut pairs = Vec::new();
+    let mut count = 0;
+    let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); n];
+    for a in 0..n {
+        for b in a + 1..n {
+            let c = class_index(ids[a], ids[b]);
+            if centers[c] <= 0.0 {
+                continue;
+            }
+            let r = m.get(a, b) / centers[c];
+            ratios[a].push(r);
+            ratios[b].push(r);
+            if r >= UNSTABLE_PAIR {
+                count += 1;
+                pairs.push((r, a, b));
+                if pairs.len() > 4 * LISTED {
+                    pairs.sort_by(|x: &(f64, usize, usize), y| y.0.total_cmp(&x.0));
+                    pairs.truncate(LISTED);
+                }
+            }
+        }
+    }
+    pairs.sort_by(|x, y| y.0.total_cmp(&x.0));
+    pairs.truncate(LISTED);
+    let mut by_host: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for (a, mut v) in ratios.into_iter().enumerate() {
+        if v.is_empty() {
+            continue;
+        }
+        if let Some(p) = placement.get(ranks[a]) {
+            by_host
+                .entry(p.host.clone())
+                .or_default()
+                .push(median(&mut v));
+        }
+    }
+    // Against the other hosts: with few hosts one host's pairs are much of their class, and
+    // move its median.
+    let scores: Vec<(String, f64)> = by_host
+        .into_iter()
+        .map(|(h, mut v)| (h, median(&mut v)))
+        .collect();
+    let typical = median(&mut scores.iter().map(|x| x.1).collect::<Vec<_>>());
+    let hosts: Vec<Value> = scores
+        .into_iter()
+        .filter(|(_, r)| typical > 0.0 && *r >= UNSTABLE_HOST * typical)
+        .map(|(h, r)| json!({"host": h, "median_spread_ratio": r / typical}))
+        .collect();
+    json!({
+        "matrix": name,
+        "unstable_pairs_count": count,
+        "unstable_pairs": pairs.iter().map(|&(r, a, b)| json!({"i": ranks[a], "j": ranks[b], "spread_us": m.get(a, b), "spread_ratio": r})).collect::<Vec<_>>(),
+        "unstable_hosts": hosts,
+    })
+}
+
+/// A pair is unstable when its repeat spread is this many times its class's median.
+pub const UNSTABLE_PAIR: f64 = 3.0;
+/// A host is unstable when its ranks' median spread ratio is this much.
+pub const UNSTABLE_HOST: f64 = 2.0;
+/// The slow first pair: ranks 0 and 1 at least this many times their class median.
+pub const FIRST_PAIR: f64 = 1.3;
+
+/// The known artifacts seen in one matrix: the slow first pair.
+fn artifacts(
+    name: &str,
+    ranks: &[usize],
+    ids: &[Place],
+    m: &DistanceMatrix,
+    report: &Value,
+) -> Vec<Value> {
+    let mut out = Vec::new();
+    let (Some(a), Some(b)) = (
+        ranks.iter().position(|&r| r == 0),
+        ranks.iter().position(|&r| r == 1),
+    ) else {
+        return out;
+    };
+    let class = CLASSES[class_index(ids[a], ids[b])];
+    let Some(c) = report["classes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["class"] == class)
+    else {
+        return out;
+    };
+    let (center, sigma) = (
+        c["median_us"].as_f64().unwrap_or(0.0),
+        c["robust_sigma_us"].as_f64().unwrap_or(0.0),
+    );
+    let slow_rank = report["slow_ranks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|s| s["rank"] == 0 || s["rank"] == 1);
+    let v = m.get(a, b);
+    if center > 0.0
+        && v >= FIRST_PAIR * center
+        && stands_out(v, center, sigma).is_some()
+        && !slow_rank
+    {
+        out.push(json!({
+            "artifact": "slow first pair",
+            "matrix": name,
+            "pairs": [[0, 1]],
+            "ratio": v / center,
+            "why": "ranks 0 and 1, measured first, stand out from their class while neither \
+                    rank is slow (thesis section 5.1.1): a warm-up of the whole job, not the \
+                    machine; measure with more --sweeps, or take the pair again",
+        }));
+    }
+    out
 }
 
 /// How much repeats of one pair vary next to how much pairs differ, for t(m).
@@ -212,6 +405,8 @@ pub struct ReportInputs<'a> {
     pub times: Vec<(MessageSize, &'a DistanceMatrix)>,
     /// The spread of each t(m).
     pub spreads: Vec<Spread>,
+    /// Each pair's repeat spread of t(m), per matrix size (none for a plan that keeps none).
+    pub spread_matrices: Vec<(MessageSize, &'a DistanceMatrix)>,
     /// Pair measurements, all sweeps.
     pub pairs: usize,
     /// Pairs whose L came out as zero: {sweep, i, j}.
@@ -240,6 +435,74 @@ pub fn report(inputs: &ReportInputs) -> Value {
         ));
     }
     let mut warnings = Vec::new();
+    // The warnings about the machine's health, also kept apart for `cluster`'s summary.
+    let mut health = Vec::new();
+    let default_matrix = matrices.len().min(2) - 1;
+    let mut seen_artifacts = Vec::new();
+    if let Some((size, m)) = inputs.times.first() {
+        seen_artifacts = artifacts(
+            &format!("t:{size}"),
+            inputs.ranks,
+            &ids,
+            m,
+            &matrices[default_matrix],
+        );
+    }
+    for a in &seen_artifacts {
+        health.push(format!(
+            "{} in {} (x{:.2} its class median): {}",
+            a["artifact"].as_str().unwrap_or_default(),
+            a["matrix"].as_str().unwrap_or_default(),
+            a["ratio"].as_f64().unwrap_or_default(),
+            a["why"].as_str().unwrap_or_default()
+        ));
+    }
+    let unstable: Vec<Value> = inputs
+        .spread_matrices
+        .iter()
+        .map(|(size, m)| {
+            unstable(
+                &format!("t:{size}"),
+                inputs.ranks,
+                &ids,
+                inputs.placement,
+                m,
+            )
+        })
+        .collect();
+    for u in unstable.iter().take(1) {
+        let hosts: Vec<&str> = u["unstable_hosts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|h| h["host"].as_str())
+            .collect();
+        if !hosts.is_empty() {
+            health.push(format!(
+                "{} host(s) measure unstably in {} (their pairs' repeat spread at least {} \
+                 times their class's): {}",
+                hosts.len(),
+                u["matrix"].as_str().unwrap_or_default(),
+                UNSTABLE_HOST,
+                hosts.join(", ")
+            ));
+        }
+    }
+    for h in matrices[default_matrix]["slow_hosts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        health.push(format!(
+            "host {} is slow with all its peers in {} (x{:.2} the other hosts)",
+            h["host"].as_str().unwrap_or_default(),
+            matrices[default_matrix]["matrix"]
+                .as_str()
+                .unwrap_or_default(),
+            h["factor"].as_f64().unwrap_or_default()
+        ));
+    }
+    warnings.extend(health.iter().cloned());
     // With one pair there is nothing to tell apart, and nothing to warn about.
     for s in inputs.spreads.iter().filter(|_| inputs.ranks.len() > 2) {
         if s.repeat_us >= s.between_us {
@@ -294,6 +557,9 @@ pub fn report(inputs: &ReportInputs) -> Value {
         "latency_not_positive": not_positive,
         "saturation_not_converged": inputs.unconverged,
         "hosts": hosts,
+        "unstable": unstable,
+        "artifacts": seen_artifacts,
+        "health": health,
         "warnings": warnings,
     })
 }
@@ -366,6 +632,90 @@ mod tests {
         let ids = placement_ids(&ranks, &unplaced);
         let report = matrix_report("t", &ranks, &ids, &unplaced, &m);
         assert_eq!(report["slow_pairs_count"], 4, "{report}");
+    }
+
+    /// Ranks on hosts of four, one socket each.
+    fn hosts_of_four(ranks: usize) -> Vec<RankInfo> {
+        (0..ranks)
+            .map(|r| RankInfo {
+                rank: r,
+                host: format!("h{}", r / 4),
+                pid: None,
+                cpu: Some(r % 4),
+                cpuset: None,
+                core: Some(r % 4),
+                socket: Some(0),
+                numa: None,
+                governor: None,
+                machine: None,
+                extra: Default::default(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_noisy_host_and_a_noisy_pair_are_unstable() {
+        let placement = hosts_of_four(32);
+        let ranks: Vec<usize> = (0..32).collect();
+        let ids = placement_ids(&ranks, &placement);
+        // Repeat spread 0.1 us everywhere, 0.35 us for pairs with a rank on h2, 0.5 for 0-5.
+        let spread = ndarray::Array2::from_shape_fn((32, 32), |(i, j)| match (i, j) {
+            (i, j) if i == j => 0.0,
+            (0, 5) | (5, 0) => 0.5,
+            (i, j) if i / 4 == 2 || j / 4 == 2 => 0.35,
+            _ => 0.1,
+        });
+        let m = DistanceMatrix::new(spread, None).unwrap();
+        let u = unstable("t:0", &ranks, &ids, &placement, &m);
+        let hosts: Vec<&str> = u["unstable_hosts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["host"].as_str().unwrap())
+            .collect();
+        assert_eq!(hosts, ["h2"], "{u:#}");
+        // 0-5 (5x) first, then every pair of h2 (3.5x): 6 inside, 4 x 28 with the others.
+        let pairs = u["unstable_pairs"].as_array().unwrap();
+        assert_eq!(pairs[0]["i"], 0);
+        assert_eq!(pairs[0]["j"], 5);
+        assert_eq!(u["unstable_pairs_count"], 1 + 6 + 4 * 28, "{u:#}");
+    }
+
+    #[test]
+    fn a_slow_host_is_named_with_its_factor_and_two_hosts_name_none() {
+        let placement = hosts_of_four(16);
+        let ranks: Vec<usize> = (0..16).collect();
+        let ids = placement_ids(&ranks, &placement);
+        let values = ndarray::Array2::from_shape_fn((16, 16), |(i, j)| {
+            let base = match (i, j) {
+                (i, j) if i == j => 0.0,
+                (i, j) if i / 4 == j / 4 => 0.3,
+                _ => 1.0,
+            };
+            if i / 4 == 1 || j / 4 == 1 {
+                base * 1.4
+            } else {
+                base
+            }
+        });
+        let m = DistanceMatrix::new(values, None).unwrap();
+        let report = matrix_report("t:0", &ranks, &ids, &placement, &m);
+        let slow = report["slow_hosts"].as_array().unwrap();
+        assert_eq!(slow.len(), 1, "{report:#}");
+        assert_eq!(slow[0]["host"], "h1");
+        assert_eq!(slow[0]["ranks"], 4);
+        let factor = slow[0]["factor"].as_f64().unwrap();
+        assert!((1.3..1.5).contains(&factor), "{factor}");
+        // Two hosts: which is the slow one cannot be told.
+        let ranks: Vec<usize> = (0..8).collect();
+        let ids = placement_ids(&ranks, &placement[..8]);
+        let sub =
+            DistanceMatrix::new(m.values().slice(ndarray::s![..8, ..8]).to_owned(), None).unwrap();
+        let report = matrix_report("t:0", &ranks, &ids, &placement[..8], &sub);
+        assert!(
+            report["slow_hosts"].as_array().unwrap().is_empty(),
+            "{report:#}"
+        );
     }
 
     #[test]

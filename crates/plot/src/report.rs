@@ -345,6 +345,111 @@ pub struct ReportDiff<'a> {
     pub figure: Heatmap<'a>,
 }
 
+/// The health of the run from report.json: hosts slow with all their peers, unstable pairs and
+/// hosts with a heat map of the repeat spread, and the known artifacts seen.
+fn health_section(
+    html: &mut String,
+    report: Option<&Value>,
+    run: &Path,
+    topology: &Topology,
+) -> Result<(), PlotError> {
+    let Some(r) = report else {
+        return Ok(());
+    };
+    html.push_str("<h2 id=\"health\">Health (report.json)</h2>\n");
+    let default = r["matrices"]
+        .as_array()
+        .and_then(|m| m.get(1).or(m.first()))
+        .cloned()
+        .unwrap_or(Value::Null);
+    let slow: Vec<&Value> = default["slow_hosts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .collect();
+    if slow.is_empty() {
+        let _ = writeln!(
+            html,
+            "<p id=\"slow-hosts\">No host is slow with all its peers in {}.</p>",
+            escape(default["matrix"].as_str().unwrap_or("the default matrix"))
+        );
+    } else {
+        html.push_str(
+            "<table id=\"slow-hosts\"><tr><th>slow host</th><th>ranks</th><th>factor</th><th>why</th></tr>\n",
+        );
+        for h in slow {
+            let _ = writeln!(
+                html,
+                "<tr class=\"warn\"><td>{}</td><td>{}</td><td>x{:.2}</td><td>{}</td></tr>",
+                escape(h["host"].as_str().unwrap_or("")),
+                h["ranks"],
+                h["factor"].as_f64().unwrap_or(0.0),
+                escape(h["why"].as_str().unwrap_or(""))
+            );
+        }
+        html.push_str("</table>\n");
+    }
+    let artifacts: Vec<&Value> = r["artifacts"].as_array().into_iter().flatten().collect();
+    if !artifacts.is_empty() {
+        html.push_str("<ul id=\"artifacts\">\n");
+        for a in artifacts {
+            let _ = writeln!(
+                html,
+                "<li class=\"warn\">{} in {} (x{:.2} its class median): {}</li>",
+                escape(a["artifact"].as_str().unwrap_or("")),
+                escape(a["matrix"].as_str().unwrap_or("")),
+                a["ratio"].as_f64().unwrap_or(0.0),
+                escape(a["why"].as_str().unwrap_or(""))
+            );
+        }
+        html.push_str("</ul>\n");
+    }
+    let Some(first) = r["unstable"].as_array().and_then(|u| u.first()) else {
+        return Ok(());
+    };
+    let name = first["matrix"].as_str().unwrap_or("t:0");
+    let hosts: Vec<String> = first["unstable_hosts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|h| {
+            format!(
+                "{} (x{:.1})",
+                h["host"].as_str().unwrap_or(""),
+                h["median_spread_ratio"].as_f64().unwrap_or(0.0)
+            )
+        })
+        .collect();
+    let _ = writeln!(
+        html,
+        "<p id=\"unstable\"{}>{} unstable pair(s) in {name} (repeat spread at least 3 times \
+         their class's){}.</p>",
+        if hosts.is_empty() {
+            ""
+        } else {
+            " class=\"warn\""
+        },
+        first["unstable_pairs_count"],
+        if hosts.is_empty() {
+            "; no unstable host".to_string()
+        } else {
+            format!("; unstable hosts: {}", escape(&hosts.join(", ")))
+        }
+    );
+    let spread_name = name.replacen("t:", "spread:", 1);
+    if let Ok(input) = lgate_cluster::load(run, Some(&spread_name)) {
+        let figure = Heatmap::new(
+            &input.matrix,
+            &format!("{spread_name}: each pair's repeat spread (topology order)"),
+            "us",
+        )
+        .with_topology(topology)?;
+        html.push_str(&img(&figure, "heat map of the repeat spread")?);
+        html.push('\n');
+    }
+    Ok(())
+}
+
 /// The section of the comparison with an earlier run.
 fn diff_section(html: &mut String, diff: &ReportDiff) -> Result<(), PlotError> {
     let _ = writeln!(
@@ -612,7 +717,8 @@ pub fn report_html(run: &Path, inputs: &ReportInputs) -> Result<String, PlotErro
     let outline = lgate_topology::outline(inputs.topology, OutlineOptions { max_depth: Some(3) });
     let _ = writeln!(html, "\n<pre>{}</pre>", escape(&outline));
 
-    // Slow ranks and pairs.
+    // Health: slow hosts, unstable pairs and hosts, known artifacts; then slow ranks and pairs.
+    health_section(&mut html, report.as_ref(), run, inputs.topology)?;
     html.push_str("<h2>Slow ranks and pairs (report.json)</h2>\n");
     match &report {
         None => html.push_str("<p class=\"warn\">The run has no readable report.json.</p>\n"),
