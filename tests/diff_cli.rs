@@ -7,29 +7,22 @@ mod common;
 use std::path::Path;
 use std::process::Output;
 
-use common::{assert_clean_failure_with, lgate_plogp_in, success};
+use common::{assert_clean_failure_with, lgate_plogp_in, simulate_fram32, success, FRAM_32};
 use serde_json::Value;
 
 /// fram with four nodes of two sockets of four cores, every artifact of the preset, the full
 /// plan: 496 pairs, a tenth of a second each run.
-const MACHINE: &[&str] = &[
-    "simulate",
-    "--preset",
-    "fram",
-    "--machine",
-    "node=4,socket=2,core=4",
-    "--plan",
-    "full",
-    "--max-size",
-    "64KiB",
-    "--quiet",
-];
-
 fn simulate(dir: &Path, out: &str, extra: &[&str]) {
-    let mut args = MACHINE.to_vec();
-    args.extend_from_slice(extra);
+    let mut args = extra.to_vec();
     args.extend_from_slice(&["--output", out]);
-    success(lgate_plogp_in(dir, &args));
+    simulate_fram32(dir, "64KiB", &args);
+}
+
+/// The arguments of [`simulate`], for runs that must fail.
+fn machine() -> Vec<&'static str> {
+    let mut args = FRAM_32.to_vec();
+    args.extend(["--max-size", "64KiB"]);
+    args
 }
 
 fn diff(dir: &Path, a: &str, b: &str, extra: &[&str]) -> (Output, Value) {
@@ -122,7 +115,7 @@ fn simulated_changes_are_found_and_unchanged_machines_pass() {
     assert!((1.7..2.3).contains(&ratio), "{t0}");
 
     // Another topology on the same hosts (four sockets of two cores): the socket level changed.
-    let mut args = MACHINE.to_vec();
+    let mut args = machine();
     args[4] = "node=4,socket=4,core=2";
     args.extend_from_slice(&["--rerun", "1", "--output", "resocketed"]);
     success(lgate_plogp_in(d, &args));
@@ -232,7 +225,7 @@ fn bad_input_is_a_one_line_error_and_exit_code_2() {
     std::fs::write(d.join("other.csv"), "rank,a,b\na,0,1\nb,1,0\n").unwrap();
     check(&["diff", "run", "other.csv"], "in common");
     // The "after" runs of simulate: a host or link that does not exist, a bad factor.
-    let mut args = MACHINE.to_vec();
+    let mut args = machine();
     args.extend(["--slow-host", "9=1.1", "--output", "x"]);
     assert_clean_failure_with(&lgate_plogp_in(d, &args), 1, "--slow-host 9: no such host");
     for (flag, value, says) in [
@@ -241,7 +234,7 @@ fn bad_input_is_a_one_line_error_and_exit_code_2() {
         ("--slow-host", "1=0", "positive"),
         ("--slow-host", "1=x", "HOST=FACTOR"),
     ] {
-        let mut args = MACHINE.to_vec();
+        let mut args = machine();
         args.extend([flag, value, "--output", "x"]);
         let out = lgate_plogp_in(d, &args);
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{lgate_plogp_in, success};
+use common::{lgate_plogp_in, simulate_fram32, success};
 use std::process::{Command, Output};
 
 fn chromium(args: &[&str]) -> Output {
@@ -186,24 +186,12 @@ fn the_report_of_a_later_run_shows_what_changed_since_the_earlier() {
     // The same four hosts measured again with one link twice as slow.
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let machine = [
-        "simulate",
-        "--preset",
-        "fram",
-        "--machine",
-        "node=4,socket=2,core=4",
-        "--plan",
-        "full",
-        "--max-size",
+    simulate_fram32(d, "1KiB", &["--out", "before"]);
+    simulate_fram32(
+        d,
         "1KiB",
-        "--quiet",
-    ];
-    let mut before = machine.to_vec();
-    before.extend(["--out", "before"]);
-    success(lgate_plogp_in(d, &before));
-    let mut after = machine.to_vec();
-    after.extend(["--rerun", "1", "--slow-link", "1:2=2", "--out", "after"]);
-    success(lgate_plogp_in(d, &after));
+        &["--rerun", "1", "--slow-link", "1:2=2", "--out", "after"],
+    );
     success(lgate_plogp_in(
         d,
         &[

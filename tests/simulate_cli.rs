@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{assert_clean_failure, lgate_plogp_in, success};
+use common::{assert_clean_failure, lgate_plogp_in, simulate_fram32, success};
 use serde_json::Value;
 
 #[test]
@@ -442,27 +442,18 @@ fn a_staged_run_fills_what_it_did_not_measure_and_still_finds_every_level() {
 fn health_names_a_slow_host_and_the_slow_first_pair_in_report_json_cluster_and_report() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    success(lgate_plogp_in(
+    simulate_fram32(
         d,
+        "4KiB",
         &[
-            "simulate",
-            "--preset",
-            "fram",
-            "--machine",
-            "node=4,socket=2,core=4",
-            "--plan",
-            "full",
-            "--max-size",
-            "4KiB",
             "--artifacts",
             "warmup,spikes,first-pair",
             "--slow-host",
             "fram-n3=1.3",
-            "--quiet",
             "--out",
             "run",
         ],
-    ));
+    );
     let report: Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("run/report.json")).unwrap()).unwrap();
     let health: Vec<&str> = report["health"]

@@ -168,3 +168,26 @@ pub fn matrix_names(run: &Path) -> Vec<String> {
         .map(|m| m["name"].as_str().expect("a name").to_string())
         .collect()
 }
+
+/// `simulate` of fram with four nodes of two sockets of four cores (32 ranks), the full plan,
+/// no summary: what the diff, health and report tests start from.
+pub const FRAM_32: [&str; 9] = [
+    "simulate",
+    "--preset",
+    "fram",
+    "--machine",
+    "node=4,socket=2,core=4",
+    "--plan",
+    "full",
+    "--quiet",
+    "--force",
+];
+
+/// Simulates [`FRAM_32`] up to `max_size` with `extra` options (ending with `--output DIR`
+/// or not), failing the test if it fails.
+pub fn simulate_fram32(dir: &Path, max_size: &str, extra: &[&str]) {
+    let mut args = FRAM_32.to_vec();
+    args.extend(["--max-size", max_size]);
+    args.extend_from_slice(extra);
+    success(lgate_plogp_in(dir, &args));
+}

@@ -89,20 +89,8 @@ impl ClusterInput {
             .levels()
             .iter()
             .filter_map(|level| {
-                let by_rank = level.labels(self.job_size.max(topology.ranks()));
                 // Items the level leaves out are groups of their own.
-                let mut fresh = level.groups.len();
-                let labels: Vec<usize> = self
-                    .ranks
-                    .iter()
-                    .map(|&r| match by_rank.get(r) {
-                        Some(&g) if g != usize::MAX => g,
-                        _ => {
-                            fresh += 1;
-                            fresh - 1
-                        }
-                    })
-                    .collect();
+                let labels = level.labels_of(&self.ranks, self.job_size.max(topology.ranks()));
                 let s = crate::separation_of(self.matrix.values(), &labels, &params);
                 (s < params.min_ratio).then(|| (level.name.clone(), s))
             })

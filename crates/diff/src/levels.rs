@@ -78,23 +78,6 @@ fn list_ranks(ranks: &[usize]) -> String {
     format!(" ({}{more})", shown.join(", "))
 }
 
-/// Labels of the matched ranks in one level; ranks the level leaves out are groups of their
-/// own.
-fn labels_of(level: &lgate_topology::Level, size: usize, ranks: &[usize]) -> Vec<usize> {
-    let by_rank = level.labels(size);
-    let mut fresh = level.groups.len();
-    ranks
-        .iter()
-        .map(|&r| match by_rank.get(r) {
-            Some(&g) if g != usize::MAX => g,
-            _ => {
-                fresh += 1;
-                fresh - 1
-            }
-        })
-        .collect()
-}
-
 fn compare_level(
     name: &str,
     a: &lgate_topology::Level,
@@ -104,7 +87,8 @@ fn compare_level(
 ) -> LevelChange {
     let ra: Vec<usize> = matched.iter().map(|p| p.0).collect();
     let rb: Vec<usize> = matched.iter().map(|p| p.1).collect();
-    let (la, lb) = (labels_of(a, sizes.0, &ra), labels_of(b, sizes.1, &rb));
+    // Ranks a level leaves out are groups of their own.
+    let (la, lb) = (a.labels_of(&ra, sizes.0), b.labels_of(&rb, sizes.1));
     let ari = lgate_cluster::adjusted_rand_index(&la, &lb);
     let mut a_to_b: BTreeMap<usize, BTreeMap<usize, usize>> = BTreeMap::new();
     let mut b_to_a: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();

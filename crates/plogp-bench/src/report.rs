@@ -95,6 +95,25 @@ fn class_index(a: Place, b: Place) -> usize {
     }
 }
 
+/// Per placement class of pairs: the median of the matrix's values, their robust standard
+/// deviation, and the pair count.
+fn class_stats(ids: &[Place], m: &DistanceMatrix) -> Vec<(f64, f64, usize)> {
+    let n = ids.len();
+    let mut by_class: Vec<Vec<f64>> = vec![Vec::new(); CLASSES.len()];
+    for a in 0..n {
+        for b in a + 1..n {
+            by_class[class_index(ids[a], ids[b])].push(m.get(a, b));
+        }
+    }
+    by_class
+        .iter_mut()
+        .map(|v| {
+            let center = median(v);
+            (center, robust_sigma(v, center), v.len())
+        })
+        .collect()
+}
+
 /// The report of one matrix: classes, slow pairs, slow ranks.
 fn matrix_report(
     name: &str,
@@ -104,21 +123,7 @@ fn matrix_report(
     m: &DistanceMatrix,
 ) -> Value {
     let n = ranks.len();
-    let mut by_class: Vec<Vec<f64>> = vec![Vec::new(); CLASSES.len()];
-    for a in 0..n {
-        for b in a + 1..n {
-            by_class[class_index(ids[a], ids[b])].push(m.get(a, b));
-        }
-    }
-    // (median, robust sigma, pairs) per class.
-    let classes: Vec<(f64, f64, usize)> = by_class
-        .iter_mut()
-        .map(|v| {
-            let center = median(v);
-            (center, robust_sigma(v, center), v.len())
-        })
-        .collect();
-    drop(by_class);
+    let classes = class_stats(ids, m);
     let mut slow_pairs = Vec::new();
     let mut total = 0;
     let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); n];
@@ -234,14 +239,7 @@ fn unstable(
     m: &DistanceMatrix,
 ) -> Value {
     let n = ranks.len();
-    let mut by_class: Vec<Vec<f64>> = vec![Vec::new(); CLASSES.len()];
-    for a in 0..n {
-        for b in a + 1..n {
-            by_class[class_index(ids[a], ids[b])].push(m.get(a, b));
-        }
-    }
-    let centers: Vec<f64> = by_class.iter_mut().map(|v| median(v)).collect();
-    drop(by_class);
+    let centers: Vec<f64> = class_stats(ids, m).iter().map(|c| c.0).collect();
     let mut pairs = Vec::new();
     let mut count = 0;
     let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); n];

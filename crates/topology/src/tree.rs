@@ -179,6 +179,22 @@ impl Level {
         }
     }
 
+    /// The group index of each of `of` (ranks of a job of `size`); a rank the level leaves
+    /// out is a group of its own, numbered after the level's groups.
+    pub fn labels_of(&self, of: &[Rank], size: usize) -> Vec<usize> {
+        let by_rank = self.labels(size);
+        let mut fresh = self.groups.len();
+        of.iter()
+            .map(|&r| match by_rank.get(r) {
+                Some(&g) if g != usize::MAX => g,
+                _ => {
+                    fresh += 1;
+                    fresh - 1
+                }
+            })
+            .collect()
+    }
+
     /// The group index of every rank `0..ranks`.
     pub fn labels(&self, ranks: usize) -> Vec<usize> {
         let mut labels = vec![usize::MAX; ranks];
