@@ -41,6 +41,9 @@ pub struct DiffArgs {
     /// this factor as well as beyond --threshold.
     #[arg(long, value_name = "FACTOR", default_value_t = lgate_diff::DEFAULT_PAIR_CHANGE)]
     pair_change: f64,
+    /// ... or, by --min-change at least, beyond this many standard deviations.
+    #[arg(long, value_name = "SIGMAS", default_value_t = lgate_diff::DEFAULT_PAIR_THRESHOLD)]
+    pair_threshold: f64,
     /// Noise changed when one run's is this many times the other's.
     #[arg(long, value_name = "FACTOR", default_value_t = lgate_diff::DEFAULT_SPREAD_FACTOR)]
     spread_factor: f64,
@@ -65,6 +68,7 @@ pub fn run(args: DiffArgs) -> Result<bool> {
         min_change: args.min_change,
         machine_change: args.machine_change,
         pair_change: args.pair_change,
+        pair_threshold: args.pair_threshold,
         spread_factor: args.spread_factor,
         matrices: args.matrices.clone(),
         topology: !args.no_topology,

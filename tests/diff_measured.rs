@@ -33,6 +33,11 @@ const MEASURE: &[&str] = &[
 /// thermal warm-up describes). An attempt takes both runs anew.
 const ATTEMPTS: usize = 3;
 
+/// Runs with the busy CPU that may be taken: under MPICH, whose ranks spin, a pair sharing a
+/// CPU already waits for time slices, and the spinning process moved it beyond the bar in
+/// 3 of 5 runs here (a rank or the pair, x1.5 at z 279 when it did).
+const BUSY_ATTEMPTS: usize = 5;
+
 fn measure(dir: &Path, out: &str) {
     let mut args = MEASURE.to_vec();
     args.push(out);
@@ -135,7 +140,7 @@ fn real_runs_diff_clean_and_a_busy_core_is_named() {
         .map(|r| r["rank"].as_u64().unwrap())
         .collect();
     let mut last = Value::Null;
-    let named = (0..ATTEMPTS).any(|k| {
+    let named = (0..BUSY_ATTEMPTS).any(|k| {
         let c = format!("busy{k}");
         {
             let _spinner = Spinner::on(busy);

@@ -497,3 +497,65 @@ fn health_names_a_slow_host_and_the_slow_first_pair_in_report_json_cluster_and_r
     assert!(html.contains("<ul id=\"artifacts\">"));
     assert!(html.contains("alt=\"heat map of the repeat spread\""));
 }
+
+#[test]
+fn bands_at_rank_offsets_are_named_and_none_is_invented() {
+    // fram's 128 ranks with the preset's three bands (8 % slower pairs i, i + d) drawn by
+    // the seed, beside every other artifact; and the same machines without bands.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for (seed, offsets) in [
+        ("3", vec![50, 93, 108]),
+        ("4", vec![42, 87, 95]),
+        ("5", vec![14, 64]),
+    ] {
+        for artifacts in ["all", "warmup,spikes,first-pair,slow-pairs,slow-node"] {
+            success(lgate_plogp_in(
+                d,
+                &[
+                    "simulate",
+                    "--preset",
+                    "fram",
+                    "--plan",
+                    "full",
+                    "--max-size",
+                    "1KiB",
+                    "--seed",
+                    seed,
+                    "--artifacts",
+                    artifacts,
+                    "--quiet",
+                    "--force",
+                    "--out",
+                    "run",
+                ],
+            ));
+            let read = |f: &str| -> Value {
+                serde_json::from_str(&std::fs::read_to_string(d.join("run").join(f)).unwrap())
+                    .unwrap()
+            };
+            let (report, meta) = (read("report.json"), read("meta.json"));
+            let mut found: Vec<u64> = report["artifacts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|a| a["artifact"] == "band")
+                .map(|a| a["offset"].as_u64().unwrap())
+                .collect();
+            found.sort_unstable();
+            let mut drawn: Vec<u64> = meta["simulation"]["band_offsets"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|o| o.as_u64().unwrap())
+                .collect();
+            drawn.sort_unstable();
+            if artifacts == "all" {
+                assert_eq!(drawn, offsets, "the seed's bands");
+                assert_eq!(found, offsets, "seed {seed}: {:#}", report["artifacts"]);
+            } else {
+                assert!(found.is_empty(), "seed {seed} without bands: {found:?}");
+            }
+        }
+    }
+}

@@ -386,13 +386,14 @@ impl Bar {
 /// Units flagged in one matrix, level after level (hosts when there are several, host pairs,
 /// ranks), each level on the pairs the levels before did not explain: the unit furthest
 /// beyond `bar` first, its pairs then explained, until none is left beyond it; then single
-/// pairs no unit explains that go beyond `pair_bar`. Changes are measured against `shift`
+/// pairs no unit explains that go beyond either of `pair_bars`. Changes are measured against
+/// `shift`
 /// (the machine's median z and change; zeros for absolute).
 pub fn flag_units(
     a: &RunSide,
     units: &Units,
     m: &MatrixDiff,
-    (bar, pair_bar): (Bar, Bar),
+    (bar, pair_bars): (Bar, [Bar; 2]),
     shift: (f64, f64),
 ) -> Vec<UnitChange> {
     /// Single pairs flagged at most, worst first.
@@ -470,7 +471,7 @@ pub fn flag_units(
                 change: (1.0 + pc.change) / (1.0 + shift.1) - 1.0,
                 spread_ratio: pc.spread_ratio,
             };
-            pair_bar.passed(&c).then_some(c)
+            pair_bars.iter().any(|b| b.passed(&c)).then_some(c)
         })
         .collect();
     pairs.sort_by(|x, y| y.z.abs().total_cmp(&x.z.abs()));
@@ -534,16 +535,22 @@ mod tests {
         }
     }
 
-    fn bars() -> (Bar, Bar) {
+    fn bars() -> (Bar, [Bar; 2]) {
         (
             Bar {
                 z: 3.0,
                 factor: 1.1,
             },
-            Bar {
-                z: 3.0,
-                factor: 2.0,
-            },
+            [
+                Bar {
+                    z: 3.0,
+                    factor: 2.0,
+                },
+                Bar {
+                    z: 30.0,
+                    factor: 1.1,
+                },
+            ],
         )
     }
 

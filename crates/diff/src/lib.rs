@@ -71,8 +71,11 @@ pub struct DiffOptions {
     pub min_change: f64,
     /// A machine-wide change must also be at least this factor (2: twice as slow or fast).
     pub machine_change: f64,
-    /// A change of one pair that no host or rank explains must also be at least this factor.
+    /// A change of one pair that no host or rank explains must also be at least this factor,
+    /// ...
     pub pair_change: f64,
+    /// ... or be beyond this many standard deviations (and `min_change`).
+    pub pair_threshold: f64,
     /// The noise changed when B's is this many times A's, or A's this many times B's.
     pub spread_factor: f64,
     /// Only these matrices (all measured ones when `None`).
@@ -88,6 +91,7 @@ impl Default for DiffOptions {
             min_change: DEFAULT_MIN_CHANGE,
             machine_change: DEFAULT_MACHINE_CHANGE,
             pair_change: DEFAULT_PAIR_CHANGE,
+            pair_threshold: DEFAULT_PAIR_THRESHOLD,
             spread_factor: DEFAULT_SPREAD_FACTOR,
             matrices: None,
             topology: true,
@@ -104,17 +108,25 @@ pub const DEFAULT_MACHINE_CHANGE: f64 = 2.0;
 /// The default least factor of a change of one pair: pairs of ranks sharing a core moved
 /// 20-40 % at z 4-14 between back-to-back runs of this 2-core VM with nothing changed.
 pub const DEFAULT_PAIR_CHANGE: f64 = 2.0;
+/// The default threshold of a change of one pair smaller than that factor: 30 standard
+/// deviations, 4.5 times the most an unchanged pair of runs of three sweeps showed here
+/// (6.7); a pair of ranks on a busy CPU under MPICH moved by 64 % at z 279.
+pub const DEFAULT_PAIR_THRESHOLD: f64 = 30.0;
 /// The default factor of a noise change.
 pub const DEFAULT_SPREAD_FACTOR: f64 = 1.5;
 
 impl DiffOptions {
     /// Refuses a threshold or factor that cannot mean anything.
     pub fn check(&self) -> Result<(), DiffError> {
-        if !(self.threshold.is_finite() && self.threshold > 0.0) {
-            return Err(DiffError::Options(format!(
-                "--threshold {}: must be a positive number of standard deviations",
-                self.threshold
-            )));
+        for (flag, t) in [
+            ("--threshold", self.threshold),
+            ("--pair-threshold", self.pair_threshold),
+        ] {
+            if !(t.is_finite() && t > 0.0) {
+                return Err(DiffError::Options(format!(
+                    "{flag} {t}: must be a positive number of standard deviations"
+                )));
+            }
         }
         if !(self.min_change.is_finite() && self.min_change >= 0.0) {
             return Err(DiffError::Options(format!(
@@ -248,10 +260,16 @@ pub fn diff(a: &Path, b: &Path, options: &DiffOptions) -> Result<RunDiff, DiffEr
             z: options.threshold,
             factor: 1.0 + options.min_change,
         },
-        Bar {
-            z: options.threshold,
-            factor: options.pair_change,
-        },
+        [
+            Bar {
+                z: options.threshold,
+                factor: options.pair_change,
+            },
+            Bar {
+                z: options.pair_threshold,
+                factor: 1.0 + options.min_change,
+            },
+        ],
     );
     let mut local: Vec<UnitChange> = Vec::new();
     let mut machine = Vec::new();

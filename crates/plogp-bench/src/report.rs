@@ -355,6 +355,98 @@ fn artifacts(
     out
 }
 
+/// Offsets with at least this many pairs are judged for bands.
+const BAND_PAIRS: usize = 8;
+/// A band is an offset whose pairs' median ratio is this many times that of the offsets two
+/// below and two above ...
+pub const BAND_FACTOR: f64 = 1.04;
+/// ... and stands this many robust standard deviations above the offsets' usual such ratio.
+const BAND_SIGMAS: f64 = 5.0;
+
+/// Bands at fixed rank offsets (thesis section 5.1.2): pairs (i, i + d) slower than their
+/// class, as a spike over the offsets d - 2 and d + 2 (a level boundary moves the median of an
+/// offset's pairs as a step, not a spike; two apart keeps the parity a round-robin placement
+/// gives the sockets). Pairs with a slow rank or a rank of a slow host are left out, and out
+/// of the class medians: a slow node's share of an offset's pairs passes one half near some
+/// offsets, which moves their median as a spike.
+/// Judged when every rank was tested; one offset's pairs at a time.
+fn bands(
+    name: &str,
+    ranks: &[usize],
+    ids: &[Place],
+    m: &DistanceMatrix,
+    slow: &[usize],
+) -> Vec<Value> {
+    let n = ranks.len();
+    if ranks.iter().enumerate().any(|(k, &r)| k != r) || n < BAND_PAIRS + 4 {
+        return Vec::new();
+    }
+    let mut is_slow = vec![false; n];
+    for &r in slow.iter().filter(|&&r| r < n) {
+        is_slow[r] = true;
+    }
+    // Class medians without the slow ranks, which can be half a class and move its median.
+    let mut by_class: Vec<Vec<f64>> = vec![Vec::new(); CLASSES.len()];
+    for a in (0..n).filter(|&a| !is_slow[a]) {
+        for b in (a + 1..n).filter(|&b| !is_slow[b]) {
+            by_class[class_index(ids[a], ids[b])].push(m.get(a, b));
+        }
+    }
+    let centers: Vec<f64> = by_class.iter_mut().map(|v| median(v)).collect();
+    drop(by_class);
+    let mut buffer = Vec::with_capacity(n);
+    // Per offset d (index d): the median ratio of its pairs to their class medians.
+    let mut by_offset = vec![f64::NAN; n - BAND_PAIRS + 1];
+    for (d, slot) in by_offset.iter_mut().enumerate().skip(1) {
+        buffer.clear();
+        buffer.extend(
+            (0..n - d)
+                .filter(|&a| !is_slow[a] && !is_slow[a + d])
+                .filter_map(|a| {
+                    let c = centers[class_index(ids[a], ids[a + d])];
+                    (c > 0.0).then(|| m.get(a, a + d) / c)
+                }),
+        );
+        if buffer.len() >= BAND_PAIRS {
+            *slot = median(&mut buffer);
+        }
+    }
+    let spikes: Vec<(usize, f64)> = (3..by_offset.len().saturating_sub(2))
+        .filter_map(|d| {
+            let around = by_offset[d - 2].max(by_offset[d + 2]);
+            let x = by_offset[d] / around;
+            x.is_finite().then_some((d, x))
+        })
+        .collect();
+    let mut all: Vec<f64> = spikes.iter().map(|s| s.1).collect();
+    if all.len() < 5 {
+        return Vec::new();
+    }
+    let center = median(&mut all);
+    let sigma = robust_sigma(&all, center);
+    spikes
+        .into_iter()
+        .filter(|&(_, x)| x >= BAND_FACTOR * center && x - center > BAND_SIGMAS * sigma)
+        .map(|(d, x)| {
+            json!({
+                "artifact": "band",
+                "matrix": name,
+                "offset": d,
+                "pairs": n - d,
+                "ratio": by_offset[d],
+                "over_neighbours": x,
+                "why": format!(
+                    "the pairs of ranks {d} apart (i, i + {d}) are slower than their class and \
+                     than the pairs {} and {} apart (thesis section 5.1.2): a band of the \
+                     schedule or the network's routing, not a level",
+                    d - 2,
+                    d + 2
+                ),
+            })
+        })
+        .collect()
+}
+
 /// How much repeats of one pair vary next to how much pairs differ, for t(m).
 #[derive(Debug, Clone, Copy)]
 pub struct Spread {
@@ -445,6 +537,27 @@ pub fn report(inputs: &ReportInputs) -> Value {
             m,
             &matrices[default_matrix],
         );
+        // Slow ranks, and the ranks of slow hosts.
+        let report = &matrices[default_matrix];
+        let slow_hosts: Vec<&str> = report["slow_hosts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|h| h["host"].as_str())
+            .collect();
+        let slow: Vec<usize> = report["slow_ranks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s["rank"].as_u64().map(|r| r as usize))
+            .chain(inputs.ranks.iter().copied().filter(|&r| {
+                inputs
+                    .placement
+                    .get(r)
+                    .is_some_and(|p| slow_hosts.contains(&p.host.as_str()))
+            }))
+            .collect();
+        seen_artifacts.extend(bands(&format!("t:{size}"), inputs.ranks, &ids, m, &slow));
     }
     for a in &seen_artifacts {
         health.push(format!(
