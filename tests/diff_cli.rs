@@ -246,3 +246,53 @@ fn bad_input_is_a_one_line_error_and_exit_code_2() {
     let (out, json) = diff(d, "run", "run", &[]);
     assert_eq!(out.status.code(), Some(0), "{json:#}");
 }
+
+#[test]
+fn matrix_files_with_host_labels_compare_by_host() {
+    // Ten ranks on five hosts, as matrix files whose labels are the hosts; in the later file
+    // the ranks are listed in another order and the links of host c are twice as slow.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let write = |name: &str, hosts: &[&str], slow: &str| {
+        let mut text = format!("host,{}\n", hosts.join(","));
+        for (i, hi) in hosts.iter().enumerate() {
+            let row: Vec<String> = hosts
+                .iter()
+                .enumerate()
+                .map(|(j, hj)| {
+                    if i == j {
+                        return "0".to_string();
+                    }
+                    // A little spread between pairs alike, the noise a matrix file has.
+                    let jitter = 1.0 + 0.01 * ((i * 7 + j * 7) % 5) as f64;
+                    let base = if hi == hj { 0.5 } else { 2.0 } * jitter;
+                    let v = if *hi == slow || *hj == slow {
+                        base * 2.0
+                    } else {
+                        base
+                    };
+                    format!("{v:.4}")
+                })
+                .collect();
+            text.push_str(&format!("{hi},{}\n", row.join(",")));
+        }
+        std::fs::write(d.join(name), text).unwrap();
+    };
+    let order = ["a", "a", "b", "b", "c", "c", "d", "d", "e", "e"];
+    let other = ["c", "c", "e", "e", "a", "a", "d", "d", "b", "b"];
+    write("before.csv", &order, "");
+    write("same.csv", &other, "");
+    write("after.csv", &other, "c");
+    let (out, json) = diff(d, "before.csv", "same.csv", &["--no-topology"]);
+    assert_eq!(out.status.code(), Some(0), "{json:#}");
+    assert_eq!(json["ranks"]["matched_by"], "host and local rank");
+    assert_eq!(json["ranks"]["matched"], 10);
+    assert_eq!(json["matrices"][0]["noise_a"], "pair spread");
+    let (out, json) = diff(d, "before.csv", "after.csv", &["--no-topology"]);
+    assert_eq!(out.status.code(), Some(1), "{json:#}");
+    assert_eq!(
+        changes(&json),
+        vec![("host".to_string(), "c".to_string())],
+        "{json:#}"
+    );
+}

@@ -276,8 +276,21 @@ pub fn diff(a: &Path, b: &Path, options: &DiffOptions) -> Result<RunDiff, DiffEr
     for m in &matrices {
         let (z, change, _) = m.medians();
         let judged = options.matrices.is_some() || JUDGED_KINDS.contains(&kind_of(&m.name));
+        let whole = Bar {
+            z: options.threshold,
+            factor: options.machine_change,
+        };
+        let flagged = judged && whole.passed_by(z, change);
+        // When the whole machine moved, pairs of one class moved apart from pairs of another
+        // by as much (between hosts 2.25x, inside 1.5x): against the machine, only a pair
+        // beyond --pair-change counts then.
+        let bars = if flagged {
+            (local_bar.0, [local_bar.1[0]; 2])
+        } else {
+            local_bar
+        };
         let flagged_here = if judged {
-            compare::flag_units(&side_a, &unit_set, m, local_bar, (z, change))
+            compare::flag_units(&side_a, &unit_set, m, bars, (z, change))
         } else {
             Vec::new()
         };
@@ -291,11 +304,6 @@ pub fn diff(a: &Path, b: &Path, options: &DiffOptions) -> Result<RunDiff, DiffEr
                 None => local.push(c),
             }
         }
-        let whole = Bar {
-            z: options.threshold,
-            factor: options.machine_change,
-        };
-        let flagged = judged && whole.passed_by(z, change);
         let carried_by = if flagged {
             compare::flag_units(&side_a, &unit_set, m, local_bar, (0.0, 0.0))
         } else {
