@@ -62,13 +62,44 @@ pub fn arm(dir: &Path, resume: &str) {
     }
 }
 
+/// How long a rank other than 0 outlives a signal, so that rank 0's last words go out first.
+const BEHIND_RANK_0: libc::timespec = libc::timespec {
+    tv_sec: 0,
+    tv_nsec: 500_000_000,
+};
+
+/// On a rank other than 0: ends the process half a second after SIGINT, SIGTERM or SIGHUP
+/// rather than at once. A launcher passes a Ctrl-C on to every rank, and hydra (MPICH) tears
+/// the job down when the first rank dies; on a busy machine that was often a waiting rank, dead
+/// before rank 0 had run its handler, so the user never learnt what was kept. A second signal,
+/// SIGKILL, or the launcher's own teardown still ends the rank at once.
+pub fn arm_behind_rank_0() {
+    // SAFETY: installs a handler that only calls nanosleep(2) and _exit(2), both
+    // async-signal-safe.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_signal_behind_rank_0 as extern "C" fn(libc::c_int) as usize;
+        libc::sigemptyset(&mut action.sa_mask);
+        // A second signal while sleeping ends the rank with the default action.
+        action.sa_flags = libc::SA_RESETHAND;
+        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            libc::sigaction(signal, &action, std::ptr::null_mut());
+        }
+    }
+}
+
+extern "C" fn on_signal_behind_rank_0(signal: libc::c_int) {
+    // SAFETY: nanosleep(2) and _exit(2) are async-signal-safe.
+    unsafe {
+        libc::nanosleep(&BEHIND_RANK_0, std::ptr::null_mut());
+        libc::_exit(128 + signal);
+    }
+}
+
 /// Gives SIGINT, SIGTERM and SIGHUP back their default action once the run and its outputs
 /// are complete, so that a signal then (a launcher ending a rank stuck in MPI_Finalize) does
 /// not offer to continue a finished run.
 pub fn disarm() {
-    if MESSAGE.get().is_none() {
-        return;
-    }
     // SAFETY: restores the default disposition of three signals.
     unsafe {
         for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {

@@ -396,7 +396,10 @@ fn measure(
     };
     let mut collector = match prepared {
         Some(p) => Some(Collector::new(p, options.progress, options.stop_after)?),
-        None => None,
+        None => {
+            crate::interrupt::arm_behind_rank_0();
+            None
+        }
     };
 
     match &options.plan {
