@@ -2,7 +2,8 @@
 //! ranks in network namespaces, 1 Gbit/s host links and 400 Mbit/s leaf uplinks. `measure
 //! --plan full` over real MPI, then `cluster` with nothing given on t(1 MiB), recovers the leaf
 //! and host levels exactly, with `--topology auto` too; and so does `measure` with its
-//! defaults (the staged plan), clustered with nothing given at all. Then Slurm on the same
+//! defaults (the staged plan), clustered with nothing given at all; and so does mpiGraph's
+//! output, imported with `import mpigraph`. Then Slurm on the same
 //! testbed: `srun lgate-plogp measure`, and the tree it finds loaded into slurmctld. Needs root
 //! (CI has it); elsewhere it says so and checks nothing.
 
@@ -75,6 +76,44 @@ fn measure_and_check(
     let start = Instant::now();
     ok(&format!("measure {name}"), testbed(state, &args));
     let launched = start.elapsed().as_secs_f64();
+    cluster_and_score(dir, state, name, &run, matrix);
+    // The hosts MPI saw are the emulated ones.
+    let meta: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("meta.json")).unwrap()).unwrap();
+    let hosts: std::collections::BTreeSet<&str> = meta["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        hosts.iter().copied().collect::<Vec<_>>(),
+        ["l0h0", "l0h1", "l1h0", "l1h1"]
+    );
+    // One facts entry per emulated host (read by its first rank), and none differs: they
+    // are namespaces of one machine.
+    let mut with_facts: Vec<&str> = meta["hosts"]
+        .as_array()
+        .expect("host facts")
+        .iter()
+        .map(|h| h["host"].as_str().unwrap())
+        .collect();
+    with_facts.sort_unstable();
+    assert_eq!(with_facts, hosts.into_iter().collect::<Vec<_>>());
+    assert!(
+        meta["hosts"][0]["cpu_model"].is_string(),
+        "{}",
+        meta["hosts"]
+    );
+    // The run's own wall time (from its first barrier to its outputs), without the launch.
+    let wall = meta["summary"]["wall_s"].as_f64().unwrap();
+    eprintln!("{name}: measured in {wall:.1} s ({launched:.1} s with the launch)");
+    wall
+}
+
+/// Clusters `run` (`matrix`, or the defaults) with the default method and checks that the
+/// leaf and host levels of the testbed's truth are recovered exactly.
+fn cluster_and_score(dir: &Path, state: &Path, name: &str, run: &Path, matrix: Option<&str>) {
     let topology = dir.join(format!("{name}.json"));
     let mut cluster = vec![
         "cluster",
@@ -115,38 +154,69 @@ fn measure_and_check(
             "{name}: level {level}: {scores:#}\ncluster said:\n{said}"
         );
     }
-    // The hosts MPI saw are the emulated ones.
-    let meta: Value =
-        serde_json::from_str(&std::fs::read_to_string(run.join("meta.json")).unwrap()).unwrap();
-    let hosts: std::collections::BTreeSet<&str> = meta["ranks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["host"].as_str().unwrap())
-        .collect();
-    assert_eq!(
-        hosts.iter().copied().collect::<Vec<_>>(),
-        ["l0h0", "l0h1", "l1h0", "l1h1"]
+}
+
+/// mpiGraph (built from ../shared/peers with its build script) on the testbed, its output
+/// imported with `import mpigraph` and clustered with nothing given: the leaf and host levels
+/// exactly, the ranks on their emulated hosts. 1 MiB messages as mpiGraph's README runs it,
+/// 2 iterations of 4 in flight to keep the run to seconds; here both 1 MiB 10 10 (158 s) and
+/// 1 MiB 2 4 (14 s) recovered both levels with host separation 5.4.
+fn mpigraph_is_imported_and_recovered(dir: &Path, state: &Path) {
+    let peers = repo().join("../shared/peers");
+    let built = ok(
+        "peers' build",
+        Command::new(peers.join("build"))
+            .arg(dir.join("peers"))
+            .output()
+            .expect("../shared/peers/build runs"),
     );
-    // One facts entry per emulated host (read by its first rank), and none differs: they
-    // are namespaces of one machine.
-    let mut with_facts: Vec<&str> = meta["hosts"]
-        .as_array()
-        .expect("host facts")
-        .iter()
-        .map(|h| h["host"].as_str().unwrap())
-        .collect();
-    with_facts.sort_unstable();
-    assert_eq!(with_facts, hosts.into_iter().collect::<Vec<_>>());
-    assert!(
-        meta["hosts"][0]["cpu_model"].is_string(),
-        "{}",
-        meta["hosts"]
+    let bin = PathBuf::from(String::from_utf8_lossy(&built.stdout).trim()).join("mpiGraph");
+    let out = ok(
+        "mpiGraph",
+        testbed(
+            state,
+            &[
+                "run",
+                "--timeout",
+                "300",
+                "--",
+                bin.to_str().unwrap(),
+                "1048576",
+                "2",
+                "4",
+            ],
+        ),
     );
-    // The run's own wall time (from its first barrier to its outputs), without the launch.
-    let wall = meta["summary"]["wall_s"].as_f64().unwrap();
-    eprintln!("{name}: measured in {wall:.1} s ({launched:.1} s with the launch)");
-    wall
+    let file = dir.join("mpigraph.out");
+    std::fs::write(&file, &out.stdout).unwrap();
+    let run = dir.join("mpigraph");
+    let imported = ok(
+        "import mpigraph",
+        lgate_plogp_in(
+            dir,
+            &[
+                "import",
+                "mpigraph",
+                file.to_str().unwrap(),
+                "--output",
+                run.to_str().unwrap(),
+            ],
+        ),
+    );
+    let said = String::from_utf8_lossy(&imported.stderr);
+    assert!(said.contains("8 ranks on 4 host(s)"), "{said}");
+    cluster_and_score(dir, state, "mpigraph", &run, None);
+    // A cut-short output is refused, naming the line.
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let cut: String = text
+        .lines()
+        .take(text.lines().count() - 4)
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(dir.join("cut.out"), cut).unwrap();
+    let refused = lgate_plogp_in(dir, &["import", "mpigraph", "cut.out", "-o", "cut"]);
+    common::assert_clean_failure(&refused, "cut.out:");
+    assert!(!dir.join("cut").exists());
 }
 
 #[test]
@@ -222,6 +292,7 @@ fn an_emulated_cluster_is_recovered() {
         "measure on the testbed: {serial:.1} s one pair at a time, {auto:.1} s with --topology \
          auto, {staged:.1} s staged"
     );
+    mpigraph_is_imported_and_recovered(dir.path(), &state);
     slurm_launches_measure_and_loads_the_tree(dir.path(), &state);
     drop(_down);
     let status = testbed(&state, &["status"]);

@@ -3,7 +3,8 @@
 //! Two layouts, told by the first line that is not a comment:
 //! - CSV with a header naming the columns `i`, `j`, `value` and, optionally, `host_i`,
 //!   `host_j` and `size` (bytes); other columns are ignored;
-//! - mmpi's `.dat`: `host rank host rank mean stddev` separated by blanks, `#` comments.
+//! - mmpi's `.dat`: `host rank host rank mean stddev` separated by blanks, `#` comments;
+//! - Parquet with the CSV's columns (read by [`read_pairs_file`]), rows counted as lines.
 //!
 //! A pair may appear any number of times, in either order: its value is the median of its
 //! repeats and its spread their robust standard deviation (for a `.dat`, the file's standard
@@ -34,7 +35,7 @@ pub struct PairMatrix {
 /// A pair list read: the ranks, their hosts when the list names them, a matrix per size.
 #[derive(Debug, Clone)]
 pub struct PairTable {
-    /// `csv` or `mmpi-dat`.
+    /// `csv`, `mmpi-dat` or `parquet`.
     pub layout: &'static str,
     /// Rank count (the largest rank named, plus one).
     pub ranks: usize,
@@ -141,6 +142,149 @@ pub fn read_pairs(path: &Path, text: &str) -> Result<PairTable, ReadError> {
     build(path, if csv { "csv" } else { "mmpi-dat" }, rows)
 }
 
+/// Reads a pair list from `path`: Parquet (told by its `PAR1` magic) or text, as
+/// [`read_pairs`] reads it.
+pub fn read_pairs_file(path: &Path) -> Result<PairTable, ReadError> {
+    let io = |error| ReadError::Io {
+        path: path.to_path_buf(),
+        error,
+    };
+    let bytes = std::fs::read(path).map_err(io)?;
+    if bytes.starts_with(b"PAR1") {
+        return read_pairs_parquet(path, bytes);
+    }
+    let text = String::from_utf8(bytes).map_err(|e| ReadError::Pairs {
+        path: path.to_path_buf(),
+        message: format!(
+            "neither text nor Parquet: byte {} is not UTF-8 (a pair list is CSV, mmpi's .dat              or Parquet)",
+            e.utf8_error().valid_up_to()
+        ),
+    })?;
+    read_pairs(path, &text)
+}
+
+/// One cell of a Parquet row as a number, if it is one.
+fn parquet_number(field: &parquet::record::Field) -> Option<f64> {
+    use parquet::record::Field;
+    Some(match field {
+        Field::Byte(v) => f64::from(*v),
+        Field::Short(v) => f64::from(*v),
+        Field::Int(v) => f64::from(*v),
+        Field::Long(v) => *v as f64,
+        Field::UByte(v) => f64::from(*v),
+        Field::UShort(v) => f64::from(*v),
+        Field::UInt(v) => f64::from(*v),
+        Field::ULong(v) => *v as f64,
+        Field::Float(v) => f64::from(*v),
+        Field::Double(v) => *v,
+        Field::Str(s) => s.trim().parse().ok()?,
+        _ => return None,
+    })
+}
+
+/// A Parquet row's cells: row number, i, j, value, the hosts, the size.
+type ParquetRow = (usize, f64, f64, f64, Option<(String, String)>, Option<f64>);
+
+/// A pair list in Parquet: the columns a CSV list has (`i`, `j`, `value`, optionally
+/// `host_i`, `host_j`, `size`), any integer or float types; errors name the row (1-based) as
+/// the line.
+fn read_pairs_parquet(path: &Path, bytes: Vec<u8>) -> Result<PairTable, ReadError> {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use parquet::record::Field;
+    let bad = |message: String| ReadError::Pairs {
+        path: path.to_path_buf(),
+        message,
+    };
+    let reader = SerializedFileReader::new(bytes::Bytes::from(bytes))
+        .map_err(|e| bad(format!("not a readable Parquet file: {e}")))?;
+    let schema = reader.metadata().file_metadata().schema_descr_ptr();
+    let names: Vec<String> = schema
+        .columns()
+        .iter()
+        .map(|c| c.name().to_ascii_lowercase())
+        .collect();
+    let find = |name: &str| names.iter().position(|c| c == name);
+    let need = |name: &str| {
+        find(name).ok_or_else(|| {
+            bad(format!(
+                "no `{name}` column; a pair list names i, j and value (and optionally host_i,                  host_j, size): found {}",
+                names.join(", ")
+            ))
+        })
+    };
+    let (ci, cj, cv) = (need("i")?, need("j")?, need("value")?);
+    let (chi, chj) = (find("host_i"), find("host_j"));
+    if chi.is_some() != chj.is_some() {
+        return Err(bad("the file names only one of host_i and host_j".into()));
+    }
+    let csize = find("size").or_else(|| find("size_bytes"));
+    let rows = reader
+        .get_row_iter(None)
+        .map_err(|e| bad(format!("unreadable: {e}")))?;
+    // Owned cells first: a row's hosts borrow from them.
+    let mut owned: Vec<ParquetRow> = Vec::new();
+    for (k, row) in rows.enumerate() {
+        let line = k + 1;
+        let row = row.map_err(|e| bad(format!("row {line}: unreadable: {e}")))?;
+        let fields: Vec<&Field> = row.get_column_iter().map(|(_, f)| f).collect();
+        let cell = |c: usize| -> Result<f64, ReadError> {
+            let f = fields.get(c).copied().unwrap_or(&Field::Null);
+            parquet_number(f).ok_or_else(|| ReadError::NotANumber {
+                path: path.to_path_buf(),
+                line,
+                column: c + 1,
+                text: f.to_string(),
+            })
+        };
+        let text = |c: usize| match fields.get(c).copied() {
+            Some(Field::Str(s)) => s.clone(),
+            Some(f) => f.to_string(),
+            None => String::new(),
+        };
+        owned.push((
+            line,
+            cell(ci)?,
+            cell(cj)?,
+            cell(cv)?,
+            chi.zip(chj).map(|(a, b)| (text(a), text(b))),
+            csize.map(cell).transpose()?,
+        ));
+    }
+    let mut rows = Vec::with_capacity(owned.len());
+    for (line, i, j, value, hosts, size) in &owned {
+        let index = |v: f64, column: usize| -> Result<usize, ReadError> {
+            if v >= 0.0 && v.fract() == 0.0 && v < 1e15 {
+                Ok(v as usize)
+            } else {
+                Err(ReadError::NotANumber {
+                    path: path.to_path_buf(),
+                    line: *line,
+                    column: column + 1,
+                    text: v.to_string(),
+                })
+            }
+        };
+        if !value.is_finite() || *value < 0.0 {
+            return Err(ReadError::Value {
+                path: path.to_path_buf(),
+                line: *line,
+                column: cv + 1,
+                problem: format!("{value} is not a distance (finite and not negative)"),
+            });
+        }
+        rows.push(Row {
+            line: *line,
+            i: index(*i, ci)?,
+            j: index(*j, cj)?,
+            value: *value,
+            spread: None,
+            hosts: hosts.as_ref().map(|(a, b)| (a.as_str(), b.as_str())),
+            size: size.map(|s| index(s, csize.unwrap_or(0))).transpose()?,
+        });
+    }
+    build(path, "parquet", rows)
+}
+
 /// Whether a line is in mmpi's Blue Gene layout (`Task 0 of 64 (0,0,...)  host rank ...`).
 fn is_task_line(line: &str) -> bool {
     line.get(..5)
@@ -229,7 +373,7 @@ fn dat_row<'a>(path: &Path, line: usize, cells: &[&'a str]) -> Result<Row<'a>, R
 type PairValues = BTreeMap<(usize, usize), Vec<(f64, Option<f64>)>>;
 
 /// The most ranks a pair list may name (its matrices hold P^2 values per size).
-const MAX_RANKS: usize = 1 << 16;
+pub(crate) const MAX_RANKS: usize = 1 << 16;
 
 fn build(path: &Path, layout: &'static str, rows: Vec<Row>) -> Result<PairTable, ReadError> {
     let bad = |message: String| ReadError::Pairs {
