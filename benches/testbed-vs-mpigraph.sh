@@ -4,8 +4,8 @@
 # `lgate-plogp measure` with its defaults (the staged plan), and `measure --plan full` for a
 # bounded time, its whole run extrapolated from the pair tests it finished. Prints each one's
 # wall time (launch included) and the levels `cluster` recovers from it with its defaults,
-# scored against the testbed's truth; mpiGraph's receive bandwidths become distances
-# 2 / (bw_ij + bw_ji) for that.
+# scored against the testbed's truth; mpiGraph's output is read by `import mpigraph` (its
+# default distance: size / ((bw_ij + bw_ji) / 2) from the Recv table).
 #
 #   sudo benches/testbed-vs-mpigraph.sh            # needs root (network namespaces)
 #   FULL_SECONDS=300 benches/testbed-vs-mpigraph.sh  # a longer sample of the full plan
@@ -42,30 +42,12 @@ levels() {
 print(" ".join("%s=%.3f" % (r["level"], r["ari"]) for r in json.load(sys.stdin)))'
 }
 
-# mpiGraph: its receive-bandwidth table into a distance matrix.
+# mpiGraph: its output imported (`import mpigraph`: the Recv table's mean bandwidth per pair).
 start=$(now)
 "$repo/scripts/testbed" run -- "$work/peers/mpiGraph" 1048576 10 10 >"$work/mpigraph.txt" 2>/dev/null
 mpigraph_s=$(since "$start")
-python3 - "$work/mpigraph.txt" "$work/mpigraph.csv" <<'EOF'
-import sys
-rows, table = [], False
-for line in open(sys.argv[1]):
-    cells = line.rstrip("\n").rstrip("\t").split("\t")
-    if cells[0] == "Recv":
-        table = True
-        continue
-    if table:
-        if len(cells) < 2 or " from" not in cells[0]:
-            break
-        rows.append([float(x) for x in cells[1:]])
-n = len(rows)
-with open(sys.argv[2], "w") as out:
-    out.write("rank," + ",".join(str(j) for j in range(n)) + "\n")
-    for i in range(n):
-        d = [0.0 if i == j else 2.0 / (rows[i][j] + rows[j][i]) for j in range(n)]
-        out.write(str(i) + "," + ",".join("%.9f" % x for x in d) + "\n")
-EOF
-mpigraph_levels=$(levels "$work/mpigraph.csv")
+"$bin" import mpigraph "$work/mpigraph.txt" --output "$work/mpigraph" --quiet
+mpigraph_levels=$(levels "$work/mpigraph")
 
 # lgate-plogp measure, the defaults (staged plan).
 start=$(now)

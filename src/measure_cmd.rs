@@ -79,7 +79,8 @@ pub struct MeasureArgs {
     #[arg(long)]
     no_adaptive: bool,
     /// Sizes of the matrices: PLogP's t(m), o_s, o_r, g and features, ping-pong's RTT(m)
-    /// [default: 0,1KiB,64KiB,1MiB up to the largest size measured].
+    /// [default: 0,1KiB,64KiB,1MiB up to the largest size measured; a ping-pong: those of them
+    /// it measures, else its smallest and largest size].
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     matrix_sizes: Option<Vec<MessageSize>>,
     /// The statistic of the repetitions used in matrices.
@@ -175,9 +176,30 @@ fn resumed_args(recorded: &[String], now: &[String]) -> Option<MeasureArgs> {
         .map(|line| line.args)
 }
 
+/// A ping-pong's matrix sizes when none are given: those of 0, 1 KiB, 64 KiB and 1 MiB it
+/// measures, else its smallest and largest size.
+fn pingpong_matrix_sizes(sizes: &[usize]) -> Vec<MessageSize> {
+    let usual: Vec<MessageSize> = [0, 1 << 10, 1 << 16, 1 << 20]
+        .into_iter()
+        .filter(|m| sizes.contains(m))
+        .map(MessageSize)
+        .collect();
+    if !usual.is_empty() {
+        return usual;
+    }
+    let mut ends: Vec<MessageSize> = [sizes.iter().min(), sizes.iter().max()]
+        .into_iter()
+        .flatten()
+        .map(|&m| MessageSize(m))
+        .collect();
+    ends.dedup();
+    ends
+}
+
 impl MeasureArgs {
     /// The pair test the arguments ask for and what is derived from it, checked.
     fn test(&self) -> Result<(Box<dyn PairTest>, OutputOptions)> {
+        let mut matrix_sizes = self.matrix_sizes.clone();
         let (test, largest): (Box<dyn PairTest>, usize) = match self.test {
             TestKind::Pingpong => {
                 let sizes: Vec<usize> = match &self.sizes {
@@ -185,6 +207,26 @@ impl MeasureArgs {
                     None => PingPong::default_sizes(),
                 };
                 let largest = sizes.iter().copied().max().unwrap_or(0);
+                match &matrix_sizes {
+                    None => matrix_sizes = Some(pingpong_matrix_sizes(&sizes)),
+                    // Said before measuring, not after.
+                    Some(asked) => {
+                        if let Some(m) = asked.iter().find(|m| !sizes.contains(&m.0)) {
+                            let mut measured = sizes.clone();
+                            measured.sort_unstable();
+                            measured.dedup();
+                            return Err(lgate_plogp_bench::OutputError::NotMeasured {
+                                size: *m,
+                                measured: measured
+                                    .iter()
+                                    .map(|&m| MessageSize(m).to_string())
+                                    .collect::<Vec<_>>()
+                                    .join(", "),
+                            }
+                            .into());
+                        }
+                    }
+                }
                 (Box::new(PingPong::new(sizes, self.reps)?), largest)
             }
             TestKind::Plogp => {
@@ -200,12 +242,7 @@ impl MeasureArgs {
                 (Box::new(PLogP::new(options)?), max)
             }
         };
-        let outputs = OutputOptions::from_flags(
-            self.matrix_sizes.clone(),
-            largest,
-            &self.estimator,
-            self.csv,
-        )?;
+        let outputs = OutputOptions::from_flags(matrix_sizes, largest, &self.estimator, self.csv)?;
         outputs.check_largest(largest)?;
         Ok((test, outputs))
     }

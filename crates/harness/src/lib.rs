@@ -26,6 +26,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod clock;
 pub mod dry_run;
 pub mod host_facts;
 pub mod interrupt;

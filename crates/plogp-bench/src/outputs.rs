@@ -131,6 +131,14 @@ pub enum OutputError {
         /// That pair's largest size.
         max: MessageSize,
     },
+    /// A ping-pong matrix size that is not one of the sizes measured.
+    #[error("matrix size {size} was not measured (the ping-pong measured {measured}); choose --matrix-sizes among those or add it to --sizes")]
+    NotMeasured {
+        /// The size asked for.
+        size: MessageSize,
+        /// The sizes measured, listed.
+        measured: String,
+    },
     /// An estimator this build does not know.
     #[error("{0}")]
     UnknownEstimator(String),

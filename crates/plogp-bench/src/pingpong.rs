@@ -117,10 +117,13 @@ pub fn write_pingpong_outputs(
         .iter()
         .find(|m| !measured.contains(&m.0) && m.0 <= measured.last().copied().unwrap_or(0))
     {
-        return Err(OutputError::SizeOutOfRange {
+        return Err(OutputError::NotMeasured {
             size: *missing,
-            pair: "every pair".into(),
-            max: MessageSize(measured.last().copied().unwrap_or(0)),
+            measured: measured
+                .iter()
+                .map(|&m| MessageSize(m).to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
         });
     }
     // Per size, per sweep: the pair values in the upper triangle, and which were filled.
