@@ -70,6 +70,16 @@ pub static FORMATS: &[InputFormat] = &[
         check: pair_list,
     },
     InputFormat {
+        name: "pair_list_parquet",
+        description: "Parquet pair lists for `import pairs` (i, j, value columns)",
+        check: pair_list_parquet,
+    },
+    InputFormat {
+        name: "mpigraph_output",
+        description: "mpiGraph's output for `import mpigraph`",
+        check: mpigraph_output,
+    },
+    InputFormat {
         name: "run_meta",
         description: "a run directory's meta.json",
         check: run_meta,
@@ -303,9 +313,43 @@ fn matrix_in(bytes: &[u8]) {
 /// when hosts are named, symmetric matrices with a zero diagonal and spreads of the same shape.
 pub fn pair_list(bytes: &[u8]) {
     let text = String::from_utf8_lossy(bytes);
-    let Ok(table) = lgate_matrix::read_pairs(path(), &text) else {
+    if let Ok(table) = lgate_matrix::read_pairs(path(), &text) {
+        check_pair_table(&table);
+    }
+}
+
+/// Reads bytes as a Parquet pair list (the magic bytes put in front of whatever comes).
+pub fn pair_list_parquet(bytes: &[u8]) {
+    let bytes = if bytes.starts_with(b"PAR1") {
+        bytes.to_vec()
+    } else {
+        [b"PAR1".as_slice(), bytes].concat()
+    };
+    if let Ok(table) = lgate_matrix::read_pairs_bytes(path(), bytes) {
+        check_pair_table(&table);
+    }
+}
+
+/// Reads bytes as mpiGraph's output: what is accepted has a host per rank, square tables, a
+/// zero diagonal and positive, finite bandwidths off it.
+pub fn mpigraph_output(bytes: &[u8]) {
+    let text = String::from_utf8_lossy(bytes);
+    let Ok(run) = lgate_matrix::mpigraph::read_mpigraph(path(), &text) else {
         return;
     };
+    let n = run.hosts.len();
+    assert!(n >= 2);
+    for table in [&run.send, &run.recv] {
+        assert_eq!(table.dim(), (n, n));
+        for ((i, j), v) in table.indexed_iter() {
+            assert!(v.is_finite());
+            assert!(if i == j { *v == 0.0 } else { *v > 0.0 });
+        }
+    }
+}
+
+/// What every pair list the readers accept must hold.
+fn check_pair_table(table: &lgate_matrix::PairTable) {
     let n = table.ranks;
     assert!(n >= 2);
     assert!(!table.sizes.is_empty());

@@ -21,7 +21,7 @@ use std::fmt::Write as _;
 
 use ndarray::Array2;
 
-pub use pairs::{read_pairs, read_pairs_file, PairMatrix, PairTable};
+pub use pairs::{read_pairs, read_pairs_bytes, read_pairs_file, PairMatrix, PairTable};
 pub use read::{read_csv, read_matrix, read_matrix_bytes, ReadError, ReadMatrix};
 
 /// The first value (row-major) that is NaN, infinite or negative, with its position: a fast
