@@ -212,18 +212,9 @@ impl MeasureArgs {
                     // Said before measuring, not after.
                     Some(asked) => {
                         if let Some(m) = asked.iter().find(|m| !sizes.contains(&m.0)) {
-                            let mut measured = sizes.clone();
-                            measured.sort_unstable();
-                            measured.dedup();
-                            return Err(lgate_plogp_bench::OutputError::NotMeasured {
-                                size: *m,
-                                measured: measured
-                                    .iter()
-                                    .map(|&m| MessageSize(m).to_string())
-                                    .collect::<Vec<_>>()
-                                    .join(", "),
-                            }
-                            .into());
+                            return Err(
+                                lgate_plogp_bench::OutputError::not_measured(*m, &sizes).into()
+                            );
                         }
                     }
                 }

@@ -218,28 +218,16 @@ fn parquet_pair_lists_are_checked_like_csv_ones() {
     }
 }
 
-/// mpiGraph 1.5's output for 4 ranks on one host (`mpirun -np 4 mpiGraph 65536 10 10`).
-const MPIGRAPH_4: &str = "START mpiGraph v1.5\nMsgSize\t65536\nTimes\t10\nWindow\t10\nProcs\t4\n\n\
-1 of 4 (25.0%)\n2 of 4 (50.0%)\n3 of 4 (75.0%)\nGathering results\n\n\
-Send max\t6768.618303\nSend avg\t4414.039234\n\n\
-Send\tvm:0\tvm:1\tvm:2\tvm:3\t\n\
-vm:0 to\t0.000\t2719.898\t5393.092\t6768.618\t\n\
-vm:1 to\t6682.591\t0.000\t3071.652\t4770.898\t\n\
-vm:2 to\t5344.228\t5593.512\t0.000\t3535.650\t\n\
-vm:3 to\t3320.918\t5079.092\t5369.614\t0.000\t\n\n\
-Recv max\t8058.194346\nRecv avg\t4581.237341\n\n\
-Recv\tvm:0\tvm:1\tvm:2\tvm:3\t\n\
-vm:0 from\t0.000\t6766.566\t5393.697\t3434.962\t\n\
-vm:1 from\t4150.684\t0.000\t4461.736\t5461.668\t\n\
-vm:2 from\t8058.194\t2301.361\t0.000\t7071.912\t\n\
-vm:3 from\t5706.283\t5322.451\t3524.027\t0.000\t\n\
-END mpiGraph\n";
-
 #[test]
 fn an_mpigraph_output_becomes_a_run_and_broken_ones_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     // Two hosts of two ranks.
-    let text = MPIGRAPH_4
+    // mpiGraph 1.5's output for 4 ranks on one host (`mpirun -np 4 mpiGraph 65536 10 10`).
+    let four = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/mpigraph_output/four-ranks.out"),
+    )
+    .unwrap();
+    let text = four
         .replace("vm:2", "b:2")
         .replace("vm:3", "b:3")
         .replace("vm:", "a:");

@@ -413,6 +413,69 @@ fn setup_errors_are_one_clear_message() {
         "{}",
         stderr(&out)
     );
+    // A full plan's ping-pong matrices follow its --sizes: the usual sizes it measured...
+    let out = mpirun(
+        2,
+        &[
+            "measure",
+            "--test",
+            "pingpong",
+            "--plan",
+            "full",
+            "--out",
+            "run4",
+            "--reps",
+            "2",
+            "--sizes",
+            "0,1KiB,4MiB",
+            "--quiet",
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        common::matrix_names(&dir.path().join("run4")),
+        ["rtt:0", "rtt:1KiB"]
+    );
+    // ... else its smallest and largest; a matrix size it does not measure is refused before
+    // measuring, by rank 0 alone.
+    let out = mpirun(
+        2,
+        &[
+            "measure", "--plan", "full", "--test", "pingpong", "--out", "run5", "--reps", "2",
+            "--sizes", "8,512", "--quiet",
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        common::matrix_names(&dir.path().join("run5")),
+        ["rtt:8B", "rtt:512B"]
+    );
+    let out = mpirun(
+        2,
+        &[
+            "measure",
+            "--test",
+            "pingpong",
+            "--out",
+            "run6",
+            "--sizes",
+            "0,4MiB",
+            "--matrix-sizes",
+            "1KiB",
+        ],
+        dir.path(),
+    );
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert_eq!(
+        err.matches("matrix size 1KiB was not measured (the ping-pong measured 0, 4MiB)")
+            .count(),
+        1,
+        "{err}"
+    );
+    assert!(!dir.path().join("run6").exists());
 }
 
 #[test]

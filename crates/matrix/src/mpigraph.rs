@@ -256,21 +256,15 @@ fn label<'a>(
 mod tests {
     use super::*;
 
-    const FOUR: &str = "START mpiGraph v1.5\nMsgSize\t65536\nTimes\t10\nWindow\t10\nProcs\t4\n\n\
-1 of 4 (25.0%)\n2 of 4 (50.0%)\n3 of 4 (75.0%)\nGathering results\n\n\
-Send max\t6768.618303\nSend avg\t4414.039234\n\n\
-Send\tvm:0\tvm:1\tvm:2\tvm:3\t\n\
-vm:0 to\t0.000\t2719.898\t5393.092\t6768.618\t\n\
-vm:1 to\t6682.591\t0.000\t3071.652\t4770.898\t\n\
-vm:2 to\t5344.228\t5593.512\t0.000\t3535.650\t\n\
-vm:3 to\t3320.918\t5079.092\t5369.614\t0.000\t\n\n\
-Recv max\t8058.194346\nRecv avg\t4581.237341\n\n\
-Recv\tvm:0\tvm:1\tvm:2\tvm:3\t\n\
-vm:0 from\t0.000\t6766.566\t5393.697\t3434.962\t\n\
-vm:1 from\t4150.684\t0.000\t4461.736\t5461.668\t\n\
-vm:2 from\t8058.194\t2301.361\t0.000\t7071.912\t\n\
-vm:3 from\t5706.283\t5322.451\t3524.027\t0.000\t\n\
-END mpiGraph\n";
+    /// mpiGraph 1.5's output for 4 ranks on one host (`mpirun -np 4 mpiGraph 65536 10 10`),
+    /// also a fuzz seed.
+    fn four() -> String {
+        std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../fuzz/seeds/mpigraph_output/four-ranks.out"),
+        )
+        .unwrap()
+    }
 
     fn read(text: &str) -> Result<MpiGraphRun, String> {
         read_mpigraph(Path::new("mg.out"), text).map_err(|e| e.to_string())
@@ -278,7 +272,7 @@ END mpiGraph\n";
 
     #[test]
     fn a_real_output_is_read() {
-        let run = read(FOUR).unwrap();
+        let run = read(&four()).unwrap();
         assert_eq!((run.message_bytes, run.times, run.window), (65536, 10, 10));
         assert_eq!(run.hosts, vec!["vm"; 4]);
         assert_eq!(run.send[[0, 3]], 6768.618);
@@ -288,49 +282,50 @@ END mpiGraph\n";
 
     #[test]
     fn host_names_with_colons_keep_them() {
-        let text = FOUR.replace("vm:", "node:a:");
+        let text = four().replace("vm:", "node:a:");
         assert_eq!(read(&text).unwrap().hosts[0], "node:a");
     }
 
     #[test]
     fn broken_outputs_name_the_line() {
+        let four = four();
         // Cut short in the Recv table.
-        let cut: String = FOUR.lines().take(26).collect::<Vec<_>>().join("\n");
+        let cut: String = four.lines().take(26).collect::<Vec<_>>().join("\n");
         let e = read(&cut).unwrap_err();
         assert!(e.contains("mg.out:26") && e.contains("cut short"), "{e}");
         // A value that is not a number.
-        let e = read(&FOUR.replace("2719.898", "27x9")).unwrap_err();
+        let e = read(&four.replace("2719.898", "27x9")).unwrap_err();
         assert_eq!(e, "mg.out:16, column 3: `27x9` is not a number");
         // A negative or zero bandwidth between two ranks.
-        let e = read(&FOUR.replace("2719.898", "0.000")).unwrap_err();
+        let e = read(&four.replace("2719.898", "0.000")).unwrap_err();
         assert!(
             e.starts_with("mg.out:16, column 3: 0 is not a bandwidth"),
             "{e}"
         );
         // A row missing.
-        let e = read(&FOUR.replace("vm:2 to\t5344.228\t5593.512\t0.000\t3535.650\t\n", ""))
+        let e = read(&four.replace("vm:2 to\t5344.228\t5593.512\t0.000\t3535.650\t\n", ""))
             .unwrap_err();
         assert!(
             e.starts_with("mg.out:18, column 1: `vm:3` should be the label of rank 2"),
             "{e}"
         );
         // A row too short.
-        let e = read(&FOUR.replace("\t3535.650\t\n", "\t\n")).unwrap_err();
+        let e = read(&four.replace("\t3535.650\t\n", "\t\n")).unwrap_err();
         assert!(e.starts_with("mg.out:18: 3 value(s) in row 2"), "{e}");
         // Procs and the tables disagree.
-        let e = read(&FOUR.replace("Procs\t4", "Procs\t5")).unwrap_err();
+        let e = read(&four.replace("Procs\t4", "Procs\t5")).unwrap_err();
         assert!(e.contains("header names 4 rank(s); Procs says 5"), "{e}");
         // Ranks out of order.
-        let e = read(&FOUR.replace("Send\tvm:0\tvm:1", "Send\tvm:1\tvm:0")).unwrap_err();
+        let e = read(&four.replace("Send\tvm:0\tvm:1", "Send\tvm:1\tvm:0")).unwrap_err();
         assert!(e.contains("should be the label of rank 0"), "{e}");
         // Not mpiGraph at all.
         let e = read("i,j,value\n0,1,2\n").unwrap_err();
         assert!(e.starts_with("mg.out:1: not mpiGraph's output"), "{e}");
         // No end line.
-        let e = read(FOUR.trim_end().trim_end_matches("END mpiGraph")).unwrap_err();
+        let e = read(four.trim_end().trim_end_matches("END mpiGraph")).unwrap_err();
         assert!(e.contains("END mpiGraph"), "{e}");
         // A missing header line.
-        let e = read(&FOUR.replace("Window\t10\n", "")).unwrap_err();
+        let e = read(&four.replace("Window\t10\n", "")).unwrap_err();
         assert!(e.contains("no `Window` line"), "{e}");
     }
 }

@@ -192,6 +192,23 @@ enum MatrixKind {
     Spread(usize),
 }
 
+impl OutputError {
+    /// A ping-pong matrix size not among the `measured` sizes (bytes).
+    pub fn not_measured(size: MessageSize, measured: &[usize]) -> Self {
+        let mut sizes = measured.to_vec();
+        sizes.sort_unstable();
+        sizes.dedup();
+        OutputError::NotMeasured {
+            size,
+            measured: sizes
+                .iter()
+                .map(|&m| MessageSize(m).to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
+    }
+}
+
 impl MatrixKind {
     /// The pair's value in microseconds (the size was checked when the pair was added).
     fn value(self, p: &PairParams, e: Estimator) -> f64 {

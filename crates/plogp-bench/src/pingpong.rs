@@ -117,14 +117,10 @@ pub fn write_pingpong_outputs(
         .iter()
         .find(|m| !measured.contains(&m.0) && m.0 <= measured.last().copied().unwrap_or(0))
     {
-        return Err(OutputError::NotMeasured {
-            size: *missing,
-            measured: measured
-                .iter()
-                .map(|&m| MessageSize(m).to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
-        });
+        return Err(OutputError::not_measured(
+            *missing,
+            &measured.iter().copied().collect::<Vec<_>>(),
+        ));
     }
     // Per size, per sweep: the pair values in the upper triangle, and which were filled.
     let mut values = vec![vec![Array2::<f64>::zeros((n, n)); sweeps.len()]; sizes.len()];
