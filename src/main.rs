@@ -49,7 +49,8 @@ enum Command {
     /// What changed between two runs of one machine (exit 0: nothing beyond the noise, 1:
     /// changed, 2: error).
     Diff(diff_cmd::DiffArgs),
-    /// Make a run directory from another tool's measurements (a pair list, mmpi's .dat).
+    /// Make a run directory from another tool's measurements (a pair list, mmpi's .dat,
+    /// mpiGraph's output).
     #[command(subcommand)]
     Import(import_cmd::ImportCommand),
     /// Read, check and convert topology files (LGate, JSON, Newick).
