@@ -176,49 +176,23 @@ fn resumed_args(recorded: &[String], now: &[String]) -> Option<MeasureArgs> {
         .map(|line| line.args)
 }
 
-/// A ping-pong's matrix sizes when none are given: those of 0, 1 KiB, 64 KiB and 1 MiB it
-/// measures, else its smallest and largest size.
-fn pingpong_matrix_sizes(sizes: &[usize]) -> Vec<MessageSize> {
-    let usual: Vec<MessageSize> = [0, 1 << 10, 1 << 16, 1 << 20]
-        .into_iter()
-        .filter(|m| sizes.contains(m))
-        .map(MessageSize)
-        .collect();
-    if !usual.is_empty() {
-        return usual;
-    }
-    let mut ends: Vec<MessageSize> = [sizes.iter().min(), sizes.iter().max()]
-        .into_iter()
-        .flatten()
-        .map(|&m| MessageSize(m))
-        .collect();
-    ends.dedup();
-    ends
-}
-
 impl MeasureArgs {
     /// The pair test the arguments ask for and what is derived from it, checked.
     fn test(&self) -> Result<(Box<dyn PairTest>, OutputOptions)> {
-        let mut matrix_sizes = self.matrix_sizes.clone();
-        let (test, largest): (Box<dyn PairTest>, usize) = match self.test {
+        let (test, outputs, largest): (Box<dyn PairTest>, OutputOptions, usize) = match self.test {
             TestKind::Pingpong => {
                 let sizes: Vec<usize> = match &self.sizes {
                     Some(s) => s.iter().map(|m| m.0).collect(),
                     None => PingPong::default_sizes(),
                 };
                 let largest = sizes.iter().copied().max().unwrap_or(0);
-                match &matrix_sizes {
-                    None => matrix_sizes = Some(pingpong_matrix_sizes(&sizes)),
-                    // Said before measuring, not after.
-                    Some(asked) => {
-                        if let Some(m) = asked.iter().find(|m| !sizes.contains(&m.0)) {
-                            return Err(
-                                lgate_plogp_bench::OutputError::not_measured(*m, &sizes).into()
-                            );
-                        }
-                    }
-                }
-                (Box::new(PingPong::new(sizes, self.reps)?), largest)
+                let outputs = OutputOptions::from_pingpong_flags(
+                    self.matrix_sizes.clone(),
+                    &sizes,
+                    &self.estimator,
+                    self.csv,
+                )?;
+                (Box::new(PingPong::new(sizes, self.reps)?), outputs, largest)
             }
             TestKind::Plogp => {
                 let max = self.max_size.0;
@@ -230,10 +204,15 @@ impl MeasureArgs {
                     budget_s: (self.pair_budget > 0.0).then_some(self.pair_budget),
                     ..PLogPOptions::new(max)
                 };
-                (Box::new(PLogP::new(options)?), max)
+                let outputs = OutputOptions::from_flags(
+                    self.matrix_sizes.clone(),
+                    max,
+                    &self.estimator,
+                    self.csv,
+                )?;
+                (Box::new(PLogP::new(options)?), outputs, max)
             }
         };
-        let outputs = OutputOptions::from_flags(matrix_sizes, largest, &self.estimator, self.csv)?;
         outputs.check_largest(largest)?;
         Ok((test, outputs))
     }

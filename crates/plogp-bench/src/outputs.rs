@@ -66,6 +66,44 @@ impl OutputOptions {
 }
 
 impl OutputOptions {
+    /// The options of a ping-pong measuring `sizes` (bytes): matrix sizes as given, each of
+    /// them one of `sizes` (else [`OutputError::NotMeasured`], before measuring), or by default
+    /// those of [`OutputOptions::default_matrix_sizes`] among `sizes`, else the smallest and
+    /// largest of `sizes`.
+    pub fn from_pingpong_flags(
+        matrix_sizes: Option<Vec<MessageSize>>,
+        sizes: &[usize],
+        estimator: &str,
+        csv: bool,
+    ) -> Result<Self, OutputError> {
+        let matrix_sizes = match matrix_sizes {
+            Some(asked) => {
+                if let Some(&m) = asked.iter().find(|m| !sizes.contains(&m.0)) {
+                    return Err(OutputError::not_measured(m, sizes));
+                }
+                asked
+            }
+            None => {
+                let usual: Vec<MessageSize> = Self::default_matrix_sizes(usize::MAX)
+                    .into_iter()
+                    .filter(|m| sizes.contains(&m.0))
+                    .collect();
+                if usual.is_empty() {
+                    let mut ends: Vec<MessageSize> = [sizes.iter().min(), sizes.iter().max()]
+                        .into_iter()
+                        .flatten()
+                        .map(|&m| MessageSize(m))
+                        .collect();
+                    ends.dedup();
+                    ends
+                } else {
+                    usual
+                }
+            }
+        };
+        Self::from_flags(Some(matrix_sizes), usize::MAX, estimator, csv)
+    }
+
     /// Checks the matrix sizes against the largest size a run measures, before it measures.
     pub fn check_largest(&self, largest: usize) -> Result<(), OutputError> {
         match self.matrix_sizes.iter().find(|m| m.0 > largest) {
@@ -923,4 +961,32 @@ pub fn write_matrix_set_with(
     }
     .write(run)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pingpong_takes_its_matrix_sizes_among_those_it_measures() {
+        let sizes = |o: OutputOptions| o.matrix_sizes.iter().map(|m| m.0).collect::<Vec<_>>();
+        let o = OutputOptions::from_pingpong_flags(None, &[0, 1024, 4 << 20], "median", false);
+        assert_eq!(sizes(o.unwrap()), [0, 1024]);
+        let o = OutputOptions::from_pingpong_flags(None, &[512, 8], "median", false);
+        assert_eq!(sizes(o.unwrap()), [8, 512]);
+        let o = OutputOptions::from_pingpong_flags(None, &[8], "median", false);
+        assert_eq!(sizes(o.unwrap()), [8]);
+        let e = OutputOptions::from_pingpong_flags(
+            Some(vec![MessageSize(1024)]),
+            &[4 << 20, 0],
+            "median",
+            false,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "matrix size 1KiB was not measured (the ping-pong measured 0, 4MiB); choose \
+             --matrix-sizes among those or add it to --sizes"
+        );
+    }
 }
