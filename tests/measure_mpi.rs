@@ -305,6 +305,11 @@ fn a_crashed_run_resumes_without_measuring_twice() {
     let out = mpirun(4, &crash, dir.path());
     assert!(!out.status.success(), "the crash stops the job");
     let run = dir.path().join("run");
+    assert!(
+        run.join("journal.jsonl").exists(),
+        "the crashed run kept its journal: {}",
+        stderr(&out)
+    );
     let before = pairs(&journal(&run));
     assert_eq!(before.len(), 2, "{}", stderr(&out));
     assert_eq!(read_json(&run.join("meta.json"))["status"], "running");
