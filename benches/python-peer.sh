@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
 # lgate-plogp cluster against the Python stack the thesis used (hdbscan, kmedoids,
-# scikit-learn AgglomerativeClustering, the CSV loaded with numpy), whole process, on the same
-# CSV matrices of P = 512, 2048 and 4096 ranks. Installs the peers into a virtual environment
+# scikit-learn AgglomerativeClustering, SpectralClustering and KMeans, the CSV loaded with
+# numpy), whole process, on the same CSV matrices of P = 512, 2048 and 4096 ranks.
+# SpectralClustering(affinity="precomputed") gets the affinity `--algo spectral` makes (a
+# Gaussian kernel scaled by each rank's distance to its 7th nearest rank, zero diagonal),
+# computed in numpy inside the timed process; KMeans clusters the rows of the matrix, as
+# `--algo kmeans` does. Installs the peers into a virtual environment
 # (they are only benchmarked, never linked), prints both times and the ratio, and checks that
 # FasterPAM here and the `kmedoids` package reach the same loss.
 #
 #   benches/python-peer.sh [WORKDIR]
+#   ALGOS="spectral kmeans" benches/python-peer.sh [WORKDIR]   (some of the algorithms only)
 set -euo pipefail
 # A failing command inside $(...) stops the script too: a missing binary is no 0 s result.
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 work="${1:-$(mktemp -d)}"
+algos="${ALGOS:-hdbscan kmedoids agglomerative spectral kmeans}"
 mkdir -p "$work"
 if [ -f "$HOME/.cargo/env" ]; then . "$HOME/.cargo/env"; fi
 cargo build --release --quiet
@@ -52,6 +58,15 @@ elif algo == "kmedoids":
 elif algo == "agglomerative":
     from sklearn.cluster import AgglomerativeClustering
     AgglomerativeClustering(n_clusters=n // 64, metric="precomputed", linkage="average").fit(d)
+elif algo == "spectral":
+    from sklearn.cluster import SpectralClustering
+    s = np.partition(d, 7, axis=1)[:, 7]  # the 7th nearest other rank (the row holds 0 for itself)
+    w = np.exp(-d * d / np.outer(s, s))
+    np.fill_diagonal(w, 0)
+    SpectralClustering(n_clusters=n // 64, affinity="precomputed", random_state=0).fit(w)
+elif algo == "kmeans":
+    from sklearn.cluster import KMeans
+    KMeans(n_clusters=n // 64, random_state=0).fit(d)
 PY
 }
 ours() { # algo n
@@ -59,6 +74,7 @@ ours() { # algo n
     hdbscan) "$bin" cluster "$work/m$2.csv" -q --algo hdbscan --min-cluster-size 16 --min-samples 4 ;;
     kmedoids) "$bin" cluster "$work/m$2.csv" -q --algo kmedoids --k $(($2 / 64)) ;;
     agglomerative) "$bin" cluster "$work/m$2.csv" -q --algo agglomerative --linkage average --k $(($2 / 64)) ;;
+    spectral|kmeans) "$bin" cluster "$work/m$2.csv" -q --algo "$1" --k $(($2 / 64)) ;;
     auto) "$bin" cluster "$work/m$2.csv" -q ;;
   esac
 }
@@ -67,7 +83,7 @@ millis() { local s e; s=$(date +%s%N); "$@" > "$work/last.out"; e=$(date +%s%N);
 secs() { printf '%d.%02d' $(($1 / 1000)) $((($1 % 1000) / 10)); }
 printf '%-14s %6s %10s %10s %7s\n' algorithm P python_s ours_s ratio
 for n in 512 2048 4096; do
-  for algo in hdbscan kmedoids agglomerative; do
+  for algo in $algos; do
     p=$(millis peer "$algo" "$n"); [ "$algo" = kmedoids ] && cp "$work/last.out" "$work/py-loss"
     o=$(millis ours "$algo" "$n"); [ "$algo" = kmedoids ] && cp "$work/last.out" "$work/our-topology.json"
     printf '%-14s %6d %10s %10s %6sx\n' "$algo" "$n" "$(secs "$p")" "$(secs "$o")" "$("$py" -c "print(f'{$p / max($o, 1):.1f}')")"
@@ -89,13 +105,15 @@ done
 # most twice it), measured by the venv's Python as the child's maximum resident set.
 n=4096
 printf '\n%-14s %6s %9s %9s\n' algorithm P peak_MiB x_matrix
-for algo in hdbscan kmedoids agglomerative auto; do
+for algo in $algos auto; do
   kib=$("$py" - "$algo" "$n" "$bin" "$work/m$n.csv" <<'PY'
 import resource, subprocess, sys
 algo, n, binary, path = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 extra = {"hdbscan": ["--algo", "hdbscan", "--min-cluster-size", "16", "--min-samples", "4"],
          "kmedoids": ["--algo", "kmedoids", "--k", str(n // 64)],
          "agglomerative": ["--algo", "agglomerative", "--linkage", "average", "--k", str(n // 64)],
+         "spectral": ["--algo", "spectral", "--k", str(n // 64)],
+         "kmeans": ["--algo", "kmeans", "--k", str(n // 64)],
          "auto": []}[algo]
 subprocess.run([binary, "cluster", path, "-q", *extra], check=True, stdout=subprocess.DEVNULL)
 print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)

@@ -23,10 +23,10 @@ pub struct ClusterArgs {
     /// The algorithm.
     #[arg(long, default_value = "auto", value_name = "ALGO", value_parser = algo_names())]
     algo: String,
-    /// What is clustered: the distance matrix, or (for a PLogP run, with --algo hdbscan or
-    /// dbscan) each rank's vector of L, o_s, o_r and g towards every rank (equation 3.5) in
-    /// vector space with petal-clustering; --matrix then picks the message size, e.g. `t:1KiB`
-    /// or `1KiB` [default: the smallest].
+    /// What is clustered: the distance matrix, or (for a PLogP run, with --algo hdbscan,
+    /// dbscan, kmeans or spectral) each rank's vector of L, o_s, o_r and g towards every rank
+    /// (equation 3.5) in vector space (petal-clustering, linfa); --matrix then picks the
+    /// message size, e.g. `t:1KiB` or `1KiB` [default: the smallest].
     #[arg(long, value_enum, default_value_t = Space::Matrix)]
     space: Space,
     /// auto: the least separation of a level (least median distance between two groups over
@@ -39,8 +39,8 @@ pub struct ClusterArgs {
     /// agglomerative: how clusters are joined.
     #[arg(long, value_enum, default_value_t = LinkageArg::Average)]
     linkage: LinkageArg,
-    /// agglomerative, kmedoids: the number of groups (kmedoids without it: by medoid
-    /// silhouette).
+    /// agglomerative, kmedoids, spectral, kmeans: the number of groups (kmedoids without it:
+    /// by medoid silhouette; spectral and kmeans: from the eigengaps).
     #[arg(long, value_name = "K")]
     k: Option<usize>,
     /// agglomerative: cut where merges pass this distance.
@@ -55,7 +55,9 @@ pub struct ClusterArgs {
     /// dbscan: items within eps (itself included) that make a core item.
     #[arg(long, default_value_t = 2, value_name = "M")]
     min_points: usize,
-    /// kmedoids: the largest k tried when k is chosen by silhouette.
+    /// kmedoids: the largest k tried when k is chosen by silhouette; spectral and kmeans: the
+    /// eigengaps are first looked for among this many + 1 eigenvalues (the window doubles while
+    /// its last eigenvalue is above one half).
     #[arg(long, default_value_t = 16, value_name = "K")]
     max_k: usize,
     /// hdbscan: the least ranks of a cluster.
@@ -70,9 +72,17 @@ pub struct ClusterArgs {
     /// ssstree: clusters with fewer items are not split.
     #[arg(long, default_value_t = 2, value_name = "M")]
     min_children: usize,
+    /// spectral, kmeans: one Gaussian kernel scale for every rank, in the matrix's unit
+    /// [default: each rank's distance to its --scale-neighbour-th nearest rank].
+    #[arg(long, value_name = "S", allow_negative_numbers = true)]
+    scale: Option<f64>,
+    /// spectral, kmeans: the neighbour whose distance is a rank's kernel scale (local scaling,
+    /// Zelnik-Manor and Perona).
+    #[arg(long, default_value_t = 7, value_name = "N")]
+    scale_neighbour: usize,
     /// Try N values of the algorithm's main parameter across its range (the thesis's linear
     /// search: components --threshold and dbscan --eps between the least and largest distance,
-    /// ssstree --alpha in (0, 5), kmedoids and agglomerative --k in 2..=--max-k, hdbscan
+    /// ssstree --alpha in (0, 5), kmedoids, agglomerative, spectral and kmeans --k in 2..=--max-k, hdbscan
     /// --min-cluster-size in 2..=P/2) and keep the value whose top-level partition has the best
     /// separation, as `auto` measures it.
     #[arg(long, value_name = "N")]
@@ -149,6 +159,8 @@ impl ClusterArgs {
             min_samples: self.min_samples,
             alpha: self.alpha,
             min_children: self.min_children,
+            scale: self.scale,
+            scale_neighbour: self.scale_neighbour,
         }
     }
 }
@@ -156,7 +168,8 @@ impl ClusterArgs {
 /// The method flags without a default, and the methods that take them: given to another
 /// method they would be ignored without a word, so they are refused.
 const METHOD_FLAGS: &[(&str, &[&str])] = &[
-    ("--k", &["agglomerative", "kmedoids"]),
+    ("--k", &["agglomerative", "kmedoids", "spectral", "kmeans"]),
+    ("--scale", &["spectral", "kmeans"]),
     ("--height", &["agglomerative"]),
     ("--threshold", &["components"]),
     ("--eps", &["dbscan"]),
@@ -166,6 +179,7 @@ const METHOD_FLAGS: &[(&str, &[&str])] = &[
 fn check_method_flags(args: &ClusterArgs) -> Result<()> {
     let given = [
         args.k.is_some(),
+        args.scale.is_some(),
         args.height.is_some(),
         args.threshold.is_some(),
         args.eps.is_some(),
@@ -174,7 +188,11 @@ fn check_method_flags(args: &ClusterArgs) -> Result<()> {
         if given && !methods.contains(&args.algo.as_str()) {
             bail!(
                 "{flag} is a parameter of --algo {}; --algo {} does not take it",
-                methods.join(" and "),
+                match methods.split_last() {
+                    Some((last, [])) => last.to_string(),
+                    Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+                    None => String::new(),
+                },
                 args.algo
             );
         }
@@ -224,8 +242,11 @@ pub fn run(args: ClusterArgs) -> Result<()> {
                 t
             }
             None => {
-                let (tree, slow) =
-                    methods::method(&args.algo, &args.params())?.fit_with_outliers(d);
+                let method = methods::method(&args.algo, &args.params())?;
+                method
+                    .check_items(d.nrows())
+                    .with_context(|| input.source.clone())?;
+                let (tree, slow) = method.fit_with_outliers(d);
                 outliers.push((input.source.clone(), slow));
                 tree
             }
@@ -371,9 +392,12 @@ fn run_features(args: &ClusterArgs) -> Result<()> {
         .map(|m| m.rsplit(':').next().unwrap_or(m));
     let fv = lgate_cluster::features::feature_vectors(&args.input, size)?;
     let method = methods::method(&args.algo, &args.params())?;
+    method
+        .check_items(fv.vectors.nrows())
+        .with_context(|| args.input.display().to_string())?;
     let tree = method.fit_vectors(&fv.vectors).with_context(|| {
-        "--space features runs --algo hdbscan or dbscan (petal-clustering); the other \
-         algorithms work on the matrix"
+        "--space features runs --algo hdbscan, dbscan (petal-clustering), kmeans or spectral \
+         (linfa); the other algorithms work on the matrix"
     })?;
     let items = fv.input.matrix.len();
     emit(

@@ -126,7 +126,8 @@ fn formats_and_algorithms() {
     for (args, says) in [
         (
             vec!["--k", "4"],
-            "--k is a parameter of --algo agglomerative and kmedoids; --algo auto does not take it",
+            "--k is a parameter of --algo agglomerative, kmedoids, spectral and kmeans; --algo auto \
+             does not take it",
         ),
         (
             vec!["--algo", "hdbscan", "--eps", "2"],
@@ -473,6 +474,148 @@ fn a_weak_answer_is_said() {
     let blocks = four_medoids("blocks.csv", blocks_csv(16, 4, 1.5));
     assert!(blocks.contains("4 groups"), "{blocks}");
     assert!(!blocks.contains("weak"), "{blocks}");
+}
+
+/// Spectral clustering and K-means without k on simulated runs of the thesis's machines: the
+/// eigengaps give the nodes and the sockets (fram, betzy), the sockets and their NUMA groups
+/// (arm1), every one scored exact against the placement the run recorded.
+#[test]
+fn spectral_and_kmeans_find_nodes_and_sockets_of_simulated_machines() {
+    let dir = tempfile::tempdir().unwrap();
+    for (preset, levels) in [
+        ("fram", &["node", "socket"][..]),
+        ("betzy", &["node", "socket"]),
+        ("arm1", &["socket", "numa"]),
+    ] {
+        let run = dir.path().join(preset);
+        let r = run.to_str().unwrap();
+        let sim = lgate_plogp(&[
+            "simulate",
+            "--preset",
+            preset,
+            "--plan",
+            "full",
+            "--max-size",
+            "0",
+            "--out",
+            r,
+            "--quiet",
+        ]);
+        assert!(
+            sim.status.success(),
+            "{}",
+            String::from_utf8_lossy(&sim.stderr)
+        );
+        for algo in ["spectral", "kmeans"] {
+            let topology = dir.path().join(format!("{preset}-{algo}.json"));
+            let t = topology.to_str().unwrap();
+            let out = lgate_plogp(&["cluster", r, "--algo", algo, "-q", "-o", t]);
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let scores = stdout_json(&lgate_plogp(&[
+                "score",
+                "--truth",
+                r,
+                "--topology",
+                t,
+                "--json",
+            ]));
+            for level in levels {
+                let row = scores
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|s| s["level"] == *level)
+                    .unwrap_or_else(|| panic!("{preset}: no level {level} in {scores}"));
+                assert_eq!(row["ari"], 1.0, "{preset} {algo}: {level}: {row}");
+            }
+        }
+    }
+}
+
+/// A k above the rank count, a scale that is no scale, and `--scale` given to a method without a
+/// kernel: one line each, before anything is clustered.
+#[test]
+fn spectral_parameters_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.csv");
+    std::fs::write(&path, blocks_csv(16, 4, 1.5)).unwrap();
+    let m = path.to_str().unwrap();
+    for (args, says) in [
+        (
+            &["--algo", "spectral", "--k", "17"][..],
+            "--k 17 is more groups than the 16 ranks",
+        ),
+        (
+            &["--algo", "kmeans", "--k", "40"],
+            "--k 40 is more groups than the 16 ranks",
+        ),
+        (
+            &["--algo", "kmedoids", "--k", "17"],
+            "--k 17 is more groups than the 16 ranks",
+        ),
+        (
+            &["--algo", "spectral", "--k", "0"],
+            "--k must be at least 1",
+        ),
+        (
+            &["--algo", "spectral", "--scale", "0"],
+            "--scale must be a positive number",
+        ),
+        (
+            &["--algo", "kmeans", "--scale", "-2"],
+            "--scale must be a positive number",
+        ),
+        (
+            &["--algo", "spectral", "--scale-neighbour", "0"],
+            "--scale-neighbour must be at least 1",
+        ),
+        (
+            &["--algo", "spectral", "--max-k", "1"],
+            "--max-k must be at least 2",
+        ),
+        (
+            &["--algo", "hdbscan", "--scale", "1"],
+            "--scale is a parameter of --algo spectral",
+        ),
+    ] {
+        let mut all = vec!["cluster", m];
+        all.extend_from_slice(args);
+        let out = lgate_plogp(&all);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+    // Four blocks 3x apart: four groups without k, with k, and by --search (on 32 ranks, where
+    // the search's 8 values of k from 2 to 16 hold 4).
+    let path32 = dir.path().join("m32.csv");
+    std::fs::write(&path32, blocks_csv(32, 8, 1.5)).unwrap();
+    for args in [
+        &["--algo", "spectral"][..],
+        &["--algo", "spectral", "--k", "4"],
+        &["--algo", "kmeans"],
+        &["--algo", "spectral", "--search", "8"],
+        &["--algo", "kmeans", "--search", "8"],
+    ] {
+        let file = if args.contains(&"--search") {
+            path32.to_str().unwrap()
+        } else {
+            m
+        };
+        let mut all = vec!["cluster", file, "-q"];
+        all.extend_from_slice(args);
+        let topology = stdout_json(&lgate_plogp(&all));
+        assert_eq!(
+            topology["levels"][0]["groups"].as_array().unwrap().len(),
+            4,
+            "{args:?}"
+        );
+    }
 }
 
 fn package_dir() -> std::path::PathBuf {

@@ -95,6 +95,14 @@ fn a_fixed_run_and_matrix_give_the_same_bytes() {
             "features-hdbscan",
             &["--space", "features", "--algo", "hdbscan"],
         ),
+        ("spectral", &["--algo", "spectral"]),
+        ("spectral-4", &["--algo", "spectral", "--k", "4"]),
+        ("kmeans", &["--algo", "kmeans"]),
+        ("search-spectral", &["--algo", "spectral", "--search", "6"]),
+        (
+            "features-kmeans",
+            &["--space", "features", "--algo", "kmeans"],
+        ),
     ];
     for (name, extra) in clusterings {
         for format in ["json", "lgate", "newick", "slurm"] {
@@ -114,6 +122,8 @@ fn a_fixed_run_and_matrix_give_the_same_bytes() {
         "kmedoids-4",
         "agglomerative-4",
         "search-kmedoids",
+        "spectral",
+        "kmeans",
     ];
     for (name, extra) in clusterings.iter().filter(|(n, _)| on_csv.contains(n)) {
         let out = format!("csv-{name}.json");

@@ -6,7 +6,9 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use lgate_cluster::algorithms::{agglomerative, kmedoids};
+use lgate_cluster::spectral::{kmeans, spectral, SpectralParams};
 use lgate_cluster::{auto, hdbscan, AutoParams, HdbscanParams, Linkage};
+use linfa::ParamGuard;
 use ndarray::Array2;
 use rand::{Rng, SeedableRng};
 
@@ -56,6 +58,16 @@ fn algorithms(c: &mut Criterion) {
         });
         group.bench_with_input(BenchmarkId::new("kmedoids", n), &d, |b, d| {
             b.iter(|| kmedoids(black_box(d), Some(n / 64), 0))
+        });
+        let given_k = SpectralParams::new()
+            .k(Some(n / 64))
+            .check()
+            .expect("valid parameters");
+        group.bench_with_input(BenchmarkId::new("spectral", n), &d, |b, d| {
+            b.iter(|| spectral(black_box(d), &given_k))
+        });
+        group.bench_with_input(BenchmarkId::new("kmeans", n), &d, |b, d| {
+            b.iter(|| kmeans(black_box(d), d, true, &given_k))
         });
     }
     group.finish();

@@ -307,7 +307,7 @@ pub fn kmedoids(d: &Array2<f64>, k: Option<usize>, max_k: usize) -> Tree {
             .max_by(|a, b| {
                 medoid_silhouette(d, &a.medoids).total_cmp(&medoid_silhouette(d, &b.medoids))
             })
-            .filter(|best| stands_apart(d, &best.labels))
+            .filter(|best| stands_apart(d.view(), &best.labels))
             .unwrap_or_else(|| faster_pam(d, 1)),
     };
     tree_of_labels(&some(result.labels))
@@ -317,7 +317,7 @@ pub fn kmedoids(d: &Array2<f64>, k: Option<usize>, max_k: usize) -> Tree {
 /// between groups at least the least separation `auto` asks of a level (1.2) times the median
 /// inside them. Medians, not `auto`'s finer rule, so that a slow pair inside a group (1.1x the
 /// distance between nodes in a simulated fram run) does not hide the whole partition.
-fn stands_apart(d: &Array2<f64>, labels: &[usize]) -> bool {
+pub(crate) fn stands_apart(d: ndarray::ArrayView2<f64>, labels: &[usize]) -> bool {
     let n = labels.len();
     let (mut inside, mut between) = (Vec::new(), Vec::new());
     for i in 0..n {
@@ -363,7 +363,7 @@ pub(crate) fn prune_weak_splits(d: &Array2<f64>, tree: Tree) -> Tree {
         items_of(child, &mut members);
         labels.extend(std::iter::repeat_n(k, members.len() - before));
     }
-    if children.len() < 2 || !stands_apart(&sub_matrix(d, &members), &labels) {
+    if children.len() < 2 || !stands_apart(sub_matrix(d, &members).view(), &labels) {
         members.sort_unstable();
         return Tree::Leaf(members);
     }
@@ -413,7 +413,7 @@ pub fn ssstree(d: &Array2<f64>, alpha: f64, min_children: usize) -> Tree {
             .enumerate()
             .flat_map(|(c, cluster)| std::iter::repeat_n(c, cluster.len()))
             .collect();
-        if !stands_apart(&sub_matrix(d, &members), &labels) {
+        if !stands_apart(sub_matrix(d, &members).view(), &labels) {
             return Tree::Leaf(items);
         }
         Tree::Node {
@@ -430,7 +430,7 @@ pub fn ssstree(d: &Array2<f64>, alpha: f64, min_children: usize) -> Tree {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_matrices::blocks;
+    use crate::test_matrices::{blocks, flat};
 
     fn groups(t: &Tree) -> Vec<Vec<usize>> {
         match t {
@@ -516,21 +516,6 @@ mod tests {
                 assert_eq!(d[[o, medoids[a.second[o]]]], a.d2[o]);
             }
         }
-    }
-
-    /// `n` items all about 1 apart, each distance off by up to `noise` (a share), symmetric.
-    fn flat(n: usize, noise: f64, seed: u64) -> Array2<f64> {
-        use rand::{Rng, SeedableRng};
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        let mut d = Array2::zeros((n, n));
-        for i in 0..n {
-            for j in 0..i {
-                let x = 1.0 + noise * rng.random_range(-1.0..=1.0);
-                d[[i, j]] = x;
-                d[[j, i]] = x;
-            }
-        }
-        d
     }
 
     #[test]

@@ -28,6 +28,7 @@ pub mod input;
 pub mod linkage;
 pub mod methods;
 pub mod score;
+pub mod spectral;
 
 #[cfg(test)]
 mod test_matrices;

@@ -21,3 +21,18 @@ pub(crate) fn blocks(sizes: &[usize], inside: f64, across: f64) -> Array2<f64> {
         }
     })
 }
+
+/// `n` items all about 1 apart, each distance off by up to `noise` (a share), symmetric.
+pub(crate) fn flat(n: usize, noise: f64, seed: u64) -> Array2<f64> {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut d = Array2::zeros((n, n));
+    for i in 0..n {
+        for j in 0..i {
+            let x = 1.0 + noise * rng.random_range(-1.0..=1.0);
+            d[[i, j]] = x;
+            d[[j, i]] = x;
+        }
+    }
+    d
+}

@@ -54,6 +54,9 @@ impl ClusterMethod for Agglomerative {
     fn name(&self) -> &'static str {
         SPEC.name
     }
+    fn check_items(&self, items: usize) -> Result<(), ParamError> {
+        super::check_k(SPEC.name, self.k, items)
+    }
     fn fit(&self, d: &Array2<f64>) -> Tree {
         agglomerative(d, self.linkage, self.k, self.height)
     }

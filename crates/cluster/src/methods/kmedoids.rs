@@ -32,6 +32,9 @@ impl ClusterMethod for Kmedoids {
     fn name(&self) -> &'static str {
         SPEC.name
     }
+    fn check_items(&self, items: usize) -> Result<(), ParamError> {
+        super::check_k(SPEC.name, self.k, items)
+    }
     fn fit(&self, d: &Array2<f64>) -> Tree {
         kmedoids(d, self.k, self.max_k)
     }

@@ -20,7 +20,9 @@ mod auto;
 mod components;
 mod dbscan;
 mod hdbscan;
+mod kmeans;
 mod kmedoids;
+mod spectral;
 mod ssstree;
 
 use ndarray::Array2;
@@ -47,7 +49,8 @@ pub struct MethodParams {
     pub eps: Option<f64>,
     /// dbscan: items within eps (itself included) that make a core item.
     pub min_points: usize,
-    /// kmedoids: the largest k tried when k is chosen by silhouette.
+    /// kmedoids: the largest k tried when k is chosen by silhouette; spectral, kmeans: the
+    /// first window of eigengaps.
     pub max_k: usize,
     /// hdbscan: the least ranks of a cluster.
     pub min_cluster_size: usize,
@@ -57,6 +60,24 @@ pub struct MethodParams {
     pub alpha: f64,
     /// ssstree: clusters with fewer items are not split.
     pub min_children: usize,
+    /// spectral, kmeans: one Gaussian kernel scale for every rank, in the distances' unit.
+    pub scale: Option<f64>,
+    /// spectral, kmeans: without `scale`, each rank's scale is its distance to this nearest
+    /// other rank.
+    pub scale_neighbour: usize,
+}
+
+impl MethodParams {
+    /// The parameters `spectral` and `kmeans` read, unchecked.
+    pub fn spectral(&self) -> crate::spectral::SpectralParams {
+        crate::spectral::SpectralParams::new()
+            .k(self.k)
+            .max_k(self.max_k)
+            .scale(match self.scale {
+                Some(s) => crate::spectral::KernelScale::Fixed(s),
+                None => crate::spectral::KernelScale::Neighbour(self.scale_neighbour),
+            })
+    }
 }
 
 impl Default for MethodParams {
@@ -75,6 +96,8 @@ impl Default for MethodParams {
             min_samples: 4,
             alpha: 0.5,
             min_children: 2,
+            scale: None,
+            scale_neighbour: 7,
         }
     }
 }
@@ -104,6 +127,10 @@ pub enum ParamError {
 pub trait ClusterMethod: Send + Sync + std::fmt::Debug {
     /// The method's name as `--algo` takes it.
     fn name(&self) -> &'static str;
+    /// Refuses parameters that do not fit `items` items (a k above it).
+    fn check_items(&self, _items: usize) -> Result<(), ParamError> {
+        Ok(())
+    }
     /// The hierarchy of the items of the distance matrix `d`.
     fn fit(&self, d: &Array2<f64>) -> Tree;
     /// The hierarchy, and the items found slower towards every other item (with how many
@@ -147,6 +174,8 @@ pub static METHODS: &[MethodSpec] = &[
     dbscan::SPEC,
     kmedoids::SPEC,
     ssstree::SPEC,
+    spectral::SPEC,
+    kmeans::SPEC,
 ];
 
 /// The registry entry of the method called `name`.
@@ -188,6 +217,7 @@ pub fn search(
     let mut best: Option<(f64, Tree, String)> = None;
     for candidate in candidates(params, d, steps.max(1)) {
         let method = (spec.build)(&candidate)?;
+        method.check_items(n)?;
         let tree = method.fit(d);
         let s = separation_of(d, &top_labels(&tree, n), &separation);
         if best.as_ref().is_none_or(|b| s > b.0) {
@@ -199,6 +229,17 @@ pub fn search(
         message: "--search found nothing to try".into(),
     })?;
     Ok((tree, setting, s))
+}
+
+/// Refuses a number of groups above the item count.
+fn check_k(method: &'static str, k: Option<usize>, items: usize) -> Result<(), ParamError> {
+    match k {
+        Some(k) if k > items => Err(ParamError::Invalid {
+            method,
+            message: format!("--k {k} is more groups than the {items} ranks"),
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// `steps` values strictly between `a` and `b`, evenly spaced.
@@ -282,7 +323,7 @@ mod tests {
                 .to_string();
             assert!(err.contains(says), "{err}");
         }
-        assert!(method("spectral", &given)
+        assert!(method("spectre", &given)
             .unwrap_err()
             .to_string()
             .contains("auto, hdbscan"));
