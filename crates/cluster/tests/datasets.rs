@@ -11,6 +11,15 @@ fn datasets() -> PathBuf {
     package_dir().join("../../../shared/datasets")
 }
 
+/// The datasets' truth.json: one entry per file.
+fn truth() -> Value {
+    serde_json::from_str(
+        &std::fs::read_to_string(datasets().join("truth.json"))
+            .expect("shared/datasets beside the checkout"),
+    )
+    .unwrap()
+}
+
 fn labels(v: &Value) -> Vec<usize> {
     let list = v.get("labels").unwrap_or(v);
     list.as_array()
@@ -22,11 +31,7 @@ fn labels(v: &Value) -> Vec<usize> {
 
 #[test]
 fn auto_recovers_every_level_of_every_dataset() {
-    let truth: Value = serde_json::from_str(
-        &std::fs::read_to_string(datasets().join("truth.json"))
-            .expect("shared/datasets beside the checkout"),
-    )
-    .unwrap();
+    let truth = truth();
     let mut failures = Vec::new();
     for entry in truth.as_array().unwrap() {
         let file = entry["file"].as_str().unwrap();
@@ -106,11 +111,7 @@ fn top_level(tree: &lgate_cluster::Tree, n: usize) -> Vec<usize> {
 #[test]
 fn spectral_and_kmeans_with_the_true_k_recover_what_kmedoids_recovers() {
     use lgate_cluster::methods::{method, MethodParams};
-    let truth: Value = serde_json::from_str(
-        &std::fs::read_to_string(datasets().join("truth.json"))
-            .expect("shared/datasets beside the checkout"),
-    )
-    .unwrap();
+    let truth = truth();
     let mut failures = Vec::new();
     let mut table = String::new();
     for entry in truth.as_array().unwrap() {
@@ -167,11 +168,7 @@ fn spectral_and_kmeans_with_the_true_k_recover_what_kmedoids_recovers() {
 #[test]
 fn spectral_without_k_finds_the_levels_from_the_eigengaps() {
     use lgate_cluster::methods::{method, MethodParams};
-    let truth: Value = serde_json::from_str(
-        &std::fs::read_to_string(datasets().join("truth.json"))
-            .expect("shared/datasets beside the checkout"),
-    )
-    .unwrap();
+    let truth = truth();
     let mut failures = Vec::new();
     for entry in truth.as_array().unwrap() {
         let file = entry["file"].as_str().unwrap();
