@@ -11,9 +11,11 @@
 # Default options: --max-size 1KiB --reps 8 (the issue's case). NP_SMALL is 2.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-np=${1:-8} runs=${2:-5} ratio=${3:-1.5} wait_limit=${4:-2}
-shift $(( $# < 4 ? $# : 4 ))
+# Up to four numbers, then `--` and the measure options (`8 5 -- --plan full` works too).
+nums=()
+while (($# > 0)) && [ "$1" != "--" ] && ((${#nums[@]} < 4)); do nums+=("$1"); shift; done
 if [ "${1:-}" = "--" ]; then shift; fi
+np=${nums[0]:-8} runs=${nums[1]:-5} ratio=${nums[2]:-1.5} wait_limit=${nums[3]:-2}
 opts=("$@")
 if ((${#opts[@]} == 0)); then opts=(--max-size 1KiB --reps 8); fi
 if [ -f "$HOME/.cargo/env" ]; then . "$HOME/.cargo/env"; fi

@@ -344,7 +344,11 @@ impl Walker<'_> {
                         }
                     }
                     let result = result?;
-                    self.clock.charge(Activity::Busy);
+                    if role == Role::Receiver || collector.is_some() {
+                        // A sender other than rank 0 sends its result to rank 0 as part of the
+                        // test (charged below); rank 0 takes its own in as collecting.
+                        self.clock.charge(Activity::Busy);
+                    }
                     if role == Role::Sender {
                         let entry = JournalEntry {
                             sweep: sp.sweep,
@@ -363,6 +367,7 @@ impl Walker<'_> {
                             None => {
                                 let bytes = serde_json::to_vec(&entry).expect("entries serialise");
                                 t.send_polite(0, Tag::RESULT, &bytes)?;
+                                self.clock.charge(Activity::Busy);
                             }
                         }
                     }
@@ -395,7 +400,11 @@ fn measure(
         mask: placement::CpuMask::current(),
     };
     let mut collector = match prepared {
-        Some(p) => Some(Collector::new(p, options.progress, options.stop_after)?),
+        Some(p) => {
+            let c = Collector::new(p, options.progress, options.stop_after)?;
+            walker.clock.charge(Activity::Collecting);
+            Some(c)
+        }
         None => {
             crate::interrupt::arm_behind_rank_0();
             None
@@ -449,8 +458,9 @@ fn measure(
                         .filter(|x| !done.contains(x))
                         .count();
                     c.expect(left);
+                    let chosen = broadcast(t, Some(&chosen))?;
                     walker.clock.charge(Activity::Collecting);
-                    broadcast(t, Some(&chosen))?
+                    chosen
                 }
                 None => broadcast(t, None)?,
             };

@@ -265,7 +265,8 @@ pub struct RankTime {
     pub waiting_s: f64,
     /// CPU time used while waiting, seconds.
     pub waiting_cpu_s: f64,
-    /// Wall time spent in pair tests, seconds.
+    /// Wall time spent in pair tests (a sender's sending its result to rank 0 included),
+    /// seconds.
     pub testing_s: f64,
     /// CPU time used in pair tests, seconds.
     pub testing_cpu_s: f64,
