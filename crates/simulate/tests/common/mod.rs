@@ -21,7 +21,6 @@ fn found_levels(run: &Path) -> Vec<Vec<usize>> {
 /// group, fewer groups than ranks) not recovered exactly (ARI 1), or more or fewer levels than
 /// the machine has.
 pub fn recovery_error(run: &Path, what: &str) -> Option<String> {
-    let found = found_levels(run);
     let truth: Vec<(String, Vec<usize>)> = lgate_cluster::read_truth(run)
         .unwrap()
         .levels
@@ -31,7 +30,14 @@ pub fn recovery_error(run: &Path, what: &str) -> Option<String> {
             groups > 1 && groups < labels.len()
         })
         .collect();
-    for (name, labels) in &truth {
+    levels_error(run, &truth, what)
+}
+
+/// What `auto` got wrong on the run's default matrix against the `expected` levels (name,
+/// label per rank), if anything: one not recovered exactly, or more or fewer levels.
+pub fn levels_error(run: &Path, truth: &[(String, Vec<usize>)], what: &str) -> Option<String> {
+    let found = found_levels(run);
+    for (name, labels) in truth {
         let best = found
             .iter()
             .map(|f| adjusted_rand_index(labels, f))
@@ -48,6 +54,48 @@ pub fn recovery_error(run: &Path, what: &str) -> Option<String> {
             truth.iter().map(|t| &t.0).collect::<Vec<_>>()
         )
     })
+}
+
+/// `labels` with every group of two that a slowed pair of the run falls on (meta.json's
+/// `simulation.slow_pairs`, and ranks 0 and 1 when the slow first pair is on) made two
+/// singletons where the pair was measured farther apart than one of them is from a rank of
+/// another group: no measurement then says the two belong together.
+pub fn without_slow_pairs(run: &Path, mut labels: Vec<usize>) -> Vec<usize> {
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("meta.json")).unwrap()).unwrap();
+    let simulation = &meta["simulation"];
+    let mut pairs: Vec<(usize, usize)> = simulation["slow_pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p[0].as_u64().unwrap() as usize,
+                p[1].as_u64().unwrap() as usize,
+            )
+        })
+        .collect();
+    if simulation["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|a| a == "first-pair")
+    {
+        pairs.push((0, 1));
+    }
+    let input = lgate_cluster::load(run, None).unwrap();
+    let d = input.matrix.values();
+    for (i, j) in pairs {
+        let size = labels.iter().filter(|&&l| l == labels[i]).count();
+        let nearer_outside =
+            |a: usize| (0..labels.len()).any(|k| labels[k] != labels[a] && d[[a, k]] < d[[i, j]]);
+        if labels[i] == labels[j] && size == 2 && (nearer_outside(i) || nearer_outside(j)) {
+            let fresh = labels.iter().max().unwrap() + 1;
+            labels[i] = fresh;
+            labels[j] = fresh + 1;
+        }
+    }
+    labels
 }
 
 /// What `auto` got wrong on the run's default matrix against one `expected` level, if
