@@ -266,6 +266,27 @@ fn one_rank_and_asymmetric_input() {
     let json = stdout_json(&lgate_plogp(&["cluster", one.to_str().unwrap(), "-q"]));
     assert_eq!(json["ranks"], 1);
     assert_eq!(json["levels"], serde_json::json!([]));
+    // Every method and its search: one group (a search has no k to try on one rank).
+    for algo in [
+        "spectral",
+        "kmeans",
+        "kmedoids",
+        "agglomerative",
+        "hdbscan",
+        "ssstree",
+    ] {
+        for search in [None, Some("4")] {
+            let mut args = vec!["cluster", one.to_str().unwrap(), "-q", "--algo", algo];
+            if algo == "agglomerative" && search.is_none() {
+                args.extend(["--k", "1"]);
+            }
+            if let Some(n) = search {
+                args.extend(["--search", n]);
+            }
+            let json = stdout_json(&lgate_plogp(&args));
+            assert_eq!(json["levels"], serde_json::json!([]), "{args:?}");
+        }
+    }
     let asym = dir.path().join("asym.csv");
     std::fs::write(&asym, "0,1,5,5\n1.2,0,5,5\n5,5,0,1\n5,5,1,0\n").unwrap();
     let out = lgate_plogp(&["cluster", asym.to_str().unwrap()]);

@@ -801,6 +801,21 @@ mod tests {
     }
 
     #[test]
+    fn large_flat_matrices_are_one_group_through_lobpcg() {
+        // Above the full decomposition: LOBPCG on a spectrum of one eigenvalue 1 and n - 1
+        // equal ones (no noise), or close to it.
+        for noise in [0.0, 0.05] {
+            let d = flat(FULL_EIGEN_UP_TO + 80, noise, 1);
+            let p = SpectralParams::new().check().unwrap();
+            assert!(matches!(spectral(&d, &p), Tree::Leaf(_)), "noise {noise}");
+            assert!(
+                matches!(kmeans(&d, &d, true, &p), Tree::Leaf(_)),
+                "noise {noise}"
+            );
+        }
+    }
+
+    #[test]
     fn euclidean_distances_of_rows() {
         let v = Array2::from_shape_vec((3, 2), vec![0.0, 0.0, 3.0, 4.0, 0.0, 1.0]).unwrap();
         let e = euclidean_distances(&v);

@@ -213,11 +213,22 @@ pub fn search(
         message: "has no parameter to search (--search needs one)".into(),
     })?;
     let n = d.nrows();
+    if n < 2 {
+        // One rank (or none): one group, whatever the parameter.
+        return Ok((
+            Tree::Leaf((0..n).collect()),
+            "nothing (one rank)".into(),
+            0.0,
+        ));
+    }
     let separation = AutoParams::default();
     let mut best: Option<(f64, Tree, String)> = None;
     for candidate in candidates(params, d, steps.max(1)) {
         let method = (spec.build)(&candidate)?;
-        method.check_items(n)?;
+        if method.check_items(n).is_err() {
+            // A k above the rank count is no candidate.
+            continue;
+        }
         let tree = method.fit(d);
         let s = separation_of(d, &top_labels(&tree, n), &separation);
         if best.as_ref().is_none_or(|b| s > b.0) {
