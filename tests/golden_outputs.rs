@@ -103,6 +103,10 @@ fn a_fixed_run_and_matrix_give_the_same_bytes() {
             "features-kmeans",
             &["--space", "features", "--algo", "kmeans"],
         ),
+        (
+            "features-spectral",
+            &["--space", "features", "--algo", "spectral"],
+        ),
     ];
     for (name, extra) in clusterings {
         for format in ["json", "lgate", "newick", "slurm"] {
