@@ -305,8 +305,15 @@ fn lobpcg_leading(m: &nd::Array2<f64>, count: usize) -> Option<(Vec<f64>, nd::Ar
     Some((vals, vecs))
 }
 
-/// The smallest gap between consecutive eigenvalues that can stand for a level.
+/// The smallest gap between consecutive eigenvalues that stands for a level on its own.
 const LEAST_GAP: f64 = 0.1;
+/// A smaller gap stands for a level when it covers at least [`NEAR_ONE_SHARE`] of the way
+/// from the next eigenvalue to 1: k groups nearly apart (eigenvalues near 1), such as the nodes
+/// of a machine whose sockets are its clearer level (1 against 0.91 and 0.91 against -0.02 on
+/// 32 nodes of 2 sockets).
+const LEAST_NEAR_ONE_GAP: f64 = 0.05;
+/// See [`LEAST_NEAR_ONE_GAP`].
+const NEAR_ONE_SHARE: f64 = 0.5;
 /// How many times the median gap a gap must be to stand out against the noise.
 const GAP_OVER_NOISE: f64 = 4.0;
 /// Above this, the last eigenvalue of the window still belongs to a group structure and the
@@ -314,8 +321,9 @@ const GAP_OVER_NOISE: f64 = 4.0;
 const STRUCTURED: f64 = 0.5;
 
 /// The k the eigenvalues (largest first) show: the smallest k >= 2 whose gap to the next
-/// eigenvalue stands out (at least [`LEAST_GAP`] and [`GAP_OVER_NOISE`] times the median gap
-/// of the window), or `None` when none does.
+/// eigenvalue stands out: at least [`GAP_OVER_NOISE`] times the median gap of the window, and
+/// at least [`LEAST_GAP`], or [`LEAST_NEAR_ONE_GAP`] where it covers half the way to 1; `None`
+/// when none does.
 pub fn k_from_eigengaps(values: &[f64]) -> Option<usize> {
     if values.len() < 3 {
         return None;
@@ -324,7 +332,12 @@ pub fn k_from_eigengaps(values: &[f64]) -> Option<usize> {
     let gaps: Vec<f64> = values.windows(2).map(|w| (w[0] - w[1]).max(0.0)).collect();
     let mut rest = gaps[1..].to_vec();
     let noise = lgate_stats::median(&mut rest);
-    (2..=gaps.len()).find(|&k| gaps[k - 1] >= LEAST_GAP && gaps[k - 1] >= GAP_OVER_NOISE * noise)
+    (2..=gaps.len()).find(|&k| {
+        let gap = gaps[k - 1];
+        let to_one = 1.0 - values[k];
+        gap >= GAP_OVER_NOISE * noise
+            && (gap >= LEAST_GAP || (gap >= LEAST_NEAR_ONE_GAP && gap >= NEAR_ONE_SHARE * to_one))
+    })
 }
 
 /// The leading eigenpairs of a normalised affinity, with the k they show: `count` pairs when k
@@ -722,6 +735,14 @@ mod tests {
         );
         assert_eq!(k_from_eigengaps(&[1.0, 0.05, 0.04, 0.03, 0.02, 0.01]), None);
         assert_eq!(k_from_eigengaps(&[1.0, 1.0]), None);
+        // Nodes nearly apart under a clearer socket level: the nodes first.
+        let mut nodes = vec![1.0; 4];
+        nodes.extend([0.91; 4]);
+        nodes.extend([-0.02; 9]);
+        assert_eq!(k_from_eigengaps(&nodes), Some(4));
+        // A small gap far from 1 is no level: [5, 7, 6, 4] blocks at the 7th neighbour's scale.
+        let blocks = [1.0, 0.24, 0.195, 0.144, -0.081, -0.082, -0.083, -0.086];
+        assert_eq!(k_from_eigengaps(&blocks), Some(4));
     }
 
     #[test]
