@@ -29,15 +29,26 @@ fn judge(name: &str, noise: f64, slow_nodes: usize, seed: u64, dir: &Path) -> Op
 /// What is wrong with `auto` on one run of `model` with every artifact on (the slow node as
 /// the model has it), if anything.
 fn judge_model(
-    mut model: MachineModel,
+    model: MachineModel,
     name: &str,
     noise: f64,
     slow_nodes: usize,
     seed: u64,
     dir: &Path,
 ) -> Option<String> {
+    let path = dir.join(format!("{name}-{noise}-{slow_nodes}-{seed}"));
+    write_run(model, noise, true, seed, &path);
+    let what = format!("{name}, noise {noise}, {slow_nodes} slow node(s), seed {seed}");
+    let error = common::recovery_error(&path, &what);
+    std::fs::remove_dir_all(&path).unwrap();
+    error
+}
+
+/// Writes a run of `model` at `noise` and `seed` to `path` (t(0) only), with every artifact
+/// on, the slow node only when `slow_node` (and the model has one).
+fn write_run(mut model: MachineModel, noise: f64, slow_node: bool, seed: u64, path: &Path) {
     model.noise.sigma = noise;
-    let slow_node = model.artifacts.slow_node;
+    let slow_node = model.artifacts.slow_node.filter(|_| slow_node);
     model.artifacts = Artifacts {
         slow_node,
         ..Artifacts::all()
@@ -47,16 +58,11 @@ fn judge_model(
     let mut options = SimulateOptions::new(&model, 0, seed);
     options.outputs.features = false;
     options.outputs.table = false;
-    let path = dir.join(format!("{name}-{noise}-{slow_nodes}-{seed}"));
-    let run = RunDir::create(&path, false).unwrap();
+    let run = RunDir::create(path, false).unwrap();
     Simulation::new(&model, &options)
         .unwrap()
         .write(&run)
         .unwrap();
-    let what = format!("{name}, noise {noise}, {slow_nodes} slow node(s), seed {seed}");
-    let error = common::recovery_error(&path, &what);
-    std::fs::remove_dir_all(&path).unwrap();
-    error
 }
 
 fn every_level_of(name: &str, slow_nodes: &[usize]) {
@@ -122,18 +128,8 @@ fn a_hybrid_node_of_smt_p_cores_and_e_core_clusters() {
     let mut failures = Vec::new();
     for noise in NOISES {
         for seed in 1..=SEEDS {
-            let mut m = model.clone();
-            m.noise.sigma = noise;
-            m.artifacts = Artifacts {
-                slow_node: None,
-                ..Artifacts::all()
-            };
-            let mut options = SimulateOptions::new(&m, 0, seed);
-            options.outputs.features = false;
-            options.outputs.table = false;
             let path = dir.path().join(format!("hybrid-{noise}-{seed}"));
-            let run = RunDir::create(&path, false).unwrap();
-            Simulation::new(&m, &options).unwrap().write(&run).unwrap();
+            write_run(model.clone(), noise, false, seed, &path);
             let expected = lgate_cluster::read_truth(&path)
                 .unwrap()
                 .levels
@@ -159,7 +155,7 @@ fn a_two_ccd_node_with_smt() {
     // the CCDs (0.83 us between them) and the cores inside (SMT siblings 0.34 us apart, 0.48 us
     // between cores of one CCD), both exactly; an SMT pair that a slow pair falls on is two
     // singletons, as in the hybrid node above.
-    let mut model = one_node(
+    let model = one_node(
         "ccd=2,core=8,smt=2",
         &["socket", "numa", "core"],
         Placement::Block,
@@ -168,20 +164,8 @@ fn a_two_ccd_node_with_smt() {
     let mut failures = Vec::new();
     for noise in NOISES {
         for seed in 1..=SEEDS {
-            model.noise.sigma = noise;
-            model.artifacts = Artifacts {
-                slow_node: None,
-                ..Artifacts::all()
-            };
-            let mut options = SimulateOptions::new(&model, 0, seed);
-            options.outputs.features = false;
-            options.outputs.table = false;
             let path = dir.path().join(format!("two-ccd-{noise}-{seed}"));
-            let run = RunDir::create(&path, false).unwrap();
-            Simulation::new(&model, &options)
-                .unwrap()
-                .write(&run)
-                .unwrap();
+            write_run(model.clone(), noise, false, seed, &path);
             let truth: Vec<(String, Vec<usize>)> = lgate_cluster::read_truth(&path)
                 .unwrap()
                 .levels
