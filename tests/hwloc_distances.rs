@@ -190,11 +190,11 @@ fn a_measured_run_annotates_this_machine() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     // Two ranks bound to a core each, so that each has a PU of its own.
-    let (launcher, bind): (&str, &[&str]) = match common::mpi() {
-        common::Mpi::OpenMpi => ("mpirun", &["--bind-to", "core"]),
-        common::Mpi::Mpich => ("mpirun.mpich", &["-bind-to", "core"]),
+    let (launcher, bind): (String, &[&str]) = match common::mpi() {
+        common::Mpi::OpenMpi => ("mpirun".into(), &["--bind-to", "core"]),
+        common::Mpi::Mpich => (common::hydra(), &["-bind-to", "core"]),
     };
-    let out = Command::new(launcher)
+    let out = Command::new(&launcher)
         .args(bind)
         .args(["-np", "2", env!("CARGO_BIN_EXE_lgate-plogp")])
         .args([

@@ -253,10 +253,16 @@ fn plogp_run_of_four_ranks_writes_every_pair_size_and_matrix() {
     let cvars = &meta["mpi"]["control_variables"];
     assert!(cvars["total"].as_u64().unwrap() > 100, "{cvars}");
     // The shared-memory eager limit, by the library's name for it (MPICH with ch4:ucx names
-    // its own eager thresholds; the UCX ones live in UCX_* variables, recorded when set).
+    // its own eager thresholds; the UCX ones live in UCX_* variables, recorded when set). MPICH
+    // 5 renamed ch4:ofi's (4.3 had both names).
+    let mpich_4 = meta["mpi"]["library_version"]
+        .as_str()
+        .and_then(|v| v.split("MPICH Version:").nth(1))
+        .is_some_and(|v| v.trim_start().starts_with("4."));
     let eager = match common::mpi() {
         common::Mpi::OpenMpi => "btl_vader_eager_limit",
-        common::Mpi::Mpich => "MPIR_CVAR_CH4_OFI_EAGER_MAX_MSG_SIZE",
+        common::Mpi::Mpich if mpich_4 => "MPIR_CVAR_CH4_OFI_EAGER_MAX_MSG_SIZE",
+        common::Mpi::Mpich => "MPIR_CVAR_CH4_OFI_EAGER_THRESHOLD",
     };
     assert!(cvars["protocol"][eager].is_i64(), "{cvars}");
     assert!(stderr.contains("measurements.parquet"), "{stderr}");

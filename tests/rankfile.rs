@@ -11,12 +11,12 @@ use common::{assert_clean_failure, lgate_plogp_in, success};
 
 /// `mpirun OPTIONS -np 2 lgate-plogp measure` of one pair, into `out`.
 fn measure(dir: &Path, options: &[&str], out: &str) -> Output {
-    let (launcher, bind): (&str, &[&str]) = match common::mpi() {
-        common::Mpi::OpenMpi => ("mpirun", &["--bind-to", "core"]),
-        common::Mpi::Mpich => ("mpirun.mpich", &["-bind-to", "core"]),
+    let (launcher, bind): (String, &[&str]) = match common::mpi() {
+        common::Mpi::OpenMpi => ("mpirun".into(), &["--bind-to", "core"]),
+        common::Mpi::Mpich => (common::hydra(), &["-bind-to", "core"]),
     };
     let bind: &[&str] = if options.is_empty() { bind } else { &[] };
-    Command::new(launcher)
+    Command::new(&launcher)
         .args(bind)
         .args(options)
         .args(["-np", "2", env!("CARGO_BIN_EXE_lgate-plogp")])

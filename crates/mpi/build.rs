@@ -26,4 +26,18 @@ fn main() {
         }
     }
     build.compile("lgate_mpi_constants");
+    // Where the library lies, for this crate's tests and (through `links`) for the binary:
+    // a run-time search path, as MPI's compiler wrappers add, so that an MPI outside the
+    // loader's default directories (a module, a prefix from PyPI) is found without
+    // LD_LIBRARY_PATH, which still takes precedence (RUNPATH, not RPATH).
+    let dirs: Vec<String> = lib
+        .lib_paths
+        .iter()
+        .filter_map(|d| d.to_str().map(str::to_owned))
+        .filter(|d| !d.is_empty() && !d.contains(':'))
+        .collect();
+    println!("cargo:libdirs={}", dirs.join(":"));
+    for dir in &dirs {
+        println!("cargo:rustc-link-arg=-Wl,--enable-new-dtags,-rpath,{dir}");
+    }
 }

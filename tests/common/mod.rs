@@ -11,8 +11,33 @@ use std::time::{Duration, Instant};
 pub enum Mpi {
     /// Open MPI: `mpirun` (ORTE or PRRTE), `--mca` options.
     OpenMpi,
-    /// MPICH and its derivatives: hydra's `mpirun.mpich`.
+    /// MPICH and its derivatives: hydra ([`hydra`]).
     Mpich,
+}
+
+/// The hydra launcher of the MPICH the binary under test links: `mpiexec.hydra` in the `bin/`
+/// beside the library's `lib/` (an MPICH prefix such as scripts/setup's from PyPI), else
+/// Debian's `mpirun.mpich` (as `scripts/testbed` chooses).
+pub fn hydra() -> String {
+    static HYDRA: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HYDRA
+        .get_or_init(|| {
+            let ldd = Command::new("ldd")
+                .arg(env!("CARGO_BIN_EXE_lgate-plogp"))
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_default();
+            ldd.lines()
+                .filter_map(|l| {
+                    let (name, path) = l.trim().split_once(" => ")?;
+                    (name.starts_with("libmpi.so") || name.starts_with("libmpich.so"))
+                        .then(|| path.split_whitespace().next().map(Path::new))?
+                })
+                .filter_map(|lib| Some(lib.parent()?.parent()?.join("bin/mpiexec.hydra")))
+                .find(|hydra| hydra.is_file())
+                .map_or_else(|| "mpirun.mpich".into(), |h| h.display().to_string())
+        })
+        .clone()
 }
 
 /// The MPI of the binary under test.
@@ -53,10 +78,13 @@ pub fn launch_bound(
     cwd: &Path,
 ) -> std::process::Child {
     // Hydra runs more ranks than cores without being asked; Open MPI must be told.
-    let (launcher, flags): (&str, &[&str]) = match (mpi(), bound) {
-        (Mpi::OpenMpi, false) => ("mpirun", &["--oversubscribe", "--bind-to", "none", "-np"]),
+    let (launcher, flags): (String, &[&str]) = match (mpi(), bound) {
+        (Mpi::OpenMpi, false) => (
+            "mpirun".into(),
+            &["--oversubscribe", "--bind-to", "none", "-np"],
+        ),
         (Mpi::OpenMpi, true) => (
-            "mpirun",
+            "mpirun".into(),
             &[
                 "--oversubscribe",
                 "--map-by",
@@ -66,10 +94,10 @@ pub fn launch_bound(
                 "-np",
             ],
         ),
-        (Mpi::Mpich, false) => ("mpirun.mpich", &["-bind-to", "none", "-np"]),
-        (Mpi::Mpich, true) => ("mpirun.mpich", &["-bind-to", "core", "-np"]),
+        (Mpi::Mpich, false) => (hydra(), &["-bind-to", "none", "-np"]),
+        (Mpi::Mpich, true) => (hydra(), &["-bind-to", "core", "-np"]),
     };
-    Command::new(launcher)
+    Command::new(&launcher)
         .args(flags)
         .arg(np.to_string())
         .args(options)

@@ -89,9 +89,9 @@ pub const MPICH_POLLS_BEFORE_YIELD: &str = "MPIR_CVAR_POLLS_BEFORE_YIELD";
 
 /// MPICH's counterpart of what Open MPI's mpirun does when ranks outnumber a host's cores:
 /// yield at every poll of a blocking wait (`MPIR_CVAR_POLLS_BEFORE_YIELD=1`) unless the user
-/// chose. Hydra says how many ranks share the host (`MPI_LOCALNRANKS`). Measured with
-/// `bcast check` on 8 ranks over 2 cores: 154 s with MPICH's default of 1000 polls, 22 s with
-/// 1. Call it before MPI starts and before any other thread does.
+/// chose. Hydra says how many ranks share the host (`MPI_LOCALNRANKS`). Only MPICH's ch3 device
+/// (MVAPICH2, ch3:nemesis builds) reads the variable; ch4 lists it but has no such setting.
+/// Call it before MPI starts and before any other thread does.
 fn mpich_yields_when_oversubscribed() {
     if std::env::var_os(MPICH_POLLS_BEFORE_YIELD).is_some() {
         return;
