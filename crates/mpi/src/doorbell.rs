@@ -28,6 +28,8 @@ pub struct Doorbells {
     local: Vec<Option<usize>>,
     /// This rank's bell.
     mine: usize,
+    /// Whether every rank of the job is on this host.
+    whole_job: bool,
     /// The value of this rank's counter when it last woke.
     seen: AtomicU32,
 }
@@ -75,9 +77,15 @@ impl Doorbells {
             seen: AtomicU32::new(0),
             #[cfg(target_os = "linux")]
             bells,
+            whole_job: ranks.len() == world.size() as usize,
             local,
             mine,
         })
+    }
+
+    /// Whether every other rank of the job is on this host and can ring this rank's bell.
+    pub fn whole_job(&self) -> bool {
+        self.whole_job
     }
 
     /// Whether `rank` is on this host and can ring this rank's bell (and this rank its).

@@ -379,6 +379,10 @@ impl Transport for MpiTransport {
         self.doorbells.as_ref().is_some_and(|d| d.is_local(from))
     }
 
+    fn notified_by_all(&self) -> bool {
+        self.doorbells.as_ref().is_some_and(|d| d.whole_job())
+    }
+
     fn notify(&self, to: Rank) {
         if let Some(d) = &self.doorbells {
             d.ring(to);
