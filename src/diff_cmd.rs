@@ -38,7 +38,7 @@ pub struct DiffArgs {
     #[arg(long, value_name = "FACTOR", default_value_t = lgate_diff::DEFAULT_MACHINE_CHANGE)]
     machine_change: f64,
     /// A single pair that no host or rank explains changed only when it changed by at least
-    /// this factor as well as beyond --threshold.
+    /// this factor as well as beyond --threshold (or by its cube, at one standard deviation).
     #[arg(long, value_name = "FACTOR", default_value_t = lgate_diff::DEFAULT_PAIR_CHANGE)]
     pair_change: f64,
     /// ... or, by --min-change at least, beyond this many standard deviations.

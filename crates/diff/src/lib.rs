@@ -112,6 +112,10 @@ pub const DEFAULT_PAIR_CHANGE: f64 = 2.0;
 /// deviations, 4.5 times the most an unchanged pair of runs of three sweeps showed here
 /// (6.7); a pair of ranks on a busy CPU under MPICH moved by 64 % at z 279.
 pub const DEFAULT_PAIR_THRESHOLD: f64 = 30.0;
+/// How many standard deviations a pair that moved by the cube of `--pair-change` must be
+/// beyond: one, so that a later run too noisy for the threshold (ranks time-sliced with a busy
+/// process) still shows a pair that became several times slower.
+pub const GROSS_PAIR_SIGMAS: f64 = 1.0;
 /// The default factor of a noise change.
 pub const DEFAULT_SPREAD_FACTOR: f64 = 1.5;
 
@@ -255,22 +259,30 @@ pub fn diff(a: &Path, b: &Path, options: &DiffOptions) -> Result<RunDiff, DiffEr
         judged = matrices.iter().collect();
     }
     let units = compare::unit_changes(&unit_set, &judged);
-    let local_bar = (
+    let unit_bar = Bar {
+        z: options.threshold,
+        factor: 1.0 + options.min_change,
+    };
+    let pair_bars = [
         Bar {
             z: options.threshold,
+            factor: options.pair_change,
+        },
+        // A pair that moved by the cube of --pair-change needs one standard deviation only:
+        // two ranks time-sliced with a busy process on their CPU made a pair 42 times slower
+        // (t(64 KiB), against the machine) under MPICH 5, with repetitions so spread that it
+        // stood 1.3 deviations out. The cube, not the square: a pair of ranks sharing a CPU
+        // under Debian's MPICH flipped between its fast and its time-sliced mode by 4.4x
+        // between runs of an unchanged machine.
+        Bar {
+            z: GROSS_PAIR_SIGMAS,
+            factor: options.pair_change.powi(3),
+        },
+        Bar {
+            z: options.pair_threshold,
             factor: 1.0 + options.min_change,
         },
-        [
-            Bar {
-                z: options.threshold,
-                factor: options.pair_change,
-            },
-            Bar {
-                z: options.pair_threshold,
-                factor: 1.0 + options.min_change,
-            },
-        ],
-    );
+    ];
     let mut local: Vec<UnitChange> = Vec::new();
     let mut machine = Vec::new();
     for m in &matrices {
@@ -285,9 +297,9 @@ pub fn diff(a: &Path, b: &Path, options: &DiffOptions) -> Result<RunDiff, DiffEr
         // by as much (between hosts 2.25x, inside 1.5x): against the machine, only a pair
         // beyond --pair-change counts then.
         let bars = if flagged {
-            (local_bar.0, [local_bar.1[0]; 2])
+            (unit_bar, &pair_bars[..2])
         } else {
-            local_bar
+            (unit_bar, &pair_bars[..])
         };
         let flagged_here = if judged {
             compare::flag_units(&side_a, &unit_set, m, bars, (z, change))
@@ -305,7 +317,7 @@ pub fn diff(a: &Path, b: &Path, options: &DiffOptions) -> Result<RunDiff, DiffEr
             }
         }
         let carried_by = if flagged {
-            compare::flag_units(&side_a, &unit_set, m, local_bar, (0.0, 0.0))
+            compare::flag_units(&side_a, &unit_set, m, (unit_bar, &pair_bars), (0.0, 0.0))
         } else {
             Vec::new()
         };
