@@ -171,6 +171,109 @@ fn a_fixed_run_and_matrix_give_the_same_bytes() {
     );
 }
 
+/// Every file of the run directory `run` but meta.json (it holds the time and the machine),
+/// compared under `prefix/`.
+fn check_run(run: &Path, prefix: &str, mismatches: &mut Vec<String>) {
+    let mut files = Vec::new();
+    let mut stack = vec![run.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    assert!(!files.is_empty(), "{} holds no files", run.display());
+    for path in files {
+        let name = path
+            .strip_prefix(run)
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string();
+        if name == "meta.json" {
+            continue;
+        }
+        check(&format!("{prefix}/{name}"), &file(run, &name), mismatches);
+    }
+}
+
+#[test]
+fn a_staged_run_and_imports_give_the_same_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut mismatches = Vec::new();
+    // The staged plan (the default): screening, filled matrices, mask, interference, health.
+    success(lgate_plogp_in(
+        d,
+        &[
+            "simulate",
+            "--preset",
+            "fram",
+            "--machine",
+            "switch=2,node=2,socket=2,core=2",
+            "--max-size",
+            "4KiB",
+            "--seed",
+            "7",
+            "--slow-host",
+            "1=1.5",
+            "--out",
+            "staged",
+        ],
+    ));
+    check_run(&d.join("staged"), "staged", &mut mismatches);
+    for format in ["json", "lgate"] {
+        let out = format!("staged-auto.{format}");
+        success(lgate_plogp_in(
+            d,
+            &[
+                "cluster", "staged", "--quiet", "--format", format, "--output", &out,
+            ],
+        ));
+        check(&format!("cluster/{out}"), &file(d, &out), &mut mismatches);
+    }
+    // A pair list with hosts, sizes and repeats.
+    let mut csv = String::from("i,j,host_i,host_j,size,value\n");
+    for size in [0, 1024] {
+        for i in 0..6 {
+            for j in i + 1..6 {
+                let base = if i / 3 == j / 3 { 1.0 } else { 4.0 } + size as f64 / 1024.0;
+                for rep in 0..3 {
+                    let value = base + 0.01 * ((i * 7 + j * 3 + rep) % 5) as f64;
+                    csv.push_str(&format!("{i},{j},h{},h{},{size},{value}\n", i / 3, j / 3));
+                }
+            }
+        }
+    }
+    std::fs::write(d.join("pairs.csv"), csv).unwrap();
+    success(lgate_plogp_in(
+        d,
+        &["import", "pairs", "pairs.csv", "-o", "pairs"],
+    ));
+    check_run(&d.join("pairs"), "pairs", &mut mismatches);
+    // mpiGraph's output.
+    std::fs::copy(
+        package_dir().join("fuzz/seeds/mpigraph_output/four-ranks.out"),
+        d.join("mg.out"),
+    )
+    .unwrap();
+    success(lgate_plogp_in(
+        d,
+        &["import", "mpigraph", "mg.out", "-o", "mpigraph"],
+    ));
+    check_run(&d.join("mpigraph"), "mpigraph", &mut mismatches);
+    assert!(
+        mismatches.is_empty(),
+        "outputs changed (if on purpose, regenerate with LGATE_UPDATE_FIXTURES=1):\n{}",
+        mismatches.join("\n")
+    );
+}
+
 /// The package's directory as cargo gives it to this run (a binary left by a checkout elsewhere
 /// that shares the target directory still holds that checkout's path), else as built.
 fn package_dir() -> std::path::PathBuf {
