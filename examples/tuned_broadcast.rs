@@ -18,7 +18,7 @@ fn main() -> ExitCode {
         eprintln!("usage: tuned_broadcast TUNING.json SIZE");
         return ExitCode::from(2);
     };
-    let Ok(len) = size.parse::<lgate_plogp_bench::MessageSize>() else {
+    let Ok(len) = size.parse::<lgate_rundir::MessageSize>() else {
         eprintln!("tuned_broadcast: `{size}` is not a message size such as 1MiB");
         return ExitCode::from(2);
     };

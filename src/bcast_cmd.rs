@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use lgate_plogp_bench::MessageSize;
+use lgate_rundir::MessageSize;
 
 /// The `bcast` subcommands.
 #[derive(Debug, Subcommand)]

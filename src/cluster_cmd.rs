@@ -515,7 +515,7 @@ fn emit(
 /// The health a run's report.json found (slow hosts, unstable hosts, known artifacts), one
 /// line each; none for a matrix file or a run without report.json.
 fn health_lines(input: &std::path::Path) -> Vec<String> {
-    let Ok(text) = std::fs::read_to_string(input.join("report.json")) else {
+    let Ok(text) = std::fs::read_to_string(input.join(lgate_rundir::files::REPORT_FILE)) else {
         return Vec::new();
     };
     let Ok(report) = serde_json::from_str::<serde_json::Value>(&text) else {

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use lgate_matrix::mpigraph::{read_mpigraph, MpiGraphRun};
 use lgate_matrix::{read_pairs_file, DistanceMatrix};
-use lgate_plogp_bench::MessageSize;
+use lgate_rundir::MessageSize;
 use lgate_rundir::{MatrixEntry, RankInfo, RunDir, RunMeta, RunStatus, ScheduleInfo, TestInfo};
 use ndarray::Array2;
 
@@ -222,7 +222,7 @@ fn write_run(
     meta.launcher.kind = "imported".into();
     let run = RunDir::create(&output.out, output.force)?;
     run.write_meta(&meta)?;
-    lgate_plogp_bench::write_matrix_set_with(
+    lgate_derive::write_matrix_set_with(
         &run,
         "median",
         entries,

@@ -4,10 +4,12 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
+use lgate_derive::OutputOptions;
 #[cfg(feature = "mpi")]
 use lgate_harness::RunReport;
 use lgate_harness::{PairTest, PingPong, ProgressStyle, RunOptions, TopologySource};
-use lgate_plogp_bench::{MessageSize, OutputOptions, PLogP, PLogPOptions};
+use lgate_plogp_bench::{PLogP, PLogPOptions};
+use lgate_rundir::MessageSize;
 
 /// Options of `measure`.
 #[derive(Debug, Args)]
@@ -391,7 +393,7 @@ pub fn run(args: MeasureArgs) -> Result<()> {
         Ok(Some(report)) => {
             // Measured; now derived, on rank 0 alone, once every rank is done.
             let run = lgate_rundir::RunDir::open(&report.run_dir)?;
-            let derived = lgate_plogp_bench::derive(&run, &outputs)?;
+            let derived = lgate_derive::derive(&run, &outputs)?;
             // Everything is written: a signal from here on (a launcher ending a rank stuck in
             // MPI_Finalize) has nothing to continue.
             lgate_harness::interrupt::disarm();

@@ -18,19 +18,6 @@ pub fn write_output(path: Option<&Path>, text: &str) -> Result<()> {
         .with_context(|| format!("{}: cannot write", path.display()))
 }
 
-/// The files a run directory holds for its own use: its record and what was derived from it.
-const RUN_FILES: &[&str] = &[
-    lgate_rundir::META_FILE,
-    lgate_rundir::JOURNAL_FILE,
-    "measurements.parquet",
-    "measurements.csv",
-    "raw.parquet",
-    "raw.csv",
-    "report.json",
-    "screen.csv",
-    "pingpong.csv",
-];
-
 /// The absolute path `path` names, whether or not it exists yet.
 fn resolved(path: &Path) -> Option<PathBuf> {
     if let Ok(p) = path.canonicalize() {
@@ -65,7 +52,7 @@ pub fn refuse_inputs(output: &Path, inputs: &[&Path]) -> Result<()> {
                 let first = inside.components().next().map(|c| c.as_os_str().to_owned());
                 let owned = first.is_some_and(|f| {
                     f == lgate_rundir::MATRICES_DIR
-                        || RUN_FILES.iter().any(|name| f == *name)
+                        || lgate_rundir::files::RUN_FILES.iter().any(|name| f == *name)
                             && inside.components().count() == 1
                 });
                 if owned {

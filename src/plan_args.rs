@@ -3,7 +3,7 @@
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use lgate_harness::{PlanKind, StagedOptions, StagedPlanOptions};
-use lgate_plogp_bench::MessageSize;
+use lgate_rundir::MessageSize;
 
 /// How the pairs of a job are measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -241,7 +241,13 @@ fn dendrogram(args: DendrogramArgs) -> Result<()> {
 fn heatmap(args: HeatmapArgs) -> Result<()> {
     let mut inputs = vec![args.input.as_path()];
     inputs.extend(args.topology.as_deref());
-    let output = image_output(&args.output, "heatmap.png", false, &inputs, args.force)?;
+    let output = image_output(
+        &args.output,
+        lgate_rundir::files::HEATMAP_PNG,
+        false,
+        &inputs,
+        args.force,
+    )?;
     if !(args.clip > 0.5 && args.clip <= 1.0) {
         anyhow::bail!("--clip must be above 0.5 and at most 1");
     }
@@ -334,7 +340,7 @@ pub fn report(args: ReportArgs) -> Result<()> {
     inputs.extend(args.since.as_deref());
     let output = output_of(
         &args.output,
-        default_output(&args.run, "report.html", false),
+        default_output(&args.run, lgate_rundir::files::REPORT_HTML, false),
         &inputs,
         args.force,
     )?;

@@ -4,8 +4,10 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use lgate_derive::OutputOptions;
 use lgate_harness::{human_duration, TopologySource};
-use lgate_plogp_bench::{MessageSize, OutputOptions, PLogPOptions};
+use lgate_plogp_bench::PLogPOptions;
+use lgate_rundir::MessageSize;
 use lgate_simulate::{MachineModel, Placement, SimulateOptions, Simulation};
 
 /// Options of `simulate`.

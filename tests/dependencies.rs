@@ -157,6 +157,10 @@ fn without_default_features_nothing_needs_mpi() {
 #[test]
 fn analysis_crates_need_neither_the_harness_nor_mpi() {
     for package in [
+        "lgate-derive",
+        "lgate-rundir",
+        "lgate-stats",
+        "lgate-diff",
         "lgate-plot",
         "lgate-cluster",
         "lgate-matrix",
@@ -182,6 +186,128 @@ fn analysis_crates_need_neither_the_harness_nor_mpi() {
         !plot.lines().any(|l| l.starts_with("lgate-bcast ")),
         "lgate-plot pulls in lgate-bcast"
     );
+}
+
+/// The workspace's crates by layer: a crate may use crates of lower layers only, so no arrow
+/// points sideways or up. Layer 0 is the vocabulary, 1 the files and the messaging, 2 what works
+/// on them (measuring, deriving, clustering), 3 the pair tests and the analyses of runs, 4 the
+/// modelled machine, 5 the readers of every input, 6 the binary.
+const LAYERS: &[(&str, u32)] = &[
+    ("lgate-stats", 0),
+    ("lgate-output", 0),
+    ("lgate-topology", 0),
+    ("lgate-rundir", 1),
+    ("lgate-matrix", 1),
+    ("lgate-transport", 1),
+    ("lgate-derive", 2),
+    ("lgate-cluster", 2),
+    ("lgate-harness", 2),
+    ("lgate-mpi", 2),
+    ("lgate-plogp-bench", 3),
+    ("lgate-bcast", 3),
+    ("lgate-diff", 3),
+    ("lgate-plot", 3),
+    ("lgate-simulate", 4),
+    ("lgate-inputs", 5),
+    ("lgate-plogp", 6),
+];
+
+/// Each workspace package's own lgate-* dependencies (normal and build), from cargo metadata.
+fn workspace_arrows() -> Vec<(String, Vec<String>)> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--no-deps", "--locked"])
+        .current_dir(package_dir())
+        .output()
+        .expect("cargo metadata runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata is JSON");
+    meta["packages"]
+        .as_array()
+        .expect("a package list")
+        .iter()
+        .map(|p| {
+            let deps = p["dependencies"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|d| d["kind"].is_null() || d["kind"] == "build")
+                .filter_map(|d| d["name"].as_str())
+                .filter(|n| n.starts_with("lgate-"))
+                .map(str::to_string)
+                .collect();
+            (p["name"].as_str().unwrap_or_default().to_string(), deps)
+        })
+        .collect()
+}
+
+/// The arrows that break the layering: to a crate of the same or a higher layer, or from or to
+/// a crate the table does not place.
+fn layering_breaks(arrows: &[(String, Vec<String>)]) -> Vec<String> {
+    let layer = |name: &str| LAYERS.iter().find(|(n, _)| *n == name).map(|&(_, l)| l);
+    let mut breaks = Vec::new();
+    for (from, deps) in arrows {
+        let Some(lf) = layer(from) else {
+            breaks.push(format!("{from} has no layer in LAYERS"));
+            continue;
+        };
+        for to in deps {
+            match layer(to) {
+                Some(lt) if lt < lf => {}
+                Some(lt) => breaks.push(format!("{from} (layer {lf}) uses {to} (layer {lt})")),
+                None => breaks.push(format!("{to} has no layer in LAYERS")),
+            }
+        }
+    }
+    breaks
+}
+
+#[test]
+fn every_crate_uses_only_lower_layers() {
+    let arrows = workspace_arrows();
+    assert!(arrows.len() >= LAYERS.len(), "{arrows:?}");
+    let breaks = layering_breaks(&arrows);
+    assert!(breaks.is_empty(), "{breaks:#?}");
+    // The derive stage measures nothing: imports and simulations write matrices without the
+    // harness or a pair test.
+    let derive = &arrows
+        .iter()
+        .find(|(n, _)| n == "lgate-derive")
+        .expect("lgate-derive")
+        .1;
+    for measuring in [
+        "lgate-harness",
+        "lgate-plogp-bench",
+        "lgate-transport",
+        "lgate-mpi",
+    ] {
+        assert!(
+            !derive.contains(&measuring.to_string()),
+            "lgate-derive uses {measuring}"
+        );
+    }
+}
+
+#[test]
+fn the_layering_check_sees_an_arrow_up_and_sideways() {
+    let arrows = vec![
+        ("lgate-derive".to_string(), vec!["lgate-rundir".to_string()]),
+        ("lgate-rundir".to_string(), vec!["lgate-derive".to_string()]),
+        (
+            "lgate-cluster".to_string(),
+            vec!["lgate-harness".to_string()],
+        ),
+        ("lgate-new".to_string(), vec![]),
+    ];
+    let breaks = layering_breaks(&arrows);
+    assert_eq!(breaks.len(), 3, "{breaks:#?}");
+    assert!(breaks[0].contains("lgate-rundir (layer 1) uses lgate-derive (layer 2)"));
+    assert!(breaks[1].contains("lgate-cluster (layer 2) uses lgate-harness (layer 2)"));
+    assert!(breaks[2].contains("lgate-new has no layer"));
 }
 
 /// The top-level modules of a crate's `src/` and, for each, the other top-level modules its

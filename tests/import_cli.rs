@@ -42,7 +42,7 @@ fn levels(json: &str) -> Vec<Vec<Vec<u64>>> {
 /// The pairs of a run's default matrix as a Parquet pair list (`i`, `j`, `host_i`, `host_j`,
 /// `value`), each pair once in each order so that repeats are exercised.
 fn parquet_pairs(run: &Path, out: &Path) {
-    use lgate_plogp_bench::table::{Column, Table};
+    use lgate_derive::table::{Column, Table};
     let index: Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("matrices/index.json")).unwrap())
             .unwrap();
@@ -151,7 +151,7 @@ fn every_mmpi_dat_clusters_as_its_matrix_does() {
 
 #[test]
 fn parquet_pair_lists_are_checked_like_csv_ones() {
-    use lgate_plogp_bench::table::{Column, Table};
+    use lgate_derive::table::{Column, Table};
     let dir = tempfile::tempdir().unwrap();
     let write = |name: &str, table: Table| {
         std::fs::write(dir.path().join(name), table.to_parquet().unwrap()).unwrap();

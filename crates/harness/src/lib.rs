@@ -35,9 +35,9 @@ pub mod placement;
 pub mod run;
 pub mod schedule;
 pub mod staged;
-pub mod stats;
 
 pub use dry_run::{dry_run, human_duration, DryRun};
+pub use lgate_stats::{warmup_length, Summary};
 pub use lgate_transport::{
     barrier, in_process, transport, InProcessTransport, InProcessWorld, LinkModel, PoliteWait,
     SubsetBarrier, Tag, Transport, TransportError,
@@ -52,7 +52,6 @@ pub use schedule::{turn, unit_barrier_time, Pair, Schedule, ScheduleError, Step,
 pub use staged::{
     choose_follow_up, FollowUp, ScreenedPair, StagedOptions, StagedPlan, StagedStep, StagedTest,
 };
-pub use stats::Summary;
 
 /// An error of a harness run.
 #[derive(Debug, thiserror::Error)]

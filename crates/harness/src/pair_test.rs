@@ -2,11 +2,10 @@
 
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
-
 use crate::schedule::Pair;
-use crate::stats::Summary;
 use crate::HarnessError;
+pub use lgate_rundir::{PingPongResult, RoundTrips};
+use lgate_stats::Summary;
 use lgate_transport::{Tag, Transport, TransportError};
 
 /// Which side of a pair a rank is on.
@@ -80,29 +79,9 @@ impl PageAligned {
     }
 }
 
-/// The round-trip times of one size, in seconds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RoundTrips {
-    /// Message size in bytes.
-    pub size: usize,
-    /// Round-trip time statistics, seconds.
-    #[serde(flatten)]
-    pub rtt: Summary,
-}
-
-/// The ping-pong result of one pair.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PingPongResult {
-    /// One entry per size, ascending.
-    pub sizes: Vec<RoundTrips>,
-}
-
 impl PingPong {
     /// Repetitions per size unless told otherwise.
     pub const DEFAULT_REPS: usize = 32;
-    /// The table a ping-pong run derives (`lgate_plogp_bench::derive`).
-    pub const TABLE: &'static str = "pingpong.csv";
-
     /// Sizes 0 and 1 B to 1 MiB in powers of two.
     pub fn default_sizes() -> Vec<usize> {
         std::iter::once(0).chain((0..=20).map(|k| 1 << k)).collect()

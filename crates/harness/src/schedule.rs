@@ -15,30 +15,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-/// An unordered pair of ranks, stored with the sender `i` below the receiver `j`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct Pair {
-    /// The sender, the smaller rank.
-    pub i: Rank,
-    /// The receiver, the larger rank.
-    pub j: Rank,
-}
-
-impl Pair {
-    /// The pair of two different ranks, in either order.
-    pub fn new(a: Rank, b: Rank) -> Self {
-        assert_ne!(a, b, "a pair needs two ranks");
-        Pair {
-            i: a.min(b),
-            j: a.max(b),
-        }
-    }
-
-    /// Whether `rank` is one of the two.
-    pub fn contains(&self, rank: Rank) -> bool {
-        self.i == rank || self.j == rank
-    }
-}
+pub use lgate_rundir::Pair;
 
 /// A pair in one sweep.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

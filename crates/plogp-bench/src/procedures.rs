@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 use lgate_harness::{Pair, PairTest, Role, Summary, Tag, Transport, TransportError};
 use serde::{Deserialize, Serialize};
 
+pub use lgate_rundir::{PairMeasurement, RawSamples, Saturation, SizeResult};
+
 use crate::clock::{clock_overhead, spin_until};
 
 /// Procedure codes of control messages.
@@ -172,62 +174,6 @@ impl PLogPOptions {
             budget_s: Some(Self::DEFAULT_BUDGET_S),
         }
     }
-}
-
-/// g(m) found by link saturation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Saturation {
-    /// Seconds per message once the link is saturated.
-    #[serde(flatten)]
-    pub gap: Summary,
-    /// Messages per batch at saturation.
-    pub messages: usize,
-    /// Whether the per-message time settled within epsilon before the cap.
-    pub converged: bool,
-}
-
-/// Every repetition of one size, seconds.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct RawSamples {
-    /// RTT(m) samples.
-    pub rtt: Vec<f64>,
-    /// o_s(m) samples.
-    pub os: Vec<f64>,
-    /// o_r(m) samples.
-    pub or: Vec<f64>,
-    /// g(m) samples (saturation only).
-    pub g: Vec<f64>,
-}
-
-/// What was measured at one message size, in seconds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SizeResult {
-    /// Message size in bytes.
-    pub size: usize,
-    /// Round-trip time: m bytes out, an empty reply back.
-    pub rtt: Summary,
-    /// Send overhead: the time of a synchronous send.
-    pub os: Summary,
-    /// Receive overhead: the time of a receive whose message has arrived.
-    pub or: Summary,
-    /// The gap by link saturation (sizes up to the saturation limit).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub g: Option<Saturation>,
-    /// Whether the adaptive refinement added this size.
-    #[serde(default)]
-    pub adaptive: bool,
-    /// Every repetition, with `--raw`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub raw: Option<RawSamples>,
-}
-
-/// The PLogP measurement of one pair.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PairMeasurement {
-    /// The sender's clock overhead, subtracted from every timed sample.
-    pub clock_overhead_s: f64,
-    /// One entry per size, ascending.
-    pub sizes: Vec<SizeResult>,
 }
 
 /// The PLogP pair test.

@@ -11,8 +11,9 @@
 
 use std::time::Duration;
 
+use lgate_derive::{Estimator, PairParams, Parameter};
 use lgate_harness::{InProcessWorld, LinkModel, Pair, PairTest, Role, Transport};
-use lgate_plogp_bench::{Estimator, PLogP, PLogPOptions, PairMeasurement, PairParams, Parameter};
+use lgate_plogp_bench::{PLogP, PLogPOptions, PairMeasurement};
 
 const MS: f64 = 1e-3;
 /// L.

@@ -488,7 +488,7 @@ pub fn report_html(run: &Path, inputs: &ReportInputs) -> Result<String, PlotErro
     let input_err = |e: String| PlotError::Input(format!("{}: {e}", run.display()));
     let meta = lgate_rundir::RunMeta::read(&run.join(lgate_rundir::META_FILE))
         .map_err(|e| PlotError::Input(e.to_string()))?;
-    let report: Option<Value> = std::fs::read_to_string(run.join("report.json"))
+    let report: Option<Value> = std::fs::read_to_string(run.join(lgate_rundir::files::REPORT_FILE))
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok());
     let (input, _) =

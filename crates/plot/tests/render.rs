@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use lgate_plogp_bench::MessageSize;
 use lgate_plot::{Curves, Dendrogram, Figure, Heatmap};
+use lgate_rundir::MessageSize;
 use lgate_rundir::RunDir;
 use lgate_simulate::{preset, SimulateOptions, Simulation};
 use lgate_topology::{Level, Topology};

@@ -193,15 +193,17 @@ impl HostFacts {
 
     /// Sets one fact from text, as `simulate --odd-host` gives it: `governor=powersave`,
     /// `smt=off`, `max_khz=2000000`, ... (`caches` and `numa_nodes` are read, not set).
-    pub fn set(&mut self, fact: &str, value: &str) -> Result<(), String> {
-        let number = |v: &str| {
-            v.parse::<u64>()
-                .map_err(|_| format!("{fact}={v}: not a whole number"))
+    pub fn set(&mut self, fact: &str, value: &str) -> Result<(), FactError> {
+        let bad = |kind| FactError::Value {
+            fact: fact.to_string(),
+            value: value.to_string(),
+            kind,
         };
+        let number = |v: &str| v.parse::<u64>().map_err(|_| bad("not a whole number"));
         let on_off = |v: &str| match v {
             "on" | "1" | "true" | "yes" => Ok(true),
             "off" | "0" | "false" | "no" => Ok(false),
-            _ => Err(format!("{fact}={v}: not on or off")),
+            _ => Err(bad("not on or off")),
         };
         let f = &mut self.frequency;
         match fact {
@@ -218,16 +220,31 @@ impl HostFacts {
             "boost" => f.boost = Some(on_off(value)?),
             "kernel" => self.kernel = Some(value.into()),
             "os" => self.os = Some(value.into()),
-            _ => {
-                return Err(format!(
-                    "{fact}: not a fact that can be set; one of cpu_model, sockets, cores, \
-                     threads, smt, memory_kib, driver, governor, min_khz, max_khz, boost, \
-                     kernel, os"
-                ))
-            }
+            _ => return Err(FactError::Unknown(fact.to_string())),
         }
         Ok(())
     }
+}
+
+/// A host fact that cannot be set as asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FactError {
+    /// The value does not fit the fact.
+    #[error("{fact}={value}: {kind}")]
+    Value {
+        /// The fact.
+        fact: String,
+        /// The value given.
+        value: String,
+        /// What is wrong with it.
+        kind: &'static str,
+    },
+    /// No such fact can be set.
+    #[error(
+        "{0}: not a fact that can be set; one of cpu_model, sockets, cores, threads, smt, \
+         memory_kib, driver, governor, min_khz, max_khz, boost, kernel, os"
+    )]
+    Unknown(String),
 }
 
 /// The facts in which some hosts differ from most: for each fact that more than half of the
@@ -413,8 +430,9 @@ mod tests {
         assert!(h
             .set("max_khz", "fast")
             .unwrap_err()
+            .to_string()
             .contains("max_khz=fast"));
-        assert!(h.set("colour", "red").unwrap_err().contains("colour"));
+        assert!(matches!(h.set("colour", "red"), Err(FactError::Unknown(f)) if f == "colour"));
     }
 
     #[test]

@@ -10,8 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{io_error, RunDirError};
 
-/// The journal's file name in a run directory.
-pub const JOURNAL_FILE: &str = "journal.jsonl";
+pub use crate::files::JOURNAL_FILE;
 
 /// One measured pair.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

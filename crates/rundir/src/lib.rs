@@ -11,19 +11,21 @@
 #![deny(missing_docs)]
 
 pub mod bcast_tuning;
+pub mod files;
 mod hosts;
 mod journal;
 mod matrices;
 mod measurements;
 mod meta;
 mod placement;
+pub mod records;
 pub mod table_layout;
 
 use std::path::{Path, PathBuf};
 
 pub use hosts::{
-    odd_host_lines, odd_hosts, parse_cpu_list, placement_mismatches, CacheFacts, FrequencyFacts,
-    HostFacts, OddFact, FACT_NAMES,
+    odd_host_lines, odd_hosts, parse_cpu_list, placement_mismatches, CacheFacts, FactError,
+    FrequencyFacts, HostFacts, OddFact, FACT_NAMES,
 };
 pub use journal::{
     parse_journal, read_journal, Journal, JournalEntry, JournalRead, Stage, JOURNAL_FILE,
@@ -35,6 +37,10 @@ pub use meta::{
     ScheduleInfo, StageSummary, SystemInfo, TestInfo, META_FILE, RUN_FORMAT, RUN_VERSION,
 };
 pub use placement::KnownPlacement;
+pub use records::{
+    MessageSize, Pair, PairMeasurement, PingPongResult, RawSamples, RoundTrips, Saturation,
+    SizeError, SizeResult,
+};
 
 /// An error of creating, reading or writing a run directory.
 #[derive(Debug, thiserror::Error)]

@@ -4,10 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{RunDir, RunDirError};
 
-/// The folder of a run's matrices.
-pub const MATRICES_DIR: &str = "matrices";
-/// The index of a run's matrices, relative to the run directory.
-pub const MATRIX_INDEX_FILE: &str = "matrices/index.json";
+pub use crate::files::{MATRICES_DIR, MATRIX_INDEX_FILE};
 
 /// One matrix of a run, as listed in `matrices/index.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

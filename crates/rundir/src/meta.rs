@@ -7,8 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::RunDirError;
 
-/// meta.json's file name in a run directory.
-pub const META_FILE: &str = "meta.json";
+pub use crate::files::META_FILE;
 /// The value of meta.json's `format` field.
 pub const RUN_FORMAT: &str = "lgate-plogp-run";
 /// The version of meta.json this build writes and reads.

@@ -1,12 +1,7 @@
 //! The columns of a run's tables (`measurements.parquet`/`.csv`, `raw.parquet`): one name per
 //! column, shared by the writers and every reader.
 
-/// The measurements table of a PLogP run: one row per pair, sweep, size and parameter.
-pub const MEASUREMENTS_FILE: &str = "measurements.parquet";
-/// The same table as CSV, when asked for.
-pub const MEASUREMENTS_CSV_FILE: &str = "measurements.csv";
-/// Every repetition, when asked for (`--raw`).
-pub const RAW_FILE: &str = "raw.parquet";
+pub use crate::files::{MEASUREMENTS_CSV_FILE, MEASUREMENTS_FILE, RAW_CSV_FILE, RAW_FILE};
 
 /// The sweep, from 0.
 pub const SWEEP: &str = "sweep";

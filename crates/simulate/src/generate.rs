@@ -4,14 +4,13 @@
 use std::collections::HashSet;
 use std::time::Instant;
 
+use lgate_derive::{derive_plogp, MeasuredPair, OutputError, OutputOptions};
 use lgate_harness::{Pair, Schedule, Summary, TopologySource};
-use lgate_plogp_bench::procedures::{Saturation, SizeResult};
-use lgate_plogp_bench::{
-    derive_plogp, MeasuredPair, OutputError, OutputOptions, PLogPOptions, PairMeasurement,
-};
+use lgate_plogp_bench::PLogPOptions;
 use lgate_rundir::{
     LauncherInfo, RunDir, RunDirError, RunMeta, RunStatus, RunSummary, ScheduleInfo, TestInfo,
 };
+use lgate_rundir::{PairMeasurement, Saturation, SizeResult};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
@@ -70,18 +69,20 @@ pub struct Degradation {
 
 impl Degradation {
     /// Parses `HOST=FACTOR` (`links` false) or `HOST:HOST=FACTOR` (`links` true).
-    pub fn parse(s: &str, link: bool) -> Result<Degradation, String> {
-        let example = if link { "n0:n3=2" } else { "n2=1.15" };
-        let form = if link {
-            "HOST:HOST=FACTOR"
-        } else {
-            "HOST=FACTOR"
+    pub fn parse(s: &str, link: bool) -> Result<Degradation, DegradationError> {
+        let wrong = || DegradationError::Form {
+            text: s.to_string(),
+            form: if link {
+                "HOST:HOST=FACTOR"
+            } else {
+                "HOST=FACTOR"
+            },
+            example: if link { "n0:n3=2" } else { "n2=1.15" },
         };
-        let wrong = || format!("{s}: expected {form}, e.g. {example}");
         let (hosts, factor) = s.rsplit_once('=').ok_or_else(wrong)?;
         let factor: f64 = factor.trim().parse().map_err(|_| wrong())?;
         if !(factor.is_finite() && factor > 0.0) {
-            return Err(format!("{s}: the factor must be a positive number"));
+            return Err(DegradationError::Factor(s.to_string()));
         }
         let hosts: Vec<String> = if link {
             let (a, b) = hosts.split_once(':').ok_or_else(wrong)?;
@@ -93,10 +94,31 @@ impl Degradation {
             return Err(wrong());
         }
         if link && hosts[0] == hosts[1] {
-            return Err(format!("{s}: a link joins two different hosts"));
+            return Err(DegradationError::SameHost(s.to_string()));
         }
         Ok(Degradation { hosts, factor })
     }
+}
+
+/// A slower host or link that cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DegradationError {
+    /// Not of the form asked for.
+    #[error("{text}: expected {form}, e.g. {example}")]
+    Form {
+        /// The text given.
+        text: String,
+        /// The form expected.
+        form: &'static str,
+        /// An example of it.
+        example: &'static str,
+    },
+    /// The factor is not a positive number.
+    #[error("{0}: the factor must be a positive number")]
+    Factor(String),
+    /// Both ends of a link are one host.
+    #[error("{0}: a link joins two different hosts")]
+    SameHost(String),
 }
 
 /// One fact of one simulated host set apart from the rest: `HOST:FACT=VALUE`, the host by name
@@ -111,19 +133,19 @@ pub struct HostChange {
     pub value: String,
 }
 
+/// A `--odd-host` change that is not of the form `HOST:FACT=VALUE`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}: expected HOST:FACT=VALUE, e.g. 3:governor=powersave")]
+pub struct HostChangeError(pub String);
+
 impl std::str::FromStr for HostChange {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let (host, rest) = s
-            .split_once(':')
-            .ok_or_else(|| format!("{s}: expected HOST:FACT=VALUE, e.g. 3:governor=powersave"))?;
-        let (fact, value) = rest
-            .split_once('=')
-            .ok_or_else(|| format!("{s}: expected HOST:FACT=VALUE, e.g. 3:governor=powersave"))?;
+    type Err = HostChangeError;
+    fn from_str(s: &str) -> Result<Self, HostChangeError> {
+        let wrong = || HostChangeError(s.to_string());
+        let (host, rest) = s.split_once(':').ok_or_else(wrong)?;
+        let (fact, value) = rest.split_once('=').ok_or_else(wrong)?;
         if host.is_empty() || fact.is_empty() || value.is_empty() {
-            return Err(format!(
-                "{s}: expected HOST:FACT=VALUE, e.g. 3:governor=powersave"
-            ));
+            return Err(wrong());
         }
         Ok(HostChange {
             host: host.into(),
@@ -393,7 +415,7 @@ impl<'a> Simulation<'a> {
         if let Some(s) = options.outputs.matrix_sizes.iter().find(|s| s.0 > max) {
             return bad(format!(
                 "matrix size {s} is above the largest simulated size ({}); lower --matrix-sizes or raise --max-size",
-                lgate_plogp_bench::MessageSize(max)
+                lgate_rundir::MessageSize(max)
             ));
         }
         let layout = Layout::new(model, options.seed);

@@ -8,12 +8,12 @@
 
 use std::time::Instant;
 
+use lgate_derive::write_staged_outputs;
 use lgate_harness::pair_test::{PingPongResult, RoundTrips};
 use lgate_harness::{
     choose_follow_up, Pair, PingPong, ScreenedPair, StagedPlan, StagedPlanOptions, StagedTest,
     Summary,
 };
-use lgate_plogp_bench::write_staged_outputs;
 use lgate_rundir::{
     JournalEntry, PlanInfo, RunDir, RunStatus, RunSummary, ScheduleInfo, Stage, StageSummary,
     TestInfo,

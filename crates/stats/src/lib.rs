@@ -10,6 +10,10 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod summary;
+
+pub use summary::{warmup_length, Summary};
+
 /// The q-quantile of sorted values, interpolating linearly; NaN for no values.
 pub fn quantile_of_sorted(sorted: &[f64], q: f64) -> f64 {
     match sorted.len() {

@@ -27,7 +27,7 @@ use lgate_stats::quantile;
 use serde_json::{json, Value};
 
 use crate::params::Estimator;
-use crate::size::MessageSize;
+use lgate_rundir::MessageSize;
 use lgate_stats::median;
 
 /// Flagged pairs listed in full at most; the count is always given.

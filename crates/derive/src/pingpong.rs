@@ -4,14 +4,14 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
-use lgate_harness::pair_test::{PingPongResult, RoundTrips};
-use lgate_harness::PingPong;
 use lgate_matrix::DistanceMatrix;
+use lgate_rundir::files::PINGPONG_TABLE;
 use lgate_rundir::{JournalEntry, MatrixEntry, RunDir, Stage};
+use lgate_rundir::{PingPongResult, RoundTrips};
 use ndarray::Array2;
 
 use crate::outputs::{median_over_sweeps, write_matrix_set, OutputError, OutputOptions};
-use crate::size::MessageSize;
+use lgate_rundir::MessageSize;
 
 /// Seconds to microseconds, the unit of every output.
 const US: f64 = 1e6;
@@ -85,8 +85,8 @@ pub fn write_pingpong_outputs(
         rows.iter()
             .map(|(sweep, i, j, s)| (*sweep, None, *i, *j, s)),
     );
-    run.write_file(PingPong::TABLE, csv.as_bytes())?;
-    let mut written = vec![PingPong::TABLE.to_string()];
+    run.write_file(PINGPONG_TABLE, csv.as_bytes())?;
+    let mut written = vec![PINGPONG_TABLE.to_string()];
 
     let ranks: Vec<usize> = entries
         .iter()

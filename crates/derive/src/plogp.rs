@@ -1,7 +1,7 @@
 //! The PLogP derivation: tables, matrices and report from PLogP measurements, whether a
 //! journal holds them or a simulation draws them.
 
-use lgate_harness::Pair;
+use lgate_rundir::Pair;
 use lgate_rundir::RunDir;
 use rayon::prelude::*;
 
@@ -11,7 +11,7 @@ use lgate_rundir::JournalEntry;
 
 use crate::outputs::{OutputBuilder, OutputError, OutputOptions};
 use crate::params::{PairParams, Parameter};
-use crate::procedures::PairMeasurement;
+use lgate_rundir::PairMeasurement;
 
 /// One pair's PLogP measurement in one sweep: what the journal holds, or a simulation draws.
 #[derive(Debug, Clone)]

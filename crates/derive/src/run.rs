@@ -4,9 +4,9 @@
 
 use lgate_rundir::RunDir;
 
-use crate::derive::write_outputs;
 use crate::outputs::{OutputError, OutputOptions};
 use crate::pingpong::write_pingpong_outputs;
+use crate::plogp::write_outputs;
 use crate::staged::write_staged_outputs;
 
 /// Derives the outputs of the run in `run` from its journal, by the run's pair test; returns

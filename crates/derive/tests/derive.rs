@@ -1,8 +1,9 @@
 //! The derive stage on runs measured in-process: PLogP with raw samples, ping-pong with its
 //! matrices, a corrupted journal named in the error, a finished run derived twice alike.
 
+use lgate_derive::{derive, OutputOptions};
 use lgate_harness::{run, InProcessWorld, PingPong, ProgressStyle, RunOptions};
-use lgate_plogp_bench::{derive, MessageSize, OutputOptions, PLogP, PLogPOptions};
+use lgate_plogp_bench::{MessageSize, PLogP, PLogPOptions};
 use lgate_rundir::{MatrixIndex, RunDir};
 
 fn options(dir: &std::path::Path) -> RunOptions {

@@ -1,7 +1,11 @@
-//! Summaries of repeated timings, following measurement-practice.md: warm-up detected per
-//! series, outliers counted and dropped, robust quantiles reported.
+//! Summaries of repeated timings, as the studies of MPI benchmarking and run-time variability
+//! advise (a TU Wien thesis on the causes of run-time variability, an RWTH thesis on node-level
+//! performance variation): warm-up detected per series, outliers counted and dropped, robust
+//! quantiles reported.
 
 use serde::{Deserialize, Serialize};
+
+use crate::{quantile, quantile_of_sorted};
 
 /// The summary of one series of repeated measurements (seconds, or any one unit).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -26,7 +30,7 @@ pub struct Summary {
     pub outliers: usize,
 }
 
-/// The least warm-up, as measurement-practice.md's rule has it, while samples allow.
+/// The least warm-up, as the TU Wien variability study's rule has it, while samples allow.
 const MIN_WARMUP: usize = 10;
 /// How close to its final value the running minimum must be for the warm-up to have ended, as
 /// a share of the median.
@@ -69,8 +73,6 @@ fn sorted(samples: &[f64]) -> Vec<f64> {
     v.sort_by(f64::total_cmp);
     v
 }
-
-pub use lgate_stats::{quantile, quantile_of_sorted};
 
 impl Summary {
     /// Summarises a series in the order it was measured; `None` when it is empty.

@@ -1,10 +1,11 @@
 //! PLogP parameters of a pair: the measured RTT, o_s, o_r and g, the derived g above the
 //! saturation limit, the latency L, and their values between measured sizes.
 
-use lgate_harness::{Pair, Summary};
+use lgate_rundir::Pair;
+use lgate_stats::Summary;
 use serde::{Deserialize, Serialize};
 
-use crate::procedures::PairMeasurement;
+use lgate_rundir::PairMeasurement;
 
 /// A PLogP parameter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -266,7 +267,7 @@ impl PairParams {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::procedures::{Saturation, SizeResult};
+    use lgate_rundir::{Saturation, SizeResult};
 
     fn flat(x: f64) -> Summary {
         Summary::of_steady(&[x]).unwrap()

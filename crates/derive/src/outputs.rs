@@ -1,17 +1,18 @@
 //! From the journal to the run's outputs: the measurements table, the distance matrices and
 //! the report of slow ranks and pairs.
 
-use lgate_harness::{Pair, Summary};
 use lgate_matrix::DistanceMatrix;
 use lgate_rundir::table_layout as col;
+use lgate_rundir::Pair;
 use lgate_rundir::{MatrixEntry, MatrixIndex, MeasuredMask, RunDir, RunDirError};
 use lgate_stats::quantile_of_sorted;
+use lgate_stats::Summary;
 use ndarray::Array2;
 use rayon::prelude::*;
 
 use crate::params::{Estimator, Method, PairParams, Parameter};
-use crate::size::MessageSize;
 use crate::table::{Column, Table, TableWriteError, TableWriter};
+use lgate_rundir::MessageSize;
 
 /// Seconds to microseconds, the unit of every output.
 const US: f64 = 1e6;
@@ -543,7 +544,7 @@ impl OutputBuilder {
     ) -> Result<(), OutputError> {
         if self.raw.is_none() {
             let csv = if self.options.csv {
-                Some(self.run.create_file("raw.csv")?)
+                Some(self.run.create_file(lgate_rundir::files::RAW_CSV_FILE)?)
             } else {
                 None
             };
@@ -554,7 +555,8 @@ impl OutputBuilder {
             )?;
             self.written.push(col::RAW_FILE.to_string());
             if self.options.csv {
-                self.written.push("raw.csv".to_string());
+                self.written
+                    .push(lgate_rundir::files::RAW_CSV_FILE.to_string());
             }
             self.raw = Some((writer, RawColumns::default()));
         }
@@ -691,9 +693,12 @@ impl OutputBuilder {
             not_positive: std::mem::take(&mut self.not_positive),
             unconverged: self.unconverged,
         });
-        self.run
-            .write_file("report.json", format!("{report:#}\n").as_bytes())?;
-        self.written.push("report.json".to_string());
+        self.run.write_file(
+            lgate_rundir::files::REPORT_FILE,
+            format!("{report:#}\n").as_bytes(),
+        )?;
+        self.written
+            .push(lgate_rundir::files::REPORT_FILE.to_string());
         Ok(self.written)
     }
 }

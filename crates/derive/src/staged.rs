@@ -8,17 +8,17 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use lgate_harness::pair_test::RoundTrips;
-use lgate_harness::Pair;
 use lgate_matrix::DistanceMatrix;
+use lgate_rundir::files::{MASK_FILE, PINGPONG_TABLE, REPORT_FILE, SCREEN_TABLE};
 use lgate_rundir::{JournalEntry, MatrixEntry, MeasuredMask, RunDir, RunMeta, Stage};
+use lgate_rundir::{Pair, RoundTrips};
 
 use ndarray::Array2;
 
-use crate::derive::write_outputs;
 use crate::outputs::{write_matrix_set_with, OutputError, OutputOptions};
 use crate::pingpong::{round_trip_table, round_trips_of};
-use crate::size::MessageSize;
+use crate::plogp::write_outputs;
+use lgate_rundir::MessageSize;
 
 /// The median of some values, `None` when there are none.
 fn median(values: &[f64]) -> Option<f64> {
@@ -27,12 +27,6 @@ fn median(values: &[f64]) -> Option<f64> {
 
 /// Seconds to microseconds, the unit of every output.
 const US: f64 = 1e6;
-
-/// The screening table of a staged run.
-pub const SCREEN_TABLE: &str = "screen.csv";
-
-/// The mask of measured pairs in `matrices/`.
-pub const MASK_FILE: &str = "measured.csv";
 
 /// Writes a staged run's outputs from its journal; returns the names written.
 pub fn write_staged_outputs(
@@ -189,8 +183,8 @@ pub fn write_staged_outputs(
             );
         }
         let csv = round_trip_table(rows.iter().map(|(w, i, j, s)| (*w, None, *i, *j, s)));
-        run.write_file(lgate_harness::PingPong::TABLE, csv.as_bytes())?;
-        written.push(lgate_harness::PingPong::TABLE.to_string());
+        run.write_file(PINGPONG_TABLE, csv.as_bytes())?;
+        written.push(PINGPONG_TABLE.to_string());
     }
 
     let report = serde_json::json!({
@@ -211,8 +205,8 @@ pub fn write_staged_outputs(
         })).collect::<Vec<_>>(),
         "hosts": crate::report::hosts_report(&meta.ranks, &meta.hosts),
     });
-    run.write_file("report.json", format!("{report:#}\n").as_bytes())?;
-    written.push("report.json".into());
+    run.write_file(REPORT_FILE, format!("{report:#}\n").as_bytes())?;
+    written.push(REPORT_FILE.into());
     Ok(written)
 }
 
@@ -379,7 +373,7 @@ fn interference(screened: &[(&JournalEntry, Stage, Vec<RoundTrips>)]) -> serde_j
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lgate_harness::Summary;
+    use lgate_stats::Summary;
 
     fn trips(size: usize, us: f64) -> RoundTrips {
         RoundTrips {

@@ -1,0 +1,45 @@
+//! The names of the files a run directory holds, in one place: every writer and reader takes
+//! them from here.
+
+/// Who ran where and how (`RunMeta`).
+pub const META_FILE: &str = "meta.json";
+/// One JSON line per measured pair, appended as pairs finish.
+pub const JOURNAL_FILE: &str = "journal.jsonl";
+/// The folder of the distance matrices.
+pub const MATRICES_DIR: &str = "matrices";
+/// The index of the matrices (`MatrixIndex`), inside the run directory.
+pub const MATRIX_INDEX_FILE: &str = "matrices/index.json";
+/// Which pairs of a staged run were measured, inside `matrices/`.
+pub const MASK_FILE: &str = "measured.csv";
+/// The PLogP parameters per pair and size (Parquet).
+pub const MEASUREMENTS_FILE: &str = "measurements.parquet";
+/// The same table as CSV (`measure --csv`).
+pub const MEASUREMENTS_CSV_FILE: &str = "measurements.csv";
+/// Every repetition (`measure --raw`, Parquet).
+pub const RAW_FILE: &str = "raw.parquet";
+/// Every repetition as CSV (`measure --raw --csv`).
+pub const RAW_CSV_FILE: &str = "raw.csv";
+/// The run's health: slow ranks, hosts and pairs, spreads, warnings (`Report`).
+pub const REPORT_FILE: &str = "report.json";
+/// A staged run's screening round trips per pair and size.
+pub const SCREEN_TABLE: &str = "screen.csv";
+/// A ping-pong run's round trips per pair and size.
+pub const PINGPONG_TABLE: &str = "pingpong.csv";
+/// The one-page HTML report `report` writes by default.
+pub const REPORT_HTML: &str = "report.html";
+/// The heat map `plot heatmap` writes by default.
+pub const HEATMAP_PNG: &str = "heatmap.png";
+
+/// The files a run directory keeps for itself: its record and what was derived from it (the
+/// folder `matrices/` aside).
+pub const RUN_FILES: &[&str] = &[
+    META_FILE,
+    JOURNAL_FILE,
+    MEASUREMENTS_FILE,
+    MEASUREMENTS_CSV_FILE,
+    RAW_FILE,
+    RAW_CSV_FILE,
+    REPORT_FILE,
+    SCREEN_TABLE,
+    PINGPONG_TABLE,
+];

@@ -1,0 +1,217 @@
+//! What the journal holds for each pair: the pair, and the result of its pair test (the
+//! ping-pong's round trips, the PLogP procedures' timings), with the message sizes they are
+//! measured at. The harness and the pair tests write these; the derive stage and every reader
+//! read them.
+
+use std::fmt;
+use std::str::FromStr;
+
+use lgate_stats::Summary;
+use serde::{Deserialize, Serialize};
+
+/// An unordered pair of ranks, stored with the sender `i` below the receiver `j`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Pair {
+    /// The sender, the smaller rank.
+    pub i: usize,
+    /// The receiver, the larger rank.
+    pub j: usize,
+}
+
+impl Pair {
+    /// The pair of two different ranks, in either order.
+    pub fn new(a: usize, b: usize) -> Self {
+        assert_ne!(a, b, "a pair needs two ranks");
+        Pair {
+            i: a.min(b),
+            j: a.max(b),
+        }
+    }
+
+    /// Whether `rank` is one of the two.
+    pub fn contains(&self, rank: usize) -> bool {
+        self.i == rank || self.j == rank
+    }
+}
+
+/// The round-trip times of one size, in seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoundTrips {
+    /// Message size in bytes.
+    pub size: usize,
+    /// Round-trip time statistics, seconds.
+    #[serde(flatten)]
+    pub rtt: Summary,
+}
+
+/// The ping-pong result of one pair.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PingPongResult {
+    /// One entry per size, ascending.
+    pub sizes: Vec<RoundTrips>,
+}
+
+/// g(m) found by link saturation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Saturation {
+    /// Seconds per message once the link is saturated.
+    #[serde(flatten)]
+    pub gap: Summary,
+    /// Messages per batch at saturation.
+    pub messages: usize,
+    /// Whether the per-message time settled within epsilon before the cap.
+    pub converged: bool,
+}
+
+/// Every repetition of one size, seconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RawSamples {
+    /// RTT(m) samples.
+    pub rtt: Vec<f64>,
+    /// o_s(m) samples.
+    pub os: Vec<f64>,
+    /// o_r(m) samples.
+    pub or: Vec<f64>,
+    /// g(m) samples (saturation only).
+    pub g: Vec<f64>,
+}
+
+/// What the PLogP procedures measured at one message size, in seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SizeResult {
+    /// Message size in bytes.
+    pub size: usize,
+    /// Round-trip time: m bytes out, an empty reply back.
+    pub rtt: Summary,
+    /// Send overhead: the time of a synchronous send.
+    pub os: Summary,
+    /// Receive overhead: the time of a receive whose message has arrived.
+    pub or: Summary,
+    /// The gap by link saturation (sizes up to the saturation limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub g: Option<Saturation>,
+    /// Whether the adaptive refinement added this size.
+    #[serde(default)]
+    pub adaptive: bool,
+    /// Every repetition, with `--raw`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw: Option<RawSamples>,
+}
+
+/// The PLogP measurement of one pair.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PairMeasurement {
+    /// The sender's clock overhead, subtracted from every timed sample.
+    pub clock_overhead_s: f64,
+    /// One entry per size, ascending.
+    pub sizes: Vec<SizeResult>,
+}
+
+/// A message size in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct MessageSize(pub usize);
+
+/// A message size that cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SizeError {
+    /// The text does not start with a whole number.
+    #[error("`{0}` is not a size such as 64, 4KiB or 1MiB")]
+    NotASize(String),
+    /// The unit is not one of B, KiB, MiB, GiB.
+    #[error("`{unit}` in `{text}` is not a size unit (B, KiB, MiB, GiB)")]
+    Unit {
+        /// The unit as written.
+        unit: String,
+        /// The whole text.
+        text: String,
+    },
+    /// The size does not fit in memory addresses.
+    #[error("`{0}` is too large")]
+    TooLarge(String),
+}
+
+impl fmt::Display for MessageSize {
+    /// `0`, `100B`, `4KiB`, `1MiB`: the largest binary unit that divides the size.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.0;
+        match n {
+            0 => f.write_str("0"),
+            n if n % (1 << 30) == 0 => write!(f, "{}GiB", n >> 30),
+            n if n % (1 << 20) == 0 => write!(f, "{}MiB", n >> 20),
+            n if n % (1 << 10) == 0 => write!(f, "{}KiB", n >> 10),
+            n => write!(f, "{n}B"),
+        }
+    }
+}
+
+impl FromStr for MessageSize {
+    type Err = SizeError;
+
+    /// Parses `64`, `64B`, `4KiB`, `1MiB`, `1GiB` (also `k`, `K`, `KB`, `M`, `MB`: all powers
+    /// of 1024).
+    fn from_str(text: &str) -> Result<Self, SizeError> {
+        let t = text.trim();
+        let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+        let (number, unit) = t.split_at(split);
+        let number: usize = number
+            .parse()
+            .map_err(|_| SizeError::NotASize(text.to_string()))?;
+        let factor: usize = match unit.trim() {
+            "" | "B" | "b" => 1,
+            "k" | "K" | "KB" | "KiB" | "kiB" => 1 << 10,
+            "M" | "MB" | "MiB" => 1 << 20,
+            "G" | "GB" | "GiB" => 1 << 30,
+            other => {
+                return Err(SizeError::Unit {
+                    unit: other.to_string(),
+                    text: text.to_string(),
+                })
+            }
+        };
+        number
+            .checked_mul(factor)
+            .map(MessageSize)
+            .ok_or_else(|| SizeError::TooLarge(text.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_print_and_parse() {
+        for (n, s) in [
+            (0, "0"),
+            (100, "100B"),
+            (1024, "1KiB"),
+            (65536, "64KiB"),
+            (1 << 20, "1MiB"),
+            (1536, "1536B"),
+        ] {
+            assert_eq!(MessageSize(n).to_string(), s);
+            assert_eq!(s.parse::<MessageSize>(), Ok(MessageSize(n)));
+        }
+        assert_eq!("2M".parse::<MessageSize>(), Ok(MessageSize(2 << 20)));
+        assert!("1.5MiB".parse::<MessageSize>().is_err());
+        assert!("4 parsecs"
+            .parse::<MessageSize>()
+            .unwrap_err()
+            .to_string()
+            .contains("not a size unit"));
+        assert!(matches!(
+            "99999999999999999999G".parse::<MessageSize>(),
+            Err(SizeError::NotASize(_))
+        ));
+        assert!(matches!(
+            "99999999999G".parse::<MessageSize>(),
+            Err(SizeError::TooLarge(_))
+        ));
+    }
+
+    #[test]
+    fn a_pair_is_ordered() {
+        assert_eq!(Pair::new(5, 2), Pair { i: 2, j: 5 });
+        assert!(Pair::new(5, 2).contains(5) && !Pair::new(5, 2).contains(3));
+    }
+}
