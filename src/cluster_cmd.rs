@@ -515,16 +515,11 @@ fn emit(
 /// The health a run's report.json found (slow hosts, unstable hosts, known artifacts), one
 /// line each; none for a matrix file or a run without report.json.
 fn health_lines(input: &std::path::Path) -> Vec<String> {
-    let Ok(text) = std::fs::read_to_string(input.join(lgate_rundir::files::REPORT_FILE)) else {
+    if !input.join(lgate_rundir::files::REPORT_FILE).is_file() {
         return Vec::new();
-    };
-    let Ok(report) = serde_json::from_str::<serde_json::Value>(&text) else {
-        return Vec::new();
-    };
-    report["health"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|l| l.as_str().map(str::to_string))
-        .collect()
+    }
+    match lgate_rundir::Report::read(input) {
+        Ok(report) => report.health().to_vec(),
+        Err(e) => vec![format!("{e} (the run's health is not shown)")],
+    }
 }

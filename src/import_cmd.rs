@@ -224,7 +224,7 @@ fn write_run(
     run.write_meta(&meta)?;
     lgate_derive::write_matrix_set_with(
         &run,
-        "median",
+        lgate_rundir::Estimator::Median,
         entries,
         Some(default.to_string()),
         Vec::new(),

@@ -17,7 +17,14 @@ mod topology_cmd;
 
 use std::process::ExitCode;
 
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+
+/// `--estimator`: one of the estimators' names, as the typed estimator.
+fn estimator_parser() -> impl TypedValueParser<Value = lgate_rundir::Estimator> {
+    PossibleValuesParser::new(lgate_rundir::Estimator::NAMES)
+        .try_map(|name| name.parse::<lgate_rundir::Estimator>())
+}
 
 /// Discover the topology of a parallel machine from pairwise PLogP measurements.
 #[derive(Debug, Parser)]

@@ -86,8 +86,8 @@ pub struct MeasureArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     matrix_sizes: Option<Vec<MessageSize>>,
     /// The statistic of the repetitions used in matrices.
-    #[arg(long, default_value = "median", value_parser = ["min", "p10", "median", "p90", "mean"])]
-    estimator: String,
+    #[arg(long, default_value = "median", value_parser = crate::estimator_parser())]
+    estimator: lgate_rundir::Estimator,
     /// PLogP: keep every repetition (raw.parquet).
     #[arg(long)]
     raw: bool,
@@ -191,7 +191,7 @@ impl MeasureArgs {
                 let outputs = OutputOptions::from_pingpong_flags(
                     self.matrix_sizes.clone(),
                     &sizes,
-                    &self.estimator,
+                    self.estimator,
                     self.csv,
                 )?;
                 (Box::new(PingPong::new(sizes, self.reps)?), outputs, largest)
@@ -209,7 +209,7 @@ impl MeasureArgs {
                 let outputs = OutputOptions::from_flags(
                     self.matrix_sizes.clone(),
                     max,
-                    &self.estimator,
+                    self.estimator,
                     self.csv,
                 )?;
                 (Box::new(PLogP::new(options)?), outputs, max)
@@ -315,27 +315,11 @@ fn print_summary(report: &RunReport, derived: &[String]) {
             );
         }
     }
-    if let Some(library) = meta
-        .as_ref()
-        .and_then(|m| m.mpi.get("library_version"))
-        .and_then(|v| v.as_str())
-    {
-        // Libraries describe themselves over several lines (MPICH: one per configure choice,
-        // tab-separated); the first names the library and version, MPICH's device its netmod.
-        let first: Vec<String> = library
-            .lines()
-            .enumerate()
-            .filter(|(k, line)| *k == 0 || line.starts_with("MPICH Device"))
-            .map(|(_, line)| line.split_whitespace().collect::<Vec<_>>().join(" "))
-            .collect();
-        let first = first.join(", ");
-        let protocol = meta
-            .as_ref()
-            .and_then(|m| m.mpi.get("control_variables"))
-            .and_then(|c| c.get("protocol"))
-            .and_then(|p| p.as_object())
-            .map_or(0, |p| p.len());
-        eprintln!("MPI: {first}; {protocol} protocol thresholds recorded in meta.json");
+    if let Some(meta) = &meta {
+        if let Some(first) = meta.mpi.library_line() {
+            let protocol = meta.mpi.protocol().len();
+            eprintln!("MPI: {first}; {protocol} protocol thresholds recorded in meta.json");
+        }
     }
     if let Some(meta) = &meta {
         for line in crate::output::host_summary_lines(meta) {

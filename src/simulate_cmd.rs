@@ -66,8 +66,8 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     matrix_sizes: Option<Vec<MessageSize>>,
     /// The statistic of the repetitions used in matrices.
-    #[arg(long, default_value = "median", value_parser = ["min", "p10", "median", "p90", "mean"])]
-    estimator: String,
+    #[arg(long, default_value = "median", value_parser = crate::estimator_parser())]
+    estimator: lgate_rundir::Estimator,
     /// Also write the tables as CSV.
     #[arg(long)]
     csv: bool,
@@ -189,7 +189,7 @@ impl SimulateArgs {
                 ..OutputOptions::from_flags(
                     self.matrix_sizes.clone(),
                     max,
-                    &self.estimator,
+                    self.estimator,
                     self.csv,
                 )?
             },

@@ -37,11 +37,12 @@ pub mod run;
 pub mod staged;
 pub mod table;
 
+pub use lgate_rundir::Estimator;
 pub use outputs::{
     write_matrix_set, write_matrix_set_with, OutputBuilder, OutputError, OutputOptions, PairValuer,
     PairValues,
 };
-pub use params::{Estimator, MeasurementError, Method, PairParams, Parameter};
+pub use params::{MeasurementError, Method, PairParams, Parameter};
 pub use pingpong::write_pingpong_outputs;
 pub use plogp::{derive_plogp, write_outputs, MeasuredPair};
 pub use run::derive;

@@ -10,8 +10,9 @@ use lgate_stats::Summary;
 use ndarray::Array2;
 use rayon::prelude::*;
 
-use crate::params::{Estimator, Method, PairParams, Parameter};
+use crate::params::{Method, PairParams, Parameter};
 use crate::table::{Column, Table, TableWriteError, TableWriter};
+use lgate_rundir::Estimator;
 use lgate_rundir::MessageSize;
 
 /// Seconds to microseconds, the unit of every output.
@@ -48,18 +49,16 @@ impl OutputOptions {
 
 impl OutputOptions {
     /// The options as the command line gives them: matrix sizes (default
-    /// [`OutputOptions::default_matrix_sizes`] up to `max_size`), the estimator's name, CSV.
+    /// [`OutputOptions::default_matrix_sizes`] up to `max_size`), the estimator, CSV.
     pub fn from_flags(
         matrix_sizes: Option<Vec<MessageSize>>,
         max_size: usize,
-        estimator: &str,
+        estimator: Estimator,
         csv: bool,
     ) -> Result<Self, OutputError> {
         Ok(OutputOptions {
             matrix_sizes: matrix_sizes.unwrap_or_else(|| Self::default_matrix_sizes(max_size)),
-            estimator: estimator
-                .parse::<Estimator>()
-                .map_err(OutputError::UnknownEstimator)?,
+            estimator,
             csv,
             ..Self::default()
         })
@@ -74,7 +73,7 @@ impl OutputOptions {
     pub fn from_pingpong_flags(
         matrix_sizes: Option<Vec<MessageSize>>,
         sizes: &[usize],
-        estimator: &str,
+        estimator: Estimator,
         csv: bool,
     ) -> Result<Self, OutputError> {
         let matrix_sizes = match matrix_sizes {
@@ -178,9 +177,6 @@ pub enum OutputError {
         /// The sizes measured, listed.
         measured: String,
     },
-    /// An estimator this build does not know.
-    #[error("{0}")]
-    UnknownEstimator(String),
     /// A matrix size above the largest size a run measures.
     #[error("matrix size {size} is above the largest measured size {largest}: lower --matrix-sizes or raise --max-size")]
     AboveLargest {
@@ -391,7 +387,7 @@ pub struct OutputBuilder {
     /// Per matrix size: each pair's repeat spread, and its t(m).
     repeat: Vec<Vec<f64>>,
     times: Vec<Vec<f64>>,
-    not_positive: Vec<serde_json::Value>,
+    not_positive: Vec<lgate_rundir::report::SweepPairRef>,
     unconverged: usize,
     pairs: usize,
     written: Vec<String>,
@@ -517,8 +513,11 @@ impl OutputBuilder {
             self.times[q].push(time);
         }
         if values.latency_not_positive {
-            self.not_positive
-                .push(serde_json::json!({"sweep": sweep, "i": pair.i, "j": pair.j}));
+            self.not_positive.push(lgate_rundir::report::SweepPairRef {
+                i: pair.i,
+                j: pair.j,
+                sweep,
+            });
         }
         self.unconverged += usize::from(!values.converged);
         self.pairs += 1;
@@ -653,7 +652,7 @@ impl OutputBuilder {
             .map(|(k, m)| (k.entry(), m))
             .chain(features.iter().map(|(e, m)| (e.clone(), m)))
             .collect();
-        write_matrix_set(&self.run, self.options.estimator.name(), &all)?;
+        write_matrix_set(&self.run, self.options.estimator, &all)?;
         self.written.push("matrices/".to_string());
 
         let (placement, hosts) = self
@@ -693,9 +692,10 @@ impl OutputBuilder {
             not_positive: std::mem::take(&mut self.not_positive),
             unconverged: self.unconverged,
         });
+        let report = lgate_rundir::Report::Health(report);
         self.run.write_file(
             lgate_rundir::files::REPORT_FILE,
-            format!("{report:#}\n").as_bytes(),
+            report.to_json().as_bytes(),
         )?;
         self.written
             .push(lgate_rundir::files::REPORT_FILE.to_string());
@@ -903,7 +903,7 @@ fn entry(name: &str, file: &str, description: &str, size: Option<usize>) -> Matr
 /// `matrices/index.json`: every pair test's matrices go through here.
 pub fn write_matrix_set(
     run: &RunDir,
-    estimator: &str,
+    estimator: Estimator,
     matrices: &[(MatrixEntry, &DistanceMatrix)],
 ) -> Result<(), OutputError> {
     write_matrix_set_with(run, estimator, matrices, None, Vec::new(), None)
@@ -913,7 +913,7 @@ pub fn write_matrix_set(
 /// mask of the measured pairs (written as `matrices/<mask file>`).
 pub fn write_matrix_set_with(
     run: &RunDir,
-    estimator: &str,
+    estimator: Estimator,
     matrices: &[(MatrixEntry, &DistanceMatrix)],
     default: Option<String>,
     candidates: Vec<String>,
@@ -957,7 +957,7 @@ pub fn write_matrix_set_with(
             Ok(())
         })?;
     MatrixIndex {
-        estimator: estimator.to_string(),
+        estimator,
         combine_sweeps: "median".into(),
         matrices: matrices.iter().map(|(m, _)| m.clone()).collect(),
         default,
@@ -975,16 +975,17 @@ mod tests {
     #[test]
     fn a_pingpong_takes_its_matrix_sizes_among_those_it_measures() {
         let sizes = |o: OutputOptions| o.matrix_sizes.iter().map(|m| m.0).collect::<Vec<_>>();
-        let o = OutputOptions::from_pingpong_flags(None, &[0, 1024, 4 << 20], "median", false);
+        let o =
+            OutputOptions::from_pingpong_flags(None, &[0, 1024, 4 << 20], Estimator::Median, false);
         assert_eq!(sizes(o.unwrap()), [0, 1024]);
-        let o = OutputOptions::from_pingpong_flags(None, &[512, 8], "median", false);
+        let o = OutputOptions::from_pingpong_flags(None, &[512, 8], Estimator::Median, false);
         assert_eq!(sizes(o.unwrap()), [8, 512]);
-        let o = OutputOptions::from_pingpong_flags(None, &[8], "median", false);
+        let o = OutputOptions::from_pingpong_flags(None, &[8], Estimator::Median, false);
         assert_eq!(sizes(o.unwrap()), [8]);
         let e = OutputOptions::from_pingpong_flags(
             Some(vec![MessageSize(1024)]),
             &[4 << 20, 0],
-            "median",
+            Estimator::Median,
             false,
         )
         .unwrap_err();

@@ -5,7 +5,7 @@ use lgate_rundir::Pair;
 use lgate_stats::Summary;
 use serde::{Deserialize, Serialize};
 
-use lgate_rundir::PairMeasurement;
+use lgate_rundir::{Estimator, PairMeasurement};
 
 /// A PLogP parameter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -64,61 +64,6 @@ impl Method {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct MeasurementError(pub String);
-
-/// Which statistic of the repetitions stands for a value in matrices.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Estimator {
-    /// The smallest kept repetition.
-    Min,
-    /// The 10th percentile.
-    P10,
-    /// The median (the default: robust to the slow outliers timing has).
-    Median,
-    /// The 90th percentile.
-    P90,
-    /// The mean.
-    Mean,
-}
-
-impl Estimator {
-    /// Every estimator.
-    pub const ALL: [Estimator; 5] = [Self::Min, Self::P10, Self::Median, Self::P90, Self::Mean];
-
-    /// The estimator's name as users type it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Min => "min",
-            Self::P10 => "p10",
-            Self::Median => "median",
-            Self::P90 => "p90",
-            Self::Mean => "mean",
-        }
-    }
-
-    /// The statistic of a summary.
-    pub fn of(self, s: &Summary) -> f64 {
-        match self {
-            Self::Min => s.min,
-            Self::P10 => s.p10,
-            Self::Median => s.median,
-            Self::P90 => s.p90,
-            Self::Mean => s.mean,
-        }
-    }
-}
-
-impl std::str::FromStr for Estimator {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        Self::ALL
-            .into_iter()
-            .find(|e| e.name() == s)
-            .ok_or_else(|| {
-                format!("unknown estimator `{s}`: expected min, p10, median, p90 or mean")
-            })
-    }
-}
 
 /// The PLogP parameters of one pair in one sweep, at every measured size.
 #[derive(Debug, Clone, PartialEq)]

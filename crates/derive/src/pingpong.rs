@@ -180,7 +180,7 @@ pub fn write_pingpong_outputs(
     if !matrices.is_empty() {
         let refs: Vec<(MatrixEntry, &DistanceMatrix)> =
             matrices.iter().map(|(e, m)| (e.clone(), m)).collect();
-        write_matrix_set(run, options.estimator.name(), &refs)?;
+        write_matrix_set(run, options.estimator, &refs)?;
         written.push(format!("{}/", lgate_rundir::MATRICES_DIR));
     }
     Ok(written)

@@ -22,16 +22,24 @@
 use std::collections::BTreeMap;
 
 use lgate_matrix::DistanceMatrix;
-use lgate_rundir::RankInfo;
-use lgate_stats::quantile;
-use serde_json::{json, Value};
-
-use crate::params::Estimator;
-use lgate_rundir::MessageSize;
-use lgate_stats::median;
+use lgate_rundir::report::{
+    Artifact, ClassStats, HealthReport, HostsReport, MatrixReport, SlowHost, SlowPair, SlowRank,
+    SpreadReport, SweepPairRef, UnstableHost, UnstablePair, UnstableReport,
+};
+use lgate_rundir::{Estimator, MessageSize, RankInfo};
+use lgate_stats::{median, quantile};
 
 /// Flagged pairs listed in full at most; the count is always given.
 const LISTED: usize = 100;
+
+/// A number as the report's lines print it: an undefined one as 0.
+fn defined(x: f64) -> f64 {
+    if x.is_finite() {
+        x
+    } else {
+        0.0
+    }
+}
 
 /// 1.4826 times the median absolute deviation: a standard deviation that outliers do not sway.
 fn robust_sigma(v: &[f64], center: f64) -> f64 {
@@ -121,7 +129,7 @@ fn matrix_report(
     ids: &[Place],
     placement: &[RankInfo],
     m: &DistanceMatrix,
-) -> Value {
+) -> MatrixReport {
     let n = ranks.len();
     let classes = class_stats(ids, m);
     let mut slow_pairs = Vec::new();
@@ -159,27 +167,55 @@ fn matrix_report(
     let mut all: Vec<f64> = scores.iter().map(|s| s.1).collect();
     let center = median(&mut all);
     let sigma = robust_sigma(&all, center);
-    let slow_ranks: Vec<Value> = scores
+    let slow_ranks: Vec<SlowRank> = scores
         .iter()
         .filter_map(|&(a, score)| {
             let why = if score >= 2.0 {
                 Some("its pairs are at least twice their class median")
             } else {
-                stands_out(score, center, sigma).map(|_| "its pairs are more than two standard deviations slower than other ranks' pairs")
+                stands_out(score, center, sigma).map(|_| {
+                    "its pairs are more than two standard deviations slower than other ranks' pairs"
+                })
             }?;
             let r = ranks[a];
-            Some(json!({"rank": r, "host": placement.get(r).map(|p| p.host.as_str()), "median_ratio": score, "why": why}))
+            Some(SlowRank {
+                host: placement.get(r).map(|p| p.host.clone()),
+                median_ratio: score,
+                rank: r,
+                why: why.to_string(),
+            })
         })
         .collect();
     let slow_hosts = slow_hosts(&scores, ids, ranks, placement);
-    json!({
-        "matrix": name,
-        "slow_hosts": slow_hosts,
-        "classes": classes.iter().enumerate().filter(|(_, c)| c.2 > 0).map(|(k, (m, s, n))| json!({"class": CLASSES[k], "pairs": n, "median_us": m, "robust_sigma_us": s})).collect::<Vec<_>>(),
-        "slow_pairs_count": total,
-        "slow_pairs": slow_pairs.iter().map(|&(ratio, a, b, c, why)| json!({"i": ranks[a], "j": ranks[b], "class": CLASSES[c], "value_us": m.get(a, b), "class_median_us": classes[c].0, "ratio": ratio, "why": why})).collect::<Vec<_>>(),
-        "slow_ranks": slow_ranks,
-    })
+    MatrixReport {
+        classes: classes
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.2 > 0)
+            .map(|(k, &(median_us, robust_sigma_us, pairs))| ClassStats {
+                class: CLASSES[k].to_string(),
+                median_us,
+                pairs,
+                robust_sigma_us,
+            })
+            .collect(),
+        matrix: name.to_string(),
+        slow_hosts,
+        slow_pairs: slow_pairs
+            .iter()
+            .map(|&(ratio, a, b, c, why)| SlowPair {
+                class: CLASSES[c].to_string(),
+                class_median_us: classes[c].0,
+                i: ranks[a],
+                j: ranks[b],
+                ratio,
+                value_us: m.get(a, b),
+                why: why.to_string(),
+            })
+            .collect(),
+        slow_pairs_count: total,
+        slow_ranks,
+    }
 }
 
 /// Hosts slow against all partners: per host the median of its ranks' scores (each rank's
@@ -189,7 +225,7 @@ fn slow_hosts(
     ids: &[Place],
     ranks: &[usize],
     placement: &[RankInfo],
-) -> Vec<Value> {
+) -> Vec<SlowHost> {
     let mut by_host: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
     let mut rank_of_host: BTreeMap<usize, usize> = BTreeMap::new();
     for &(a, score) in scores {
@@ -217,13 +253,13 @@ fn slow_hosts(
                 .get(rank_of_host[&h])
                 .map(|p| p.host.clone())
                 .unwrap_or_default();
-            Some(json!({
-                "host": host,
-                "ranks": count,
-                "median_ratio": score,
-                "factor": score / center,
-                "why": format!("its ranks' pairs are {why} of all hosts"),
-            }))
+            Some(SlowHost {
+                factor: score / center,
+                host,
+                median_ratio: score,
+                ranks: count,
+                why: format!("its ranks' pairs are {why} of all hosts"),
+            })
         })
         .collect()
 }
@@ -237,7 +273,7 @@ fn unstable(
     ids: &[Place],
     placement: &[RankInfo],
     m: &DistanceMatrix,
-) -> Value {
+) -> UnstableReport {
     let n = ranks.len();
     let centers: Vec<f64> = class_stats(ids, m).iter().map(|c| c.0).collect();
     let mut pairs = Vec::new();
@@ -283,17 +319,28 @@ fn unstable(
         .map(|(h, mut v)| (h, median(&mut v)))
         .collect();
     let typical = median(&mut scores.iter().map(|x| x.1).collect::<Vec<_>>());
-    let hosts: Vec<Value> = scores
+    let unstable_hosts: Vec<UnstableHost> = scores
         .into_iter()
         .filter(|(_, r)| typical > 0.0 && *r >= UNSTABLE_HOST * typical)
-        .map(|(h, r)| json!({"host": h, "median_spread_ratio": r / typical}))
+        .map(|(host, r)| UnstableHost {
+            host,
+            median_spread_ratio: r / typical,
+        })
         .collect();
-    json!({
-        "matrix": name,
-        "unstable_pairs_count": count,
-        "unstable_pairs": pairs.iter().map(|&(r, a, b)| json!({"i": ranks[a], "j": ranks[b], "spread_us": m.get(a, b), "spread_ratio": r})).collect::<Vec<_>>(),
-        "unstable_hosts": hosts,
-    })
+    UnstableReport {
+        matrix: name.to_string(),
+        unstable_hosts,
+        unstable_pairs: pairs
+            .iter()
+            .map(|&(r, a, b)| UnstablePair {
+                i: ranks[a],
+                j: ranks[b],
+                spread_ratio: r,
+                spread_us: m.get(a, b),
+            })
+            .collect(),
+        unstable_pairs_count: count,
+    }
 }
 
 /// A pair is unstable when its repeat spread is this many times its class's median.
@@ -309,8 +356,8 @@ fn artifacts(
     ranks: &[usize],
     ids: &[Place],
     m: &DistanceMatrix,
-    report: &Value,
-) -> Vec<Value> {
+    report: &MatrixReport,
+) -> Vec<Artifact> {
     let mut out = Vec::new();
     let (Some(a), Some(b)) = (
         ranks.iter().position(|&r| r == 0),
@@ -319,38 +366,26 @@ fn artifacts(
         return out;
     };
     let class = CLASSES[class_index(ids[a], ids[b])];
-    let Some(c) = report["classes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|c| c["class"] == class)
-    else {
+    let Some(c) = report.classes.iter().find(|c| c.class == class) else {
         return out;
     };
-    let (center, sigma) = (
-        c["median_us"].as_f64().unwrap_or(0.0),
-        c["robust_sigma_us"].as_f64().unwrap_or(0.0),
-    );
-    let slow_rank = report["slow_ranks"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .any(|s| s["rank"] == 0 || s["rank"] == 1);
+    let (center, sigma) = (defined(c.median_us), defined(c.robust_sigma_us));
+    let slow_rank = report.slow_ranks.iter().any(|s| s.rank == 0 || s.rank == 1);
     let v = m.get(a, b);
     if center > 0.0
         && v >= FIRST_PAIR * center
         && stands_out(v, center, sigma).is_some()
         && !slow_rank
     {
-        out.push(json!({
-            "artifact": "slow first pair",
-            "matrix": name,
-            "pairs": [[0, 1]],
-            "ratio": v / center,
-            "why": "ranks 0 and 1, measured first, stand out from their class while neither \
-                    rank is slow (thesis section 5.1.1): a warm-up of the whole job, not the \
-                    machine; measure with more --sweeps, or take the pair again",
-        }));
+        out.push(Artifact::SlowFirstPair {
+            matrix: name.to_string(),
+            pairs: vec![[0, 1]],
+            ratio: v / center,
+            why: "ranks 0 and 1, measured first, stand out from their class while neither \
+                  rank is slow (thesis section 5.1.1): a warm-up of the whole job, not the \
+                  machine; measure with more --sweeps, or take the pair again"
+                .to_string(),
+        });
     }
     out
 }
@@ -376,7 +411,7 @@ fn bands(
     ids: &[Place],
     m: &DistanceMatrix,
     slow: &[usize],
-) -> Vec<Value> {
+) -> Vec<Artifact> {
     let n = ranks.len();
     if ranks.iter().enumerate().any(|(k, &r)| k != r) || n < BAND_PAIRS + 4 {
         return Vec::new();
@@ -427,22 +462,19 @@ fn bands(
     spikes
         .into_iter()
         .filter(|&(_, x)| x >= BAND_FACTOR * center && x - center > BAND_SIGMAS * sigma)
-        .map(|(d, x)| {
-            json!({
-                "artifact": "band",
-                "matrix": name,
-                "offset": d,
-                "pairs": n - d,
-                "ratio": by_offset[d],
-                "over_neighbours": x,
-                "why": format!(
-                    "the pairs of ranks {d} apart (i, i + {d}) are slower than their class and \
+        .map(|(d, x)| Artifact::Band {
+            matrix: name.to_string(),
+            offset: d,
+            over_neighbours: x,
+            pairs: n - d,
+            ratio: by_offset[d],
+            why: format!(
+                "the pairs of ranks {d} apart (i, i + {d}) are slower than their class and \
                      than the pairs {} and {} apart (thesis section 5.1.2): a band of the \
                      schedule or the network's routing, not a level",
-                    d - 2,
-                    d + 2
-                ),
-            })
+                d - 2,
+                d + 2
+            ),
         })
         .collect()
 }
@@ -469,13 +501,13 @@ impl Spread {
         }
     }
 
-    fn to_json(self) -> Value {
-        json!({
-            "matrix": format!("t:{}", self.size),
-            "repeat_spread_us": self.repeat_us,
-            "between_pairs_spread_us": self.between_us,
-            "overlap": self.repeat_us >= self.between_us,
-        })
+    fn to_report(self) -> SpreadReport {
+        SpreadReport {
+            between_pairs_spread_us: self.between_us,
+            matrix: format!("t:{}", self.size),
+            overlap: self.repeat_us >= self.between_us,
+            repeat_spread_us: self.repeat_us,
+        }
     }
 }
 
@@ -500,13 +532,13 @@ pub struct ReportInputs<'a> {
     /// Pair measurements, all sweeps.
     pub pairs: usize,
     /// Pairs whose L came out as zero: {sweep, i, j}.
-    pub not_positive: Vec<Value>,
+    pub not_positive: Vec<SweepPairRef>,
     /// Pairs whose link saturation did not settle.
     pub unconverged: usize,
 }
 
 /// The whole report.
-pub fn report(inputs: &ReportInputs) -> Value {
+pub fn report(inputs: &ReportInputs) -> HealthReport {
     let ids = placement_ids(inputs.ranks, inputs.placement);
     let mut matrices = vec![matrix_report(
         "latency",
@@ -539,17 +571,11 @@ pub fn report(inputs: &ReportInputs) -> Value {
         );
         // Slow ranks, and the ranks of slow hosts.
         let report = &matrices[default_matrix];
-        let slow_hosts: Vec<&str> = report["slow_hosts"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|h| h["host"].as_str())
-            .collect();
-        let slow: Vec<usize> = report["slow_ranks"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|s| s["rank"].as_u64().map(|r| r as usize))
+        let slow_hosts: Vec<&str> = report.slow_hosts.iter().map(|h| h.host.as_str()).collect();
+        let slow: Vec<usize> = report
+            .slow_ranks
+            .iter()
+            .map(|s| s.rank)
             .chain(inputs.ranks.iter().copied().filter(|&r| {
                 inputs
                     .placement
@@ -562,13 +588,13 @@ pub fn report(inputs: &ReportInputs) -> Value {
     for a in &seen_artifacts {
         health.push(format!(
             "{} in {} (x{:.2} its class median): {}",
-            a["artifact"].as_str().unwrap_or_default(),
-            a["matrix"].as_str().unwrap_or_default(),
-            a["ratio"].as_f64().unwrap_or_default(),
-            a["why"].as_str().unwrap_or_default()
+            a.name(),
+            a.matrix(),
+            defined(a.ratio()),
+            a.why()
         ));
     }
-    let unstable: Vec<Value> = inputs
+    let unstable: Vec<UnstableReport> = inputs
         .spread_matrices
         .iter()
         .map(|(size, m)| {
@@ -582,35 +608,25 @@ pub fn report(inputs: &ReportInputs) -> Value {
         })
         .collect();
     for u in unstable.iter().take(1) {
-        let hosts: Vec<&str> = u["unstable_hosts"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|h| h["host"].as_str())
-            .collect();
+        let hosts: Vec<&str> = u.unstable_hosts.iter().map(|h| h.host.as_str()).collect();
         if !hosts.is_empty() {
             health.push(format!(
                 "{} host(s) measure unstably in {} (their pairs' repeat spread at least {} \
                  times their class's): {}",
                 hosts.len(),
-                u["matrix"].as_str().unwrap_or_default(),
+                u.matrix,
                 UNSTABLE_HOST,
                 hosts.join(", ")
             ));
         }
     }
-    for h in matrices[default_matrix]["slow_hosts"]
-        .as_array()
-        .into_iter()
-        .flatten()
-    {
+    let default = &matrices[default_matrix];
+    for h in &default.slow_hosts {
         health.push(format!(
             "host {} is slow with all its peers in {} (x{:.2} the other hosts)",
-            h["host"].as_str().unwrap_or_default(),
-            matrices[default_matrix]["matrix"]
-                .as_str()
-                .unwrap_or_default(),
-            h["factor"].as_f64().unwrap_or_default()
+            h.host,
+            default.matrix,
+            defined(h.factor)
         ));
     }
     warnings.extend(health.iter().cloned());
@@ -640,16 +656,12 @@ pub fn report(inputs: &ReportInputs) -> Value {
         ));
     }
     let hosts = hosts_report(inputs.placement, inputs.hosts);
-    for line in hosts["odd_lines"].as_array().into_iter().flatten() {
+    for line in &hosts.odd_lines {
         warnings.push(format!(
-            "host facts differ from most hosts' ({}): a slow host may be explained by them",
-            line.as_str().unwrap_or_default()
+            "host facts differ from most hosts' ({line}): a slow host may be explained by them"
         ));
     }
-    if let Some(n) = hosts["placement_mismatches_count"]
-        .as_u64()
-        .filter(|&n| n > 0)
-    {
+    if let Some(n) = Some(hosts.placement_mismatches_count).filter(|&n| n > 0) {
         warnings.push(format!(
             "{n} rank(s) have a recorded placement their host's facts contradict (see \
              hosts.placement_mismatches)"
@@ -658,41 +670,44 @@ pub fn report(inputs: &ReportInputs) -> Value {
     let mut not_positive = inputs.not_positive.clone();
     let not_positive_count = not_positive.len();
     not_positive.truncate(LISTED);
-    json!({
-        "estimator": inputs.estimator.name(),
-        "ranks": inputs.ranks.len(),
-        "pairs": inputs.pairs,
-        "matrices": matrices,
-        "spread": inputs.spreads.iter().map(|s| s.to_json()).collect::<Vec<_>>(),
-        "latency_not_positive_count": not_positive_count,
-        "latency_not_positive": not_positive,
-        "saturation_not_converged": inputs.unconverged,
-        "hosts": hosts,
-        "unstable": unstable,
-        "artifacts": seen_artifacts,
-        "health": health,
-        "warnings": warnings,
-    })
+    HealthReport {
+        artifacts: seen_artifacts,
+        estimator: inputs.estimator,
+        health,
+        hosts,
+        latency_not_positive: not_positive,
+        latency_not_positive_count: not_positive_count,
+        matrices,
+        pairs: inputs.pairs,
+        ranks: inputs.ranks.len(),
+        saturation_not_converged: inputs.unconverged,
+        spread: inputs.spreads.iter().map(|s| s.to_report()).collect(),
+        unstable,
+        warnings,
+    }
 }
 
 /// The hosts' part of the report: how many hosts ran ranks and how many recorded facts, the
 /// facts in which some hosts differ from most (`odd`, and one line per host in `odd_lines`),
 /// and ranks whose placement contradicts their host's facts.
-pub(crate) fn hosts_report(placement: &[RankInfo], hosts: &[lgate_rundir::HostFacts]) -> Value {
+pub(crate) fn hosts_report(
+    placement: &[RankInfo],
+    hosts: &[lgate_rundir::HostFacts],
+) -> HostsReport {
     let mut names: Vec<&str> = placement.iter().map(|r| r.host.as_str()).collect();
     names.sort_unstable();
     names.dedup();
     let odd = lgate_rundir::odd_hosts(hosts);
     let lines = lgate_rundir::odd_host_lines(&odd, hosts.len());
     let (mismatches, count) = lgate_rundir::placement_mismatches(placement, hosts, LISTED);
-    json!({
-        "count": names.len(),
-        "with_facts": hosts.len(),
-        "odd": odd,
-        "odd_lines": lines,
-        "placement_mismatches_count": count,
-        "placement_mismatches": mismatches,
-    })
+    HostsReport {
+        count: names.len(),
+        odd,
+        odd_lines: lines,
+        placement_mismatches: mismatches,
+        placement_mismatches_count: count,
+        with_facts: hosts.len(),
+    }
 }
 
 #[cfg(test)]
@@ -726,13 +741,8 @@ mod tests {
         let ranks: Vec<usize> = (0..8).collect();
         let ids = placement_ids(&ranks, &placement);
         let report = matrix_report("t", &ranks, &ids, &placement, &m);
-        assert_eq!(report["slow_pairs_count"], 0, "{report}");
-        let classes: Vec<&str> = report["classes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| c["class"].as_str().unwrap())
-            .collect();
+        assert_eq!(report.slow_pairs_count, 0, "{report:?}");
+        let classes: Vec<&str> = report.classes.iter().map(|c| c.class.as_str()).collect();
         assert_eq!(classes, ["same core", "same socket"]);
         // Without core ids, the siblings are the socket's slow pairs, as before.
         let unplaced: Vec<RankInfo> = placement
@@ -742,7 +752,7 @@ mod tests {
             .collect();
         let ids = placement_ids(&ranks, &unplaced);
         let report = matrix_report("t", &ranks, &ids, &unplaced, &m);
-        assert_eq!(report["slow_pairs_count"], 4, "{report}");
+        assert_eq!(report.slow_pairs_count, 4, "{report:?}");
     }
 
     /// Ranks on hosts of four, one socket each.
@@ -778,18 +788,11 @@ mod tests {
         });
         let m = DistanceMatrix::new(spread, None).unwrap();
         let u = unstable("t:0", &ranks, &ids, &placement, &m);
-        let hosts: Vec<&str> = u["unstable_hosts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|h| h["host"].as_str().unwrap())
-            .collect();
-        assert_eq!(hosts, ["h2"], "{u:#}");
+        let hosts: Vec<&str> = u.unstable_hosts.iter().map(|h| h.host.as_str()).collect();
+        assert_eq!(hosts, ["h2"], "{u:#?}");
         // 0-5 (5x) first, then every pair of h2 (3.5x): 6 inside, 4 x 28 with the others.
-        let pairs = u["unstable_pairs"].as_array().unwrap();
-        assert_eq!(pairs[0]["i"], 0);
-        assert_eq!(pairs[0]["j"], 5);
-        assert_eq!(u["unstable_pairs_count"], 1 + 6 + 4 * 28, "{u:#}");
+        assert_eq!((u.unstable_pairs[0].i, u.unstable_pairs[0].j), (0, 5));
+        assert_eq!(u.unstable_pairs_count, 1 + 6 + 4 * 28, "{u:#?}");
     }
 
     #[test]
@@ -811,11 +814,11 @@ mod tests {
         });
         let m = DistanceMatrix::new(values, None).unwrap();
         let report = matrix_report("t:0", &ranks, &ids, &placement, &m);
-        let slow = report["slow_hosts"].as_array().unwrap();
-        assert_eq!(slow.len(), 1, "{report:#}");
-        assert_eq!(slow[0]["host"], "h1");
-        assert_eq!(slow[0]["ranks"], 4);
-        let factor = slow[0]["factor"].as_f64().unwrap();
+        let slow = &report.slow_hosts;
+        assert_eq!(slow.len(), 1, "{report:#?}");
+        assert_eq!(slow[0].host, "h1");
+        assert_eq!(slow[0].ranks, 4);
+        let factor = slow[0].factor;
         assert!((1.3..1.5).contains(&factor), "{factor}");
         // Two hosts: which is the slow one cannot be told.
         let ranks: Vec<usize> = (0..8).collect();
@@ -823,10 +826,7 @@ mod tests {
         let sub =
             DistanceMatrix::new(m.values().slice(ndarray::s![..8, ..8]).to_owned(), None).unwrap();
         let report = matrix_report("t:0", &ranks, &ids, &placement[..8], &sub);
-        assert!(
-            report["slow_hosts"].as_array().unwrap().is_empty(),
-            "{report:#}"
-        );
+        assert!(report.slow_hosts.is_empty(), "{report:#?}");
     }
 
     #[test]

@@ -10,8 +10,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use lgate_matrix::DistanceMatrix;
 use lgate_rundir::files::{MASK_FILE, PINGPONG_TABLE, REPORT_FILE, SCREEN_TABLE};
+use lgate_rundir::report::{Interference, PairCounts, SampledPair, StagedPlanName, StagedReport};
 use lgate_rundir::{JournalEntry, MatrixEntry, MeasuredMask, RunDir, RunMeta, Stage};
-use lgate_rundir::{Pair, RoundTrips};
+use lgate_rundir::{Pair, Report, RoundTrips};
 
 use ndarray::Array2;
 
@@ -155,7 +156,7 @@ pub fn write_staged_outputs(
     };
     write_matrix_set_with(
         run,
-        options.estimator.name(),
+        options.estimator,
         &refs,
         default,
         names,
@@ -187,25 +188,34 @@ pub fn write_staged_outputs(
         written.push(PINGPONG_TABLE.to_string());
     }
 
-    let report = serde_json::json!({
-        "plan": "staged",
-        "groups": groups.len(),
-        "pairs": {
-            "total": size * (size - 1) / 2,
-            "measured": measured.measured_pairs,
-            "filled": measured.filled_pairs,
-            "filled_share": measured.filled_share(),
+    let report = Report::Staged(StagedReport {
+        groups: groups.len(),
+        hosts: crate::report::hosts_report(&meta.ranks, &meta.hosts),
+        interference: interference(&screened),
+        pairs: PairCounts {
+            filled: measured.filled_pairs,
+            filled_share: measured.filled_share(),
+            measured: measured.measured_pairs,
+            total: size * (size - 1) / 2,
         },
-        "tests": Stage::ALL.iter().map(|s| (s.name(), entries.iter().filter(|e| e.stage == Some(*s)).count())).collect::<BTreeMap<_, _>>(),
-        "interference": interference(&screened),
-        "sample": sample_pairs.iter().map(|p| serde_json::json!({
-            "i": p.i,
-            "j": p.j,
-            "inside_group": group_of[p.i] == group_of[p.j],
-        })).collect::<Vec<_>>(),
-        "hosts": crate::report::hosts_report(&meta.ranks, &meta.hosts),
+        plan: StagedPlanName::Staged,
+        sample: sample_pairs
+            .iter()
+            .map(|p| SampledPair {
+                i: p.i,
+                inside_group: group_of[p.i] == group_of[p.j],
+                j: p.j,
+            })
+            .collect(),
+        tests: Stage::ALL
+            .iter()
+            .map(|s| {
+                let n = entries.iter().filter(|e| e.stage == Some(*s)).count();
+                (s.name().to_string(), n)
+            })
+            .collect(),
     });
-    run.write_file(REPORT_FILE, format!("{report:#}\n").as_bytes())?;
+    run.write_file(REPORT_FILE, report.to_json().as_bytes())?;
     written.push(REPORT_FILE.into());
     Ok(written)
 }
@@ -326,13 +336,15 @@ fn group_key(group_of: &[usize], p: Pair) -> (usize, usize) {
 
 /// Per stage measured side by side, the median ratio of a pair's round trip then to its round
 /// trip alone, at each size: above 1, testing side by side slowed the tests.
-fn interference(screened: &[(&JournalEntry, Stage, Vec<RoundTrips>)]) -> serde_json::Value {
+fn interference(
+    screened: &[(&JournalEntry, Stage, Vec<RoundTrips>)],
+) -> BTreeMap<String, BTreeMap<String, Interference>> {
     let alone: BTreeMap<(u32, Pair), &Vec<RoundTrips>> = screened
         .iter()
         .filter(|(_, s, _)| *s == Stage::Alone)
         .map(|(e, _, r)| ((e.sweep, Pair::new(e.i, e.j)), r))
         .collect();
-    let mut out = serde_json::Map::new();
+    let mut out = BTreeMap::new();
     for stage in [Stage::Hosts, Stage::Between] {
         let mut ratios: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
         for (e, _, trips) in screened.iter().filter(|(_, s, _)| *s == stage) {
@@ -353,21 +365,19 @@ fn interference(screened: &[(&JournalEntry, Stage, Vec<RoundTrips>)]) -> serde_j
         if ratios.is_empty() {
             continue;
         }
-        let per_size: serde_json::Map<String, serde_json::Value> = ratios
+        let per_size: BTreeMap<String, Interference> = ratios
             .iter()
             .map(|(size, r)| {
-                (
-                    MessageSize(*size).to_string(),
-                    serde_json::json!({
-                        "pairs": r.len(),
-                        "median_ratio_side_by_side_to_alone": median(r),
-                    }),
-                )
+                let i = Interference {
+                    median_ratio_side_by_side_to_alone: median(r).unwrap_or(f64::NAN),
+                    pairs: r.len(),
+                };
+                (MessageSize(*size).to_string(), i)
             })
             .collect();
-        out.insert(stage.name().into(), per_size.into());
+        out.insert(stage.name().to_string(), per_size);
     }
-    out.into()
+    out
 }
 
 #[cfg(test)]

@@ -742,14 +742,10 @@ fn prepare(
         .seed
         .or_else(|| previous.as_ref().map(|(m, _)| m.schedule.seed))
         .unwrap_or_else(rand::random);
-    let mut mpi = std::collections::BTreeMap::new();
-    mpi.insert(
-        "library_version".to_string(),
-        serde_json::Value::from(t.library_version()),
-    );
-    if let Some(settings) = t.library_settings() {
-        mpi.insert("control_variables".to_string(), settings);
-    }
+    let mpi = lgate_rundir::MpiInfo {
+        control_variables: t.library_settings(),
+        library_version: Some(t.library_version()),
+    };
     let test_info = TestInfo {
         name: test.name().to_string(),
         parameters: test.parameters(),

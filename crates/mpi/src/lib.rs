@@ -17,6 +17,7 @@ pub use tools::{
     ControlVariables, PROTOCOL_ENVIRONMENT, PROTOCOL_PATTERNS,
 };
 
+use lgate_rundir::{MpiSettings, SettingValue, YieldSetting};
 use lgate_topology::Rank;
 use lgate_transport::{PoliteWait, Tag, Transport, TransportError};
 /// rsmpi, for programs that run MPI themselves and hand a communicator to
@@ -331,35 +332,26 @@ impl Transport for MpiTransport {
         mpi::environment::processor_name().unwrap_or_else(|_| "unknown".into())
     }
 
-    fn library_settings(&self) -> Option<serde_json::Value> {
-        let mut settings = match read_control_variables() {
-            Some(cvars) => {
-                let protocol: serde_json::Map<String, serde_json::Value> = cvars
+    fn library_settings(&self) -> Option<MpiSettings> {
+        let mut settings = MpiSettings::default();
+        if let Some(cvars) = read_control_variables() {
+            settings.protocol = Some(
+                cvars
                     .protocol
                     .into_iter()
-                    .map(|(name, value)| (name, control_value_json(value)))
-                    .collect();
-                serde_json::json!({
-                    "total": cvars.total,
-                    "selected": PROTOCOL_PATTERNS,
-                    "protocol": protocol,
-                })
-            }
-            None => serde_json::json!({}),
-        };
-        let environment = protocol_environment();
-        if !environment.is_empty() {
-            settings["environment"] = serde_json::json!(environment);
+                    .map(|(name, value)| (name, setting_value(value)))
+                    .collect(),
+            );
+            settings.selected = Some(PROTOCOL_PATTERNS.iter().map(|p| p.to_string()).collect());
+            settings.total = Some(cvars.total);
         }
-        if let Some(y) = &self.idle_yield {
-            settings["mpi_yield_when_idle"] = serde_json::json!({
-                "value": y.value,
-                "set_by": y.set_by,
-                "on_for_pairs_bound_to_one_cpu": self.yield_switch.is_some(),
-            });
-        }
-        let empty = settings.as_object().is_some_and(|o| o.is_empty());
-        (!empty).then_some(settings)
+        settings.environment = protocol_environment();
+        settings.mpi_yield_when_idle = self.idle_yield.as_ref().map(|y| YieldSetting {
+            on_for_pairs_bound_to_one_cpu: self.yield_switch.is_some(),
+            set_by: y.set_by.to_string(),
+            value: y.value.clone(),
+        });
+        (!settings.is_empty()).then_some(settings)
     }
 
     fn yield_when_idle(&self, on: bool) {
@@ -410,13 +402,11 @@ impl Transport for MpiTransport {
 }
 
 /// A control variable's value as JSON (integers beyond i64 as text).
-fn control_value_json(value: ControlValue) -> serde_json::Value {
+fn setting_value(value: ControlValue) -> SettingValue {
     match value {
-        ControlValue::Integer(i) => i64::try_from(i).map_or_else(
-            |_| serde_json::Value::from(i.to_string()),
-            serde_json::Value::from,
-        ),
-        ControlValue::Float(f) => serde_json::Value::from(f),
-        ControlValue::Text(t) => serde_json::Value::from(t),
+        ControlValue::Integer(i) => i64::try_from(i)
+            .map_or_else(|_| SettingValue::Text(i.to_string()), SettingValue::Integer),
+        ControlValue::Float(f) => SettingValue::Float(f),
+        ControlValue::Text(t) => SettingValue::Text(t),
     }
 }

@@ -186,18 +186,13 @@ impl Curves {
 }
 
 /// Protocol thresholds in meta.json's MPI settings: names with `eager` and a positive size.
-fn eager_limits(mpi: &BTreeMap<String, serde_json::Value>) -> Vec<(String, usize)> {
+fn eager_limits(mpi: &lgate_rundir::MpiInfo) -> Vec<(String, usize)> {
     let mut out: Vec<(String, usize)> = mpi
-        .get("control_variables")
-        .and_then(|c| c.get("protocol"))
-        .and_then(|p| p.as_object())
-        .map(|p| {
-            p.iter()
-                .filter(|(k, _)| k.contains("eager"))
-                .filter_map(|(k, v)| Some((k.clone(), v.as_u64().filter(|&x| x > 0)? as usize)))
-                .collect()
-        })
-        .unwrap_or_default();
+        .protocol()
+        .iter()
+        .filter(|(k, _)| k.contains("eager"))
+        .filter_map(|(k, v)| Some((k.clone(), usize::try_from(v.positive()?).ok()?)))
+        .collect();
     out.sort_by_key(|e| e.1);
     out.dedup_by_key(|e| e.1);
     out.truncate(3);
@@ -557,12 +552,8 @@ mod tests {
 
     #[test]
     fn eager_limits_come_from_the_protocol_settings() {
-        let mpi: BTreeMap<String, serde_json::Value> = [(
-            "control_variables".to_string(),
-            serde_json::json!({"protocol": {"btl_sm_eager_limit": 4096, "btl_tcp_eager_limit": 65536, "btl_tcp_rndv_eager_limit": 65536, "other": 1}}),
-        )]
-        .into_iter()
-        .collect();
+        let mpi: lgate_rundir::MpiInfo = serde_json::from_value(serde_json::json!({"control_variables": {"protocol": {"btl_sm_eager_limit": 4096, "btl_tcp_eager_limit": 65536, "btl_tcp_rndv_eager_limit": 65536, "other": 1}}}))
+        .unwrap();
         let e = eager_limits(&mpi);
         assert_eq!(e.iter().map(|x| x.1).collect::<Vec<_>>(), [4096, 65536]);
     }

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use base64::Engine as _;
+use lgate_rundir::Report;
 use lgate_topology::{OutlineOptions, Topology};
 use serde_json::Value;
 
@@ -42,19 +43,10 @@ fn img(figure: &impl Figure, alt: &str) -> Result<String, PlotError> {
 
 /// The message-protocol settings meta.json recorded (MPI_T control variables whose names
 /// mark thresholds, and the transport's environment variables), as `name = value` pairs.
-fn protocol_settings(
-    mpi: &std::collections::BTreeMap<String, serde_json::Value>,
-) -> Option<String> {
-    let cvars = mpi.get("control_variables")?;
-    let mut pairs: Vec<String> = Vec::new();
-    for key in ["protocol", "environment"] {
-        if let Some(map) = cvars.get(key).and_then(|v| v.as_object()) {
-            pairs.extend(map.iter().map(|(k, v)| match v.as_str() {
-                Some(text) => format!("{k} = {text}"),
-                None => format!("{k} = {v}"),
-            }));
-        }
-    }
+fn protocol_settings(mpi: &lgate_rundir::MpiInfo) -> Option<String> {
+    let pairs: Vec<String> = (mpi.protocol().iter().map(|(k, v)| format!("{k} = {v}")))
+        .chain(mpi.environment().iter().map(|(k, v)| format!("{k} = {v}")))
+        .collect();
     (!pairs.is_empty()).then(|| pairs.join(", "))
 }
 
@@ -349,7 +341,7 @@ pub struct ReportDiff<'a> {
 /// hosts with a heat map of the repeat spread, and the known artifacts seen.
 fn health_section(
     html: &mut String,
-    report: Option<&Value>,
+    report: Option<&Report>,
     run: &Path,
     topology: &Topology,
 ) -> Result<(), PlotError> {
@@ -357,21 +349,14 @@ fn health_section(
         return Ok(());
     };
     html.push_str("<h2 id=\"health\">Health (report.json)</h2>\n");
-    let default = r["matrices"]
-        .as_array()
-        .and_then(|m| m.get(1).or(m.first()))
-        .cloned()
-        .unwrap_or(Value::Null);
-    let slow: Vec<&Value> = default["slow_hosts"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .collect();
+    let matrices = r.matrices();
+    let default = matrices.get(1).or(matrices.first());
+    let slow = default.map_or(&[][..], |m| &m.slow_hosts[..]);
     if slow.is_empty() {
         let _ = writeln!(
             html,
             "<p id=\"slow-hosts\">No host is slow with all its peers in {}.</p>",
-            escape(default["matrix"].as_str().unwrap_or("the default matrix"))
+            escape(default.map_or("the default matrix", |m| m.matrix.as_str()))
         );
     } else {
         html.push_str(
@@ -381,44 +366,37 @@ fn health_section(
             let _ = writeln!(
                 html,
                 "<tr class=\"warn\"><td>{}</td><td>{}</td><td>x{:.2}</td><td>{}</td></tr>",
-                escape(h["host"].as_str().unwrap_or("")),
-                h["ranks"],
-                h["factor"].as_f64().unwrap_or(0.0),
-                escape(h["why"].as_str().unwrap_or(""))
+                escape(&h.host),
+                h.ranks,
+                defined(h.factor),
+                escape(&h.why)
             );
         }
         html.push_str("</table>\n");
     }
-    let artifacts: Vec<&Value> = r["artifacts"].as_array().into_iter().flatten().collect();
+    let artifacts = r.artifacts();
     if !artifacts.is_empty() {
         html.push_str("<ul id=\"artifacts\">\n");
         for a in artifacts {
             let _ = writeln!(
                 html,
                 "<li class=\"warn\">{} in {} (x{:.2} its class median): {}</li>",
-                escape(a["artifact"].as_str().unwrap_or("")),
-                escape(a["matrix"].as_str().unwrap_or("")),
-                a["ratio"].as_f64().unwrap_or(0.0),
-                escape(a["why"].as_str().unwrap_or(""))
+                escape(a.name()),
+                escape(a.matrix()),
+                defined(a.ratio()),
+                escape(a.why())
             );
         }
         html.push_str("</ul>\n");
     }
-    let Some(first) = r["unstable"].as_array().and_then(|u| u.first()) else {
+    let Some(first) = r.unstable().first() else {
         return Ok(());
     };
-    let name = first["matrix"].as_str().unwrap_or("t:0");
-    let hosts: Vec<String> = first["unstable_hosts"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|h| {
-            format!(
-                "{} (x{:.1})",
-                h["host"].as_str().unwrap_or(""),
-                h["median_spread_ratio"].as_f64().unwrap_or(0.0)
-            )
-        })
+    let name = first.matrix.as_str();
+    let hosts: Vec<String> = first
+        .unstable_hosts
+        .iter()
+        .map(|h| format!("{} (x{:.1})", h.host, defined(h.median_spread_ratio)))
         .collect();
     let _ = writeln!(
         html,
@@ -429,7 +407,7 @@ fn health_section(
         } else {
             " class=\"warn\""
         },
-        first["unstable_pairs_count"],
+        first.unstable_pairs_count,
         if hosts.is_empty() {
             "; no unstable host".to_string()
         } else {
@@ -483,14 +461,21 @@ fn diff_section(html: &mut String, diff: &ReportDiff) -> Result<(), PlotError> {
     Ok(())
 }
 
+/// A number of report.json as the page prints it: an undefined one (null) as 0.
+fn defined(x: f64) -> f64 {
+    if x.is_finite() {
+        x
+    } else {
+        0.0
+    }
+}
+
 /// The report of the run in `run` as HTML text.
 pub fn report_html(run: &Path, inputs: &ReportInputs) -> Result<String, PlotError> {
     let input_err = |e: String| PlotError::Input(format!("{}: {e}", run.display()));
     let meta = lgate_rundir::RunMeta::read(&run.join(lgate_rundir::META_FILE))
         .map_err(|e| PlotError::Input(e.to_string()))?;
-    let report: Option<Value> = std::fs::read_to_string(run.join(lgate_rundir::files::REPORT_FILE))
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok());
+    let report: Option<Report> = Report::read(run).ok();
     let (input, _) =
         lgate_cluster::default_clustering(run).map_err(|e| input_err(e.to_string()))?;
     let title = format!("lgate-plogp report: {}", run.display());
@@ -592,12 +577,8 @@ pub fn report_html(run: &Path, inputs: &ReportInputs) -> Result<String, PlotErro
         row(&mut html, "plan", &text);
     }
     row(&mut html, "launcher", &meta.launcher.kind);
-    if let Some(v) = meta.mpi.get("library_version") {
-        row(
-            &mut html,
-            "MPI library",
-            v.as_str().unwrap_or(&v.to_string()),
-        );
+    if let Some(v) = &meta.mpi.library_version {
+        row(&mut html, "MPI library", v);
     }
     if let Some(settings) = protocol_settings(&meta.mpi) {
         row(&mut html, "MPI protocol settings", &settings);
@@ -723,23 +704,17 @@ pub fn report_html(run: &Path, inputs: &ReportInputs) -> Result<String, PlotErro
     match &report {
         None => html.push_str("<p class=\"warn\">The run has no readable report.json.</p>\n"),
         Some(r) => {
-            for w in r["warnings"].as_array().into_iter().flatten() {
-                let _ = writeln!(
-                    html,
-                    "<p class=\"warn\">{}</p>",
-                    escape(w.as_str().unwrap_or(""))
-                );
+            for w in r.warnings() {
+                let _ = writeln!(html, "<p class=\"warn\">{}</p>", escape(w));
             }
-            for m in r["matrices"].as_array().into_iter().flatten() {
-                let name = m["matrix"].as_str().unwrap_or("?");
-                let ranks = m["slow_ranks"].as_array().cloned().unwrap_or_default();
-                let pairs = m["slow_pairs"].as_array().cloned().unwrap_or_default();
+            for m in r.matrices() {
+                let (ranks, pairs) = (&m.slow_ranks, &m.slow_pairs);
                 let _ = writeln!(
                     html,
                     "<h3>{}</h3>\n<p>{} slow rank(s), {} slow pair(s)</p>",
-                    escape(name),
+                    escape(&m.matrix),
                     ranks.len(),
-                    m["slow_pairs_count"]
+                    m.slow_pairs_count
                 );
                 if !ranks.is_empty() {
                     html.push_str(
@@ -749,10 +724,10 @@ pub fn report_html(run: &Path, inputs: &ReportInputs) -> Result<String, PlotErro
                         let _ = writeln!(
                             html,
                             "<tr><td>{}</td><td>{}</td><td>{:.2}</td><td>{}</td></tr>",
-                            s["rank"],
-                            escape(s["host"].as_str().unwrap_or("")),
-                            s["median_ratio"].as_f64().unwrap_or(0.0),
-                            escape(s["why"].as_str().unwrap_or(""))
+                            s.rank,
+                            escape(s.host.as_deref().unwrap_or("")),
+                            defined(s.median_ratio),
+                            escape(&s.why)
                         );
                     }
                     html.push_str("</table>\n");
@@ -766,12 +741,12 @@ pub fn report_html(run: &Path, inputs: &ReportInputs) -> Result<String, PlotErro
                         let _ = writeln!(
                             html,
                             "<tr><td>{}-{}</td><td>{}</td><td>{:.4}</td><td>{:.4}</td><td>{:.2}</td></tr>",
-                            s["i"],
-                            s["j"],
-                            escape(s["class"].as_str().unwrap_or("")),
-                            s["value_us"].as_f64().unwrap_or(0.0),
-                            s["class_median_us"].as_f64().unwrap_or(0.0),
-                            s["ratio"].as_f64().unwrap_or(0.0)
+                            s.i,
+                            s.j,
+                            escape(&s.class),
+                            defined(s.value_us),
+                            defined(s.class_median_us),
+                            defined(s.ratio)
                         );
                     }
                     html.push_str("</table>\n");

@@ -101,16 +101,16 @@ pub struct FrequencyFacts {
 /// A fact of one host that differs from what most hosts have.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OddFact {
-    /// The host.
-    pub host: String,
     /// The fact, as [`HostFacts::fields`] names it (`governor`, `smt`, ...).
     pub fact: String,
-    /// Its value on this host (`unknown` when not read).
-    pub value: String,
+    /// The host.
+    pub host: String,
     /// Its value on most hosts.
     pub usual: String,
     /// How many hosts have the usual value, of how many.
     pub usual_hosts: usize,
+    /// Its value on this host (`unknown` when not read).
+    pub value: String,
 }
 
 /// The names [`HostFacts::set`] takes and [`odd_hosts`] compares.

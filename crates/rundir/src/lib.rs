@@ -17,8 +17,10 @@ mod journal;
 mod matrices;
 mod measurements;
 mod meta;
+pub mod mpi;
 mod placement;
 pub mod records;
+pub mod report;
 pub mod table_layout;
 
 use std::path::{Path, PathBuf};
@@ -36,11 +38,13 @@ pub use meta::{
     LauncherInfo, PlanInfo, RankInfo, RankTime, RunMeta, RunPart, RunStatus, RunSummary,
     ScheduleInfo, StageSummary, SystemInfo, TestInfo, META_FILE, RUN_FORMAT, RUN_VERSION,
 };
+pub use mpi::{MpiInfo, MpiSettings, SettingValue, YieldSetting};
 pub use placement::KnownPlacement;
 pub use records::{
-    MessageSize, Pair, PairMeasurement, PingPongResult, RawSamples, RoundTrips, Saturation,
-    SizeError, SizeResult,
+    Estimator, MessageSize, Pair, PairMeasurement, PingPongResult, RawSamples, RoundTrips,
+    Saturation, SizeError, SizeResult, UnknownEstimator,
 };
+pub use report::Report;
 
 /// An error of creating, reading or writing a run directory.
 #[derive(Debug, thiserror::Error)]

@@ -49,7 +49,7 @@ impl MatrixEntry {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MatrixIndex {
     /// The statistic that stands for a pair's value (`median`, `mean`, ...).
-    pub estimator: String,
+    pub estimator: crate::Estimator,
     /// How the sweeps of a pair were combined: `median`.
     pub combine_sweeps: String,
     /// The matrices.
@@ -200,7 +200,7 @@ mod tests {
 
     fn index() -> MatrixIndex {
         MatrixIndex {
-            estimator: "median".into(),
+            estimator: crate::Estimator::Median,
             combine_sweeps: "median".into(),
             matrices: vec![
                 MatrixEntry::in_us("latency", "L.csv", "latency", None),
@@ -244,7 +244,7 @@ mod tests {
             ("{", "EOF"),
             ("{\"estimator\": \"median\"}", "combine_sweeps"),
             (
-                "{\"estimator\":\"m\",\"combine_sweeps\":\"m\",\"matrices\":[{\"name\":\"x\",\"file\":\"../../etc/passwd\",\"description\":\"\",\"unit\":\"us\"}]}",
+                "{\"estimator\":\"median\",\"combine_sweeps\":\"m\",\"matrices\":[{\"name\":\"x\",\"file\":\"../../etc/passwd\",\"description\":\"\",\"unit\":\"us\"}]}",
                 "not a file in matrices/",
             ),
         ] {

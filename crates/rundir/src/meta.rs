@@ -35,7 +35,7 @@ pub struct RunMeta {
     pub ranks: Vec<RankInfo>,
     /// The MPI library and its settings.
     #[serde(default)]
-    pub mpi: BTreeMap<String, serde_json::Value>,
+    pub mpi: crate::MpiInfo,
     /// How the job was launched.
     #[serde(default)]
     pub launcher: LauncherInfo,
@@ -339,7 +339,7 @@ impl RunMeta {
             test,
             schedule,
             ranks,
-            mpi: BTreeMap::new(),
+            mpi: Default::default(),
             launcher: LauncherInfo::default(),
             system: SystemInfo::default(),
             hosts: Vec::new(),
@@ -562,7 +562,7 @@ mod tests {
                     extra: BTreeMap::from([("switch".to_string(), serde_json::json!(0))]),
                 })
                 .collect(),
-            mpi: BTreeMap::new(),
+            mpi: Default::default(),
             launcher: LauncherInfo::default(),
             system: SystemInfo::default(),
             hosts: Vec::new(),

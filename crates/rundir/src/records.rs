@@ -107,6 +107,74 @@ pub struct PairMeasurement {
     pub sizes: Vec<SizeResult>,
 }
 
+/// Which statistic of the repetitions stands for a value in matrices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Estimator {
+    /// The smallest kept repetition.
+    Min,
+    /// The 10th percentile.
+    P10,
+    /// The median (the default: robust to the slow outliers timing has).
+    Median,
+    /// The 90th percentile.
+    P90,
+    /// The mean.
+    Mean,
+}
+
+impl Estimator {
+    /// Every estimator.
+    pub const ALL: [Estimator; 5] = [Self::Min, Self::P10, Self::Median, Self::P90, Self::Mean];
+
+    /// Every estimator's name, as users type it.
+    pub const NAMES: [&'static str; 5] = ["min", "p10", "median", "p90", "mean"];
+
+    /// The estimator's name as users type it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Min => "min",
+            Self::P10 => "p10",
+            Self::Median => "median",
+            Self::P90 => "p90",
+            Self::Mean => "mean",
+        }
+    }
+
+    /// The statistic of a summary.
+    pub fn of(self, s: &Summary) -> f64 {
+        match self {
+            Self::Min => s.min,
+            Self::P10 => s.p10,
+            Self::Median => s.median,
+            Self::P90 => s.p90,
+            Self::Mean => s.mean,
+        }
+    }
+}
+
+impl fmt::Display for Estimator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An estimator name that is not one of [`Estimator::NAMES`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown estimator `{0}`: expected min, p10, median, p90 or mean")]
+pub struct UnknownEstimator(pub String);
+
+impl FromStr for Estimator {
+    type Err = UnknownEstimator;
+
+    fn from_str(s: &str) -> Result<Self, UnknownEstimator> {
+        Self::ALL
+            .into_iter()
+            .find(|e| e.name() == s)
+            .ok_or_else(|| UnknownEstimator(s.to_string()))
+    }
+}
+
 /// A message size in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct MessageSize(pub usize);
@@ -207,6 +275,20 @@ mod tests {
             "99999999999G".parse::<MessageSize>(),
             Err(SizeError::TooLarge(_))
         ));
+    }
+
+    #[test]
+    fn estimators_read_and_write_their_names() {
+        for (e, name) in Estimator::ALL.into_iter().zip(Estimator::NAMES) {
+            assert_eq!(e.name(), name);
+            assert_eq!(name.parse::<Estimator>(), Ok(e));
+            assert_eq!(serde_json::to_string(&e).unwrap(), format!("\"{name}\""));
+        }
+        assert!("average"
+            .parse::<Estimator>()
+            .unwrap_err()
+            .to_string()
+            .contains("average"));
     }
 
     #[test]

@@ -778,18 +778,23 @@ impl<'a> Simulation<'a> {
     ) -> RunMeta {
         let o = self.options;
         RunMeta {
-            mpi: [
-                (
-                    "library_version".to_string(),
-                    serde_json::Value::from("none: simulated by lgate-plogp simulate"),
-                ),
-                (
-                    "control_variables".to_string(),
-                    serde_json::json!({"total": 1, "protocol": {"eager_limit": self.model.eager_limit_bytes}}),
-                ),
-            ]
-            .into_iter()
-            .collect(),
+            mpi: lgate_rundir::MpiInfo {
+                control_variables: Some(lgate_rundir::MpiSettings {
+                    protocol: Some(
+                        [(
+                            "eager_limit".to_string(),
+                            lgate_rundir::SettingValue::Integer(
+                                i64::try_from(self.model.eager_limit_bytes).unwrap_or(i64::MAX),
+                            ),
+                        )]
+                        .into_iter()
+                        .collect(),
+                    ),
+                    total: Some(1),
+                    ..Default::default()
+                }),
+                library_version: Some("none: simulated by lgate-plogp simulate".to_string()),
+            },
             launcher: LauncherInfo {
                 kind: "simulated".into(),
                 command_line: None,

@@ -62,7 +62,7 @@ impl<T: Transport + ?Sized> Transport for SleepingReceives<'_, T> {
     fn library_version(&self) -> String {
         self.inner.library_version()
     }
-    fn library_settings(&self) -> Option<serde_json::Value> {
+    fn library_settings(&self) -> Option<lgate_rundir::MpiSettings> {
         self.inner.library_settings()
     }
     fn send_all(&self, tag: Tag, messages: &[(Rank, &[u8])]) -> Result<(), TransportError> {

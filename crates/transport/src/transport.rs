@@ -111,7 +111,7 @@ pub trait Transport {
     /// The message library and its version.
     fn library_version(&self) -> String;
     /// Settings of the message library worth recording (MPI_T control variables), if any.
-    fn library_settings(&self) -> Option<serde_json::Value> {
+    fn library_settings(&self) -> Option<lgate_rundir::MpiSettings> {
         None
     }
     /// Sends every message, all started at once, and returns when all are done (MPI_Isend
