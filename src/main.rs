@@ -8,11 +8,15 @@ mod cluster_cmd;
 mod diff_cmd;
 mod import_cmd;
 mod measure_cmd;
+mod method_args;
 mod output;
 mod plan_args;
 mod plot_cmd;
+#[cfg(feature = "mpi")]
+mod resume_args;
 mod score_cmd;
 mod simulate_cmd;
+mod test_args;
 mod topology_cmd;
 
 use std::process::ExitCode;

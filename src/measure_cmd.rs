@@ -4,12 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
-use lgate_derive::OutputOptions;
-#[cfg(feature = "mpi")]
-use lgate_harness::RunReport;
-use lgate_harness::{PairTest, PingPong, ProgressStyle, RunOptions, TopologySource};
-use lgate_plogp_bench::{PLogP, PLogPOptions};
-use lgate_rundir::MessageSize;
+use lgate_harness::{ProgressStyle, RunOptions, TopologySource};
 
 /// Options of `measure`.
 #[derive(Debug, Args)]
@@ -59,44 +54,8 @@ pub struct MeasureArgs {
     /// written.
     #[arg(long)]
     dry_run: bool,
-    /// The pair test.
-    #[arg(long, value_enum, default_value_t = TestKind::Plogp)]
-    test: TestKind,
-    /// PLogP: the largest message size; sizes are 0 and powers of two up to it.
-    #[arg(long, default_value = "2MiB", value_name = "SIZE")]
-    max_size: MessageSize,
-    /// Repetitions per message size (and per PLogP procedure).
-    #[arg(long, default_value_t = PingPong::DEFAULT_REPS, value_name = "R")]
-    reps: usize,
-    /// PLogP: the sender waits K x RTT before timing the receive of o_r(m).
-    #[arg(long, default_value_t = 1.3, value_name = "K")]
-    or_wait: f64,
-    /// PLogP: the pair test's time budget in seconds, shared by its sizes and procedures: a
-    /// procedure stops repeating (after at least 3 repetitions) once its share is spent; 0
-    /// runs every repetition whatever it costs.
-    #[arg(long, default_value_t = PLogPOptions::DEFAULT_BUDGET_S, value_name = "SECONDS")]
-    pair_budget: f64,
-    /// PLogP: do not measure midpoints where a size misses the interpolation of its
-    /// neighbours.
-    #[arg(long)]
-    no_adaptive: bool,
-    /// Sizes of the matrices: PLogP's t(m), o_s, o_r, g and features, ping-pong's RTT(m)
-    /// [default: 0,1KiB,64KiB,1MiB up to the largest size measured; a ping-pong: those of them
-    /// it measures, else its smallest and largest size].
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
-    matrix_sizes: Option<Vec<MessageSize>>,
-    /// The statistic of the repetitions used in matrices.
-    #[arg(long, default_value = "median", value_parser = crate::estimator_parser())]
-    estimator: lgate_rundir::Estimator,
-    /// PLogP: keep every repetition (raw.parquet).
-    #[arg(long)]
-    raw: bool,
-    /// PLogP: also write the tables as CSV.
-    #[arg(long)]
-    csv: bool,
-    /// Ping-pong: message sizes [default: 0 and 1 B to 1 MiB in powers of two].
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
-    sizes: Option<Vec<MessageSize>>,
+    #[command(flatten)]
+    pair_test: crate::test_args::TestArgs,
     /// Stop (as a crash would) once rank 0 has this many results; for testing --resume.
     #[arg(long, hide = true, value_name = "N")]
     stop_after: Option<usize>,
@@ -115,110 +74,7 @@ enum ProgressFlag {
     None,
 }
 
-/// The pair tests `measure` can run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum TestKind {
-    /// The PLogP parameters L, o_s(m), o_r(m), g(m) and RTT(m), and distance matrices.
-    Plogp,
-    /// Round-trip times for each message size.
-    Pingpong,
-}
-
-/// `measure`'s flags alone, parsed from words: a resumed run's recorded ones, then those given
-/// now, a later flag replacing an earlier one.
-#[derive(Debug, clap::Parser)]
-#[command(name = "measure", args_override_self = true)]
-struct MeasureLine {
-    #[command(flatten)]
-    args: MeasureArgs,
-}
-
-/// Flags of a run's command line that do not carry over to its resumption, and whether each
-/// takes a value.
-const NOT_RESUMED: &[(&str, bool)] = &[
-    ("--out", true),
-    ("--output", true),
-    ("-o", true),
-    ("--force", false),
-    ("--resume", true),
-    ("--dry-run", false),
-    ("--stop-after", true),
-    ("--quiet", false),
-    ("-q", false),
-];
-
-/// The flags of a recorded command line that a resumption takes over: those after `measure`
-/// but the ones in [`NOT_RESUMED`]; `None` when it is no `measure` command.
-fn carried_over(recorded: &[String]) -> Option<Vec<String>> {
-    let at = recorded.iter().position(|w| w == "measure")?;
-    let mut out = Vec::new();
-    let mut words = recorded[at + 1..].iter();
-    while let Some(word) = words.next() {
-        let name = word.split('=').next().unwrap_or(word);
-        match NOT_RESUMED.iter().find(|(flag, _)| *flag == name) {
-            Some((_, takes_value)) => {
-                if *takes_value && !word.contains('=') {
-                    words.next();
-                }
-            }
-            None => out.push(word.clone()),
-        }
-    }
-    Some(out)
-}
-
-/// The arguments of a resumption: the run's `recorded` command line, then the words given
-/// `now` (after `measure`); `None` when the recorded line is not one this version reads.
-fn resumed_args(recorded: &[String], now: &[String]) -> Option<MeasureArgs> {
-    let mut words = vec!["measure".to_string()];
-    words.extend(carried_over(recorded)?);
-    words.extend(now.iter().cloned());
-    <MeasureLine as clap::Parser>::try_parse_from(words)
-        .ok()
-        .map(|line| line.args)
-}
-
 impl MeasureArgs {
-    /// The pair test the arguments ask for and what is derived from it, checked.
-    fn test(&self) -> Result<(Box<dyn PairTest>, OutputOptions)> {
-        let (test, outputs, largest): (Box<dyn PairTest>, OutputOptions, usize) = match self.test {
-            TestKind::Pingpong => {
-                let sizes: Vec<usize> = match &self.sizes {
-                    Some(s) => s.iter().map(|m| m.0).collect(),
-                    None => PingPong::default_sizes(),
-                };
-                let largest = sizes.iter().copied().max().unwrap_or(0);
-                let outputs = OutputOptions::from_pingpong_flags(
-                    self.matrix_sizes.clone(),
-                    &sizes,
-                    self.estimator,
-                    self.csv,
-                )?;
-                (Box::new(PingPong::new(sizes, self.reps)?), outputs, largest)
-            }
-            TestKind::Plogp => {
-                let max = self.max_size.0;
-                let options = PLogPOptions {
-                    reps: self.reps,
-                    or_wait: self.or_wait,
-                    adaptive: !self.no_adaptive,
-                    raw: self.raw,
-                    budget_s: (self.pair_budget > 0.0).then_some(self.pair_budget),
-                    ..PLogPOptions::new(max)
-                };
-                let outputs = OutputOptions::from_flags(
-                    self.matrix_sizes.clone(),
-                    max,
-                    self.estimator,
-                    self.csv,
-                )?;
-                (Box::new(PLogP::new(options)?), outputs, max)
-            }
-        };
-        outputs.check_largest(largest)?;
-        Ok((test, outputs))
-    }
-
     fn options(&self) -> Result<RunOptions> {
         let (out, resume) = match &self.resume {
             Some(dir) => (dir.clone(), true),
@@ -259,81 +115,6 @@ impl MeasureArgs {
     }
 }
 
-#[cfg(feature = "mpi")]
-fn print_summary(report: &RunReport, derived: &[String]) {
-    let s = &report.summary;
-    let meta = lgate_rundir::RunDir::open(&report.run_dir)
-        .and_then(|r| r.read_meta())
-        .ok();
-    let resumed = if report.resumed_pairs > 0 {
-        format!(" (resumed: {} measured before)", report.resumed_pairs)
-    } else {
-        String::new()
-    };
-    if s.pairs_measured == 0 {
-        eprintln!(
-            "nothing left to measure: the journal holds all {} pairs; outputs rebuilt from it",
-            s.pairs_total
-        );
-    } else {
-        eprintln!(
-            "measured {} pairs{resumed} in {:.2} s: pair tests ran {:.1}% of the wall time, the \
-         harness took {:.1}% (barriers, bookkeeping, I/O)",
-            s.pairs_measured,
-            s.wall_s,
-            100.0 * (1.0 - s.overhead_share),
-            100.0 * s.overhead_share
-        );
-        if let Some(plan) = meta.as_ref().and_then(|m| m.schedule.plan.as_ref()) {
-            for note in &plan.notes {
-                eprintln!("  plan: {note}");
-            }
-        }
-        for stage in &s.stages {
-            eprintln!(
-                "  stage {:<8} {:>7} tests  {:>8.2} s{}",
-                stage.stage.name(),
-                stage.tests,
-                stage.wall_s,
-                match stage.stage {
-                    lgate_rundir::Stage::Hosts => "  (screening every pair inside each host)",
-                    lgate_rundir::Stage::Between => "  (screening sampled pairs between hosts)",
-                    lgate_rundir::Stage::Refine => {
-                        "  (screening more pairs of hosts whose samples disagree)"
-                    }
-                    lgate_rundir::Stage::Alone => "  (screened pairs again, one at a time)",
-                    lgate_rundir::Stage::Sample => "  (the full test for a sample of pairs)",
-                }
-            );
-        }
-        if let Some((mean, max)) = s.waiting_cpu_share() {
-            eprintln!(
-                "while waiting for their next test, ranks used {:.1}% of a core on average (at \
-                 most {:.1}%)",
-                100.0 * mean,
-                100.0 * max
-            );
-        }
-    }
-    if let Some(meta) = &meta {
-        if let Some(first) = meta.mpi.library_line() {
-            let protocol = meta.mpi.protocol().len();
-            eprintln!("MPI: {first}; {protocol} protocol thresholds recorded in meta.json");
-        }
-    }
-    if let Some(meta) = &meta {
-        for line in crate::output::host_summary_lines(meta) {
-            eprintln!("{line}");
-        }
-    }
-    let mut files = vec![
-        lgate_rundir::META_FILE.to_string(),
-        lgate_rundir::JOURNAL_FILE.to_string(),
-    ];
-    files.extend(derived.iter().cloned());
-    eprintln!("wrote {}/ ({})", report.run_dir.display(), files.join(", "));
-}
-
 /// Runs `measure` on this rank.
 #[cfg(feature = "mpi")]
 pub fn run(args: MeasureArgs) -> Result<()> {
@@ -343,12 +124,12 @@ pub fn run(args: MeasureArgs) -> Result<()> {
     // is wrong with them.
     if args.resume.is_none() {
         args.options().map_err(crate::output::once_per_job)?;
-        args.test().map_err(crate::output::once_per_job)?;
+        args.pair_test.test().map_err(crate::output::once_per_job)?;
     }
     let mpi = lgate_mpi::MpiTransport::init_for_pair_tests()?;
     let rank = mpi.rank();
     let args = match args.resume.clone() {
-        Some(dir) => with_run_flags(&mpi, &dir, args)?,
+        Some(dir) => crate::resume_args::with_run_flags(&mpi, &dir, args)?,
         None => args,
     };
     let once = |e: anyhow::Error| match rank {
@@ -356,7 +137,7 @@ pub fn run(args: MeasureArgs) -> Result<()> {
         _ => anyhow::Error::new(crate::output::SaidByRankZero),
     };
     let options = args.options().map_err(once)?;
-    let (mut test, outputs) = args.test().map_err(once)?;
+    let (mut test, outputs) = args.pair_test.test().map_err(once)?;
     if args.dry_run {
         return match lgate_harness::dry_run(&mpi, test.as_mut(), &options) {
             Ok(Some(plan)) => {
@@ -382,7 +163,13 @@ pub fn run(args: MeasureArgs) -> Result<()> {
             // MPI_Finalize) has nothing to continue.
             lgate_harness::interrupt::disarm();
             if !args.quiet {
-                print_summary(&report, &derived);
+                let meta = run.read_meta().ok();
+                let summary = lgate_harness::MeasureSummary {
+                    report: &report,
+                    meta: meta.as_ref(),
+                    derived: &derived,
+                };
+                eprint!("{summary}");
             }
             Ok(())
         }
@@ -398,61 +185,12 @@ pub fn run(args: MeasureArgs) -> Result<()> {
     }
 }
 
-/// With `--resume DIR`: the run's recorded flags with those given now on top. Rank 0 reads
-/// DIR/meta.json and every rank takes its reading, so the run directory need only be visible
-/// to rank 0.
-#[cfg(feature = "mpi")]
-fn with_run_flags(
-    mpi: &lgate_mpi::MpiTransport,
-    dir: &std::path::Path,
-    args: MeasureArgs,
-) -> Result<MeasureArgs> {
-    use lgate_harness::Transport;
-
-    let rank = mpi.rank();
-    let reading: Result<Vec<String>, String> = if rank == 0 {
-        lgate_rundir::RunDir::open(dir)
-            .and_then(|r| r.read_meta())
-            .map(|m| m.command_line)
-            .map_err(|e| e.to_string())
-    } else {
-        Ok(Vec::new())
-    };
-    let mut bytes = serde_json::to_vec(&reading)?;
-    let mut len = (bytes.len() as u64).to_le_bytes();
-    mpi.library_broadcast(&mut len, 0)?;
-    bytes.resize(u64::from_le_bytes(len) as usize, 0);
-    mpi.library_broadcast(&mut bytes, 0)?;
-    let recorded = match serde_json::from_slice::<Result<Vec<String>, String>>(&bytes)? {
-        Ok(recorded) => recorded,
-        Err(_) if rank != 0 => return Err(anyhow::Error::new(crate::output::SaidByRankZero)),
-        Err(e) => anyhow::bail!("{e}"),
-    };
-    let now: Vec<String> = std::env::args()
-        .skip_while(|w| w != "measure")
-        .skip(1)
-        .collect();
-    match resumed_args(&recorded, &now) {
-        Some(merged) => Ok(merged),
-        None => {
-            if rank == 0 {
-                eprintln!(
-                    "lgate-plogp: warning: {}: the run's recorded command line is not one this \
-                     version reads; resuming with the flags given now",
-                    dir.display()
-                );
-            }
-            Ok(args)
-        }
-    }
-}
-
 /// Runs `measure` on this rank.
 #[cfg(not(feature = "mpi"))]
 pub fn run(args: MeasureArgs) -> Result<()> {
     // The arguments are still checked, so a script fails for the right reason.
     args.options()?;
-    args.test()?;
+    args.pair_test.test()?;
     anyhow::bail!(
         "this lgate-plogp was built without MPI (--no-default-features), so it cannot measure; \
          build it with the default features on a machine with an MPI library"

@@ -309,7 +309,7 @@ pub fn run(args: SimulateArgs) -> Result<()> {
             report.pairs, report.wall_s
         );
         if let Ok(meta) = run.read_meta() {
-            for line in crate::output::host_summary_lines(&meta) {
+            for line in meta.host_summary_lines() {
                 eprintln!("{line}");
             }
         }

@@ -220,7 +220,7 @@ fn mpigraph_is_imported_and_recovered(dir: &Path, state: &Path) {
 }
 
 #[test]
-#[ignore = "needs root (network namespaces): scripts/test runs it with --ignored as root, as CI does"]
+#[ignore = "needs root (network namespaces): scripts/test runs it with --include-ignored as root, as CI does"]
 fn an_emulated_cluster_is_recovered() {
     let root = Command::new("id")
         .arg("-u")

@@ -22,25 +22,31 @@
 
 pub mod algorithms;
 pub mod auto;
+pub mod clustering;
 pub mod features;
 pub mod hdbscan;
+pub mod hwloc_export;
 pub mod input;
 pub mod linkage;
 pub mod methods;
 pub mod score;
 pub mod spectral;
+pub mod summary;
 
 #[cfg(test)]
 mod test_matrices;
 
 pub use auto::{auto, auto_with_outliers, separation_of, slow_ranks, AutoParams, Tree, View};
+pub use clustering::{cluster_features, cluster_matrices, Clustering, ClusteringError};
 pub use hdbscan::{hdbscan, Hdbscan, HdbscanParams};
+pub use hwloc_export::{host_distances, HostDistances};
 pub use input::{
     choose_by_levels, default_clustering, default_topology, load, load_candidates, read_truth,
     ClusterInput, InputError, Truth,
 };
 pub use linkage::{profile_distances, Dendrogram, Linkage};
 pub use score::{accuracy, adjusted_rand_index, name_levels, score_levels, LevelScore, ScoreError};
+pub use summary::ClusterSummary;
 
 use lgate_topology::{default_level_name, Level, Topology, TopologyError, TopologyNode};
 

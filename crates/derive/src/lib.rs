@@ -3,8 +3,9 @@
 //! readers: the long tables of parameters per pair and size, the distance matrices that
 //! `cluster` reads, and `report.json` with the run's health.
 //!
-//! Nothing here measures or needs MPI: it reads journal records (`lgate_rundir::records`) and
-//! writes files, so `measure`, `simulate` and `import` share it.
+//! Nothing here measures or needs MPI: it reads journal records (`lgate_rundir::records`) or
+//! other tools' measurements (`import`) and writes files, so `measure`, `simulate` and
+//! `import` share it.
 //!
 //! ```
 //! use lgate_harness::{run, InProcessWorld, ProgressStyle, RunOptions};
@@ -28,6 +29,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod import;
 pub mod outputs;
 pub mod params;
 pub mod pingpong;
@@ -37,6 +39,10 @@ pub mod run;
 pub mod staged;
 pub mod table;
 
+pub use import::{
+    mean_bandwidth, most_repeats, mpigraph_distance, write_imported_mpigraph, write_imported_pairs,
+    ImportOrigin, MpiGraphTable,
+};
 pub use lgate_rundir::Estimator;
 pub use outputs::{
     write_matrix_set, write_matrix_set_with, OutputBuilder, OutputError, OutputOptions, PairValuer,

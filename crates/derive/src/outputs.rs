@@ -200,6 +200,14 @@ pub enum OutputError {
     /// A table could not be written.
     #[error(transparent)]
     Table(#[from] TableWriteError),
+    /// Imported measurements that do not make a matrix.
+    #[error("{path}: {message}")]
+    Import {
+        /// The file imported.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
     /// A run of a pair test this build cannot derive outputs from.
     #[error(
         "{path}: the run's pair test is `{test}`, which this build does not know (plogp, pingpong)"

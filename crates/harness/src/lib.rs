@@ -35,6 +35,7 @@ pub mod placement;
 pub mod run;
 pub mod schedule;
 pub mod staged;
+pub mod summary;
 
 pub use dry_run::{dry_run, human_duration, DryRun};
 pub use lgate_stats::{warmup_length, Summary};
@@ -45,13 +46,14 @@ pub use lgate_transport::{
 pub use lgate_transport::{cpu_time, Activity, CpuScope, RankClock, TimeSplit};
 pub use pair_test::{PairTest, PingPong, Role};
 pub use run::{
-    resolve_topology, run, screening_value, topology_by_host, PlanKind, ProgressStyle, RunOptions,
-    RunReport, StagedPlanOptions, TopologySource,
+    broadcast, resolve_topology, run, screening_value, topology_by_host, PlanKind, ProgressStyle,
+    RunOptions, RunReport, StagedPlanOptions, TopologySource,
 };
 pub use schedule::{turn, unit_barrier_time, Pair, Schedule, ScheduleError, Step, SweepPair, Turn};
 pub use staged::{
     choose_follow_up, FollowUp, ScreenedPair, StagedOptions, StagedPlan, StagedStep, StagedTest,
 };
+pub use summary::MeasureSummary;
 
 /// An error of a harness run.
 #[derive(Debug, thiserror::Error)]

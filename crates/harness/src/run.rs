@@ -609,8 +609,9 @@ pub(crate) fn gather_host_facts(
     Ok(out)
 }
 
-/// Sends rank 0's plan (or follow-up) to every rank along a binomial tree (log2 P rounds).
-pub(crate) fn broadcast<P: Serialize + DeserializeOwned>(
+/// Sends rank 0's `plan` (a plan, a follow-up, a resumed run's flags) to every rank along a
+/// binomial tree (log2 P rounds); every rank calls it, rank 0 with `Some`.
+pub fn broadcast<P: Serialize + DeserializeOwned>(
     t: &dyn Transport,
     plan: Option<&P>,
 ) -> Result<P, HarnessError> {

@@ -69,6 +69,17 @@ impl Stage {
         }
     }
 
+    /// What the stage does, in a few words (the summary's stage lines).
+    pub fn describe(self) -> &'static str {
+        match self {
+            Stage::Hosts => "screening every pair inside each host",
+            Stage::Between => "screening sampled pairs between hosts",
+            Stage::Refine => "screening more pairs of hosts whose samples disagree",
+            Stage::Alone => "screened pairs again, one at a time",
+            Stage::Sample => "the full test for a sample of pairs",
+        }
+    }
+
     /// Whether the stage runs the screening test (else the full one).
     pub fn screens(self) -> bool {
         self != Stage::Sample

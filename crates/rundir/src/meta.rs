@@ -318,7 +318,115 @@ impl RankTime {
     }
 }
 
+impl RankInfo {
+    /// A rank known only by its host (an imported run): no process, CPU or placement.
+    pub fn on_host(rank: usize, host: String) -> RankInfo {
+        RankInfo {
+            rank,
+            host,
+            pid: None,
+            cpu: None,
+            cpuset: None,
+            core: None,
+            socket: None,
+            numa: None,
+            governor: None,
+            machine: None,
+            extra: Default::default(),
+        }
+    }
+}
+
 impl RunMeta {
+    /// The run summary's lines about the hosts: what they are when they agree, else which hosts
+    /// differ from most and in what, and ranks whose placement their host's facts contradict.
+    pub fn host_summary_lines(&self) -> Vec<String> {
+        let hosts = &self.hosts;
+        let Some(first) = hosts.first() else {
+            return Vec::new();
+        };
+        let odd = crate::odd_hosts(hosts);
+        let mut lines = Vec::new();
+        if odd.is_empty() {
+            let unknown = || "unknown".to_string();
+            let f = &first.frequency;
+            lines.push(format!(
+                "{}: {}, {} CPUs in {} socket(s), SMT {}, frequency governor {}{}",
+                if hosts.len() == 1 {
+                    format!("host {}", first.host)
+                } else {
+                    format!("{} hosts, all alike", hosts.len())
+                },
+                first.cpu_model.clone().unwrap_or_else(unknown),
+                first.threads.map_or_else(unknown, |t| t.to_string()),
+                first.sockets.map_or_else(unknown, |s| s.to_string()),
+                first
+                    .smt
+                    .map_or_else(unknown, |s| if s { "on" } else { "off" }.to_string()),
+                f.governor.clone().unwrap_or_else(unknown),
+                match f.boost {
+                    Some(true) => ", boost on",
+                    Some(false) => ", boost off",
+                    None => "",
+                }
+            ));
+        } else {
+            let lines_of = crate::odd_host_lines(&odd, hosts.len());
+            lines.push(format!(
+                "{} of {} hosts differ from most (host facts in meta.json):",
+                lines_of.len(),
+                hosts.len()
+            ));
+            lines.extend(lines_of.into_iter().map(|l| format!("  {l}")));
+        }
+        let (mismatches, count) = crate::placement_mismatches(&self.ranks, hosts, 3);
+        if count > 0 {
+            lines.push(format!(
+                "{count} rank(s) have a placement their host's facts contradict: {}{}",
+                mismatches.join("; "),
+                if count > mismatches.len() {
+                    "; ..."
+                } else {
+                    ""
+                }
+            ));
+        }
+        lines
+    }
+
+    /// The meta.json of a run imported from another tool's measurements at `now`: `hosts`
+    /// per rank (`rankN` where none are named), nothing scheduled, complete.
+    pub fn imported(
+        tool: String,
+        command_line: Vec<String>,
+        test: TestInfo,
+        hosts: Vec<String>,
+        now: String,
+    ) -> RunMeta {
+        let n = hosts.len();
+        let ranks = hosts
+            .into_iter()
+            .enumerate()
+            .map(|(r, host)| RankInfo::on_host(r, host))
+            .collect();
+        let schedule = ScheduleInfo {
+            topology_source: "none: imported".into(),
+            topology: serde_json::json!({}),
+            sweeps: 1,
+            seed: 0,
+            fast_fraction: None,
+            tested_ranks: (0..n).collect(),
+            pairs_per_sweep: n * n.saturating_sub(1) / 2,
+            plan: None,
+            pinned_hosts: Vec::new(),
+        };
+        let mut meta = RunMeta::started(tool, command_line, test, schedule, ranks, now.clone());
+        meta.status = RunStatus::Complete;
+        meta.end = Some(now);
+        meta.launcher.kind = "imported".into();
+        meta
+    }
+
     /// The record of a run that is starting: format, version and status filled in, nothing
     /// about the MPI library, the launcher or the system yet (set those fields on the result),
     /// no end and no summary.

@@ -121,6 +121,51 @@ pub enum ParamError {
         /// What is wrong, e.g. `needs --k or --height`.
         message: String,
     },
+    /// A parameter given to a method that does not read it (it would be ignored).
+    #[error("{flag} is a parameter of --algo {takers}; --algo {method} does not take it")]
+    NotTaken {
+        /// The flag that sets it.
+        flag: &'static str,
+        /// The methods that take it, listed.
+        takers: String,
+        /// The method chosen.
+        method: String,
+    },
+}
+
+/// Whether a parameter without a default was given.
+type Given = fn(&MethodParams) -> bool;
+
+/// The parameters without a default, the flag that sets each, and the methods that read it:
+/// given to another method they would be ignored without a word, so they are refused.
+const WITHOUT_DEFAULT: &[(&str, Given, &[&str])] = &[
+    (
+        "--k",
+        |p| p.k.is_some(),
+        &["agglomerative", "kmedoids", "spectral", "kmeans"],
+    ),
+    ("--scale", |p| p.scale.is_some(), &["spectral", "kmeans"]),
+    ("--height", |p| p.height.is_some(), &["agglomerative"]),
+    ("--threshold", |p| p.threshold.is_some(), &["components"]),
+    ("--eps", |p| p.eps.is_some(), &["dbscan"]),
+];
+
+/// Refuses a parameter without a default that the method `name` does not read.
+pub fn refuse_unread(name: &str, params: &MethodParams) -> Result<(), ParamError> {
+    for &(flag, given, takers) in WITHOUT_DEFAULT {
+        if given(params) && !takers.contains(&name) {
+            return Err(ParamError::NotTaken {
+                flag,
+                takers: match takers.split_last() {
+                    Some((last, [])) => last.to_string(),
+                    Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+                    None => String::new(),
+                },
+                method: name.to_string(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// A clustering method with its parameters checked.

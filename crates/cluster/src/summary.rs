@@ -1,0 +1,139 @@
+//! What `cluster` tells people about a clustering, on stderr: what was read, the levels, the
+//! levels a method made that the distances barely support, the slow ranks set aside, and the
+//! health the run's report.json found.
+
+use std::fmt;
+
+use lgate_topology::Topology;
+
+use crate::input::ClusterInput;
+
+/// The summary of one clustering, shown with `Display`.
+#[derive(Debug)]
+pub struct ClusterSummary<'a> {
+    /// What was clustered.
+    pub input: &'a ClusterInput,
+    /// The topology found.
+    pub topology: &'a Topology,
+    /// The method's name.
+    pub algo: &'a str,
+    /// What choosing the matrix and searching the parameter said, if anything.
+    pub note: Option<&'a str>,
+    /// The items clustered.
+    pub items: usize,
+    /// The items the method set aside as slow, with how many times slower.
+    pub slow: &'a [(usize, f64)],
+    /// The run's health lines (report.json), none for a matrix file.
+    pub health: Vec<String>,
+}
+
+impl ClusterSummary<'_> {
+    /// The health lines of the run directory `input`'s report.json (none for a matrix file or
+    /// a run without one; one line saying so for a report that cannot be read).
+    pub fn health_of(input: &std::path::Path) -> Vec<String> {
+        if !input.join(lgate_rundir::files::REPORT_FILE).is_file() {
+            return Vec::new();
+        }
+        match lgate_rundir::Report::read(input) {
+            Ok(report) => report.health().to_vec(),
+            Err(e) => vec![format!("{e} (the run's health is not shown)")],
+        }
+    }
+
+    fn weak_lines(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // auto keeps only levels that stand apart; the other algorithms keep what they make.
+        if self.algo == "auto" {
+            return Ok(());
+        }
+        for (name, separation) in self.input.weak_levels(self.topology) {
+            if separation > 0.0 {
+                writeln!(
+                    f,
+                    "  weak: the groups of {name} barely stand apart (separation \
+                     {separation:.2}, below the 1.2 auto asks of a level): the algorithm's \
+                     parameters made this split more than the distances do"
+                )?;
+            } else {
+                writeln!(
+                    f,
+                    "  weak: {name} is no level auto would make (mostly single ranks, fewer \
+                     than two groups of two, or groups wider inside than apart)"
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    fn slow_line(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.slow.is_empty() {
+            return Ok(());
+        }
+        let ranks: Vec<usize> = self
+            .slow
+            .iter()
+            .map(|&(i, _)| self.input.ranks[i])
+            .collect();
+        let mut hosts: Vec<&str> = match &self.input.hosts {
+            Some(h) => ranks
+                .iter()
+                .filter_map(|&r| h.get(r))
+                .map(|h| h.as_str())
+                .collect(),
+            None => Vec::new(),
+        };
+        hosts.sort_unstable();
+        hosts.dedup();
+        let (lo, hi) = self
+            .slow
+            .iter()
+            .fold((f64::MAX, 0.0f64), |(lo, hi), &(_, f)| {
+                (lo.min(f), hi.max(f))
+            });
+        let on = if hosts.is_empty() {
+            String::new()
+        } else {
+            format!(" (on {})", hosts.join(", "))
+        };
+        writeln!(
+            f,
+            "  slow ranks: {}{on}, {lo:.2}-{hi:.2}x the usual distance towards every other \
+             rank; their pairs were scaled down before clustering (outliers in the JSON \
+             topology)",
+            lgate_topology::sorted_rank_list(&ranks),
+        )
+    }
+}
+
+impl fmt::Display for ClusterSummary<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for w in &self.input.warnings {
+            writeln!(f, "warning: {w}")?;
+        }
+        if let Some(note) = self.note {
+            writeln!(f, "{note}")?;
+        }
+        let levels = self.topology.levels().len();
+        writeln!(
+            f,
+            "cluster: {} ({} ranks), {}: {levels} {}",
+            self.input.source,
+            self.items,
+            self.algo,
+            if levels == 1 { "level" } else { "levels" }
+        )?;
+        if self.topology.levels().is_empty() {
+            writeln!(
+                f,
+                "  one group: the distances show no structure at these thresholds"
+            )?;
+        } else {
+            f.write_str(&lgate_topology::level_summary(self.topology))?;
+        }
+        self.weak_lines(f)?;
+        self.slow_line(f)?;
+        for line in &self.health {
+            writeln!(f, "  health: {line}")?;
+        }
+        Ok(())
+    }
+}

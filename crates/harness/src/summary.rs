@@ -1,0 +1,102 @@
+//! What `measure` tells people when a run is done: how long the pair tests took against the
+//! harness, each stage, what waiting cost, the MPI library, the hosts, and the files written.
+
+use std::fmt;
+
+use lgate_rundir::RunMeta;
+
+use crate::RunReport;
+
+/// The summary of a finished run, shown with `Display`.
+#[derive(Debug)]
+pub struct MeasureSummary<'a> {
+    /// What the run reported.
+    pub report: &'a RunReport,
+    /// The run's meta.json, where it could be read.
+    pub meta: Option<&'a RunMeta>,
+    /// The files the derive stage wrote.
+    pub derived: &'a [String],
+}
+
+impl MeasureSummary<'_> {
+    fn measured(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = &self.report.summary;
+        let resumed = if self.report.resumed_pairs > 0 {
+            format!(" (resumed: {} measured before)", self.report.resumed_pairs)
+        } else {
+            String::new()
+        };
+        writeln!(
+            f,
+            "measured {} pairs{resumed} in {:.2} s: pair tests ran {:.1}% of the wall time, the \
+             harness took {:.1}% (barriers, bookkeeping, I/O)",
+            s.pairs_measured,
+            s.wall_s,
+            100.0 * (1.0 - s.overhead_share),
+            100.0 * s.overhead_share
+        )?;
+        if let Some(plan) = self.meta.and_then(|m| m.schedule.plan.as_ref()) {
+            for note in &plan.notes {
+                writeln!(f, "  plan: {note}")?;
+            }
+        }
+        for stage in &s.stages {
+            writeln!(
+                f,
+                "  stage {:<8} {:>7} tests  {:>8.2} s  ({})",
+                stage.stage.name(),
+                stage.tests,
+                stage.wall_s,
+                stage.stage.describe()
+            )?;
+        }
+        if let Some((mean, max)) = s.waiting_cpu_share() {
+            writeln!(
+                f,
+                "while waiting for their next test, ranks used {:.1}% of a core on average (at \
+                 most {:.1}%)",
+                100.0 * mean,
+                100.0 * max
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for MeasureSummary<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = &self.report.summary;
+        if s.pairs_measured == 0 {
+            writeln!(
+                f,
+                "nothing left to measure: the journal holds all {} pairs; outputs rebuilt from it",
+                s.pairs_total
+            )?;
+        } else {
+            self.measured(f)?;
+        }
+        if let Some(meta) = self.meta {
+            if let Some(first) = meta.mpi.library_line() {
+                let protocol = meta.mpi.protocol().len();
+                writeln!(
+                    f,
+                    "MPI: {first}; {protocol} protocol thresholds recorded in meta.json"
+                )?;
+            }
+            for line in meta.host_summary_lines() {
+                writeln!(f, "{line}")?;
+            }
+        }
+        let mut files = vec![
+            lgate_rundir::META_FILE.to_string(),
+            lgate_rundir::JOURNAL_FILE.to_string(),
+        ];
+        files.extend(self.derived.iter().cloned());
+        writeln!(
+            f,
+            "wrote {}/ ({})",
+            self.report.run_dir.display(),
+            files.join(", ")
+        )
+    }
+}

@@ -1,0 +1,130 @@
+//! The flags of `cluster` that choose the clustering method and set its parameters.
+
+use clap::{Args, ValueEnum};
+use lgate_cluster::methods::MethodParams;
+use lgate_cluster::{AutoParams, Linkage};
+
+/// The clustering method and its parameters, as `cluster`'s flags give them.
+#[derive(Debug, Clone, Args)]
+pub struct MethodArgs {
+    /// The algorithm.
+    #[arg(long, default_value = "auto", value_name = "ALGO", value_parser = algo_names())]
+    pub algo: String,
+    /// What is clustered: the distance matrix, or (for a PLogP run, with --algo hdbscan,
+    /// dbscan, kmeans or spectral) each rank's vector of L, o_s, o_r and g towards every rank
+    /// (equation 3.5) in vector space (petal-clustering, linfa); --matrix then picks the
+    /// message size, e.g. `t:1KiB` or `1KiB` [default: the smallest].
+    #[arg(long, value_enum, default_value_t = Space::Matrix)]
+    pub space: Space,
+    /// auto: the least separation of a level (least median distance between two groups over
+    /// the largest upper quartile inside a group).
+    #[arg(long, default_value_t = AutoParams::default().min_ratio, value_name = "R")]
+    min_ratio: f64,
+    /// auto: the least gap between groups, as a share of the median distance.
+    #[arg(long, default_value_t = AutoParams::default().min_gap, value_name = "G")]
+    min_gap: f64,
+    /// agglomerative: how clusters are joined.
+    #[arg(long, value_enum, default_value_t = LinkageArg::Average)]
+    linkage: LinkageArg,
+    /// agglomerative, kmedoids, spectral, kmeans: the number of groups (kmedoids without it:
+    /// by medoid silhouette; spectral and kmeans: from the eigengaps).
+    #[arg(long, value_name = "K")]
+    k: Option<usize>,
+    /// agglomerative: cut where merges pass this distance.
+    #[arg(long, value_name = "H")]
+    height: Option<f64>,
+    /// components: join items closer than this.
+    #[arg(long, value_name = "T")]
+    threshold: Option<f64>,
+    /// dbscan: the neighbourhood radius.
+    #[arg(long, value_name = "E")]
+    eps: Option<f64>,
+    /// dbscan: items within eps (itself included) that make a core item.
+    #[arg(long, default_value_t = 2, value_name = "M")]
+    min_points: usize,
+    /// kmedoids: the largest k tried when k is chosen by silhouette; spectral and kmeans: the
+    /// eigengaps are first looked for among this many + 1 eigenvalues (the window doubles while
+    /// its last eigenvalue is above one half).
+    #[arg(long, default_value_t = 16, value_name = "K")]
+    max_k: usize,
+    /// hdbscan: the least ranks of a cluster.
+    #[arg(long, default_value_t = 4, value_name = "M")]
+    min_cluster_size: usize,
+    /// hdbscan: the neighbourhood of the core distance, the rank itself counted.
+    #[arg(long, default_value_t = 4, value_name = "M")]
+    min_samples: usize,
+    /// ssstree: a new center opens at this share of twice the cluster's radius.
+    #[arg(long, default_value_t = 0.5, value_name = "A")]
+    alpha: f64,
+    /// ssstree: clusters with fewer items are not split.
+    #[arg(long, default_value_t = 2, value_name = "M")]
+    min_children: usize,
+    /// spectral, kmeans: one Gaussian kernel scale for every rank, in the matrix's unit
+    /// [default: each rank's distance to its --scale-neighbour-th nearest rank].
+    #[arg(long, value_name = "S", allow_negative_numbers = true)]
+    scale: Option<f64>,
+    /// spectral, kmeans: the neighbour whose distance is a rank's kernel scale (local scaling,
+    /// Zelnik-Manor and Perona).
+    #[arg(long, default_value_t = 7, value_name = "N")]
+    scale_neighbour: usize,
+    /// Try N values of the algorithm's main parameter across its range (the thesis's linear
+    /// search: components --threshold and dbscan --eps between the least and largest distance,
+    /// ssstree --alpha in (0, 5), kmedoids, agglomerative, spectral and kmeans --k in 2..=--max-k, hdbscan
+    /// --min-cluster-size in 2..=P/2) and keep the value whose top-level partition has the best
+    /// separation, as `auto` measures it.
+    #[arg(long, value_name = "N")]
+    pub search: Option<usize>,
+}
+
+/// The `--algo` choices, with their help, from the clustering crate's registry.
+fn algo_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(
+        lgate_cluster::methods::METHODS
+            .iter()
+            .map(|m| clap::builder::PossibleValue::new(m.name).help(m.description)),
+    )
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Space {
+    /// The distance matrix.
+    Matrix,
+    /// The PLogP feature vectors of a run.
+    Features,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum LinkageArg {
+    Single,
+    Complete,
+    Average,
+    Ward,
+}
+
+impl MethodArgs {
+    /// The method's parameters as the flags give them.
+    pub fn params(&self) -> MethodParams {
+        MethodParams {
+            min_ratio: self.min_ratio,
+            min_gap: self.min_gap,
+            linkage: match self.linkage {
+                LinkageArg::Single => Linkage::Single,
+                LinkageArg::Complete => Linkage::Complete,
+                LinkageArg::Average => Linkage::Average,
+                LinkageArg::Ward => Linkage::Ward,
+            },
+            k: self.k,
+            height: self.height,
+            threshold: self.threshold,
+            eps: self.eps,
+            min_points: self.min_points,
+            max_k: self.max_k,
+            min_cluster_size: self.min_cluster_size,
+            min_samples: self.min_samples,
+            alpha: self.alpha,
+            min_children: self.min_children,
+            scale: self.scale,
+            scale_neighbour: self.scale_neighbour,
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! The flags of `measure` that choose the pair test and what is derived from it.
+
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+use lgate_derive::OutputOptions;
+use lgate_harness::{PairTest, PingPong};
+use lgate_plogp_bench::{PLogP, PLogPOptions};
+use lgate_rundir::MessageSize;
+
+/// The pair test and its outputs, as `measure`'s flags give them.
+#[derive(Debug, Args)]
+pub struct TestArgs {
+    /// The pair test.
+    #[arg(long, value_enum, default_value_t = TestKind::Plogp)]
+    test: TestKind,
+    /// PLogP: the largest message size; sizes are 0 and powers of two up to it.
+    #[arg(long, default_value = "2MiB", value_name = "SIZE")]
+    max_size: MessageSize,
+    /// Repetitions per message size (and per PLogP procedure).
+    #[arg(long, default_value_t = PingPong::DEFAULT_REPS, value_name = "R")]
+    reps: usize,
+    /// PLogP: the sender waits K x RTT before timing the receive of o_r(m).
+    #[arg(long, default_value_t = 1.3, value_name = "K")]
+    or_wait: f64,
+    /// PLogP: the pair test's time budget in seconds, shared by its sizes and procedures: a
+    /// procedure stops repeating (after at least 3 repetitions) once its share is spent; 0
+    /// runs every repetition whatever it costs.
+    #[arg(long, default_value_t = PLogPOptions::DEFAULT_BUDGET_S, value_name = "SECONDS")]
+    pair_budget: f64,
+    /// PLogP: do not measure midpoints where a size misses the interpolation of its
+    /// neighbours.
+    #[arg(long)]
+    no_adaptive: bool,
+    /// Sizes of the matrices: PLogP's t(m), o_s, o_r, g and features, ping-pong's RTT(m)
+    /// [default: 0,1KiB,64KiB,1MiB up to the largest size measured; a ping-pong: those of them
+    /// it measures, else its smallest and largest size].
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    matrix_sizes: Option<Vec<MessageSize>>,
+    /// The statistic of the repetitions used in matrices.
+    #[arg(long, default_value = "median", value_parser = crate::estimator_parser())]
+    estimator: lgate_rundir::Estimator,
+    /// PLogP: keep every repetition (raw.parquet).
+    #[arg(long)]
+    raw: bool,
+    /// PLogP: also write the tables as CSV.
+    #[arg(long)]
+    csv: bool,
+    /// Ping-pong: message sizes [default: 0 and 1 B to 1 MiB in powers of two].
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    sizes: Option<Vec<MessageSize>>,
+}
+
+/// The pair tests `measure` can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TestKind {
+    /// The PLogP parameters L, o_s(m), o_r(m), g(m) and RTT(m), and distance matrices.
+    Plogp,
+    /// Round-trip times for each message size.
+    Pingpong,
+}
+
+impl TestArgs {
+    /// The pair test the arguments ask for and what is derived from it, checked.
+    pub fn test(&self) -> Result<(Box<dyn PairTest>, OutputOptions)> {
+        let (test, outputs, largest): (Box<dyn PairTest>, OutputOptions, usize) = match self.test {
+            TestKind::Pingpong => {
+                let sizes: Vec<usize> = match &self.sizes {
+                    Some(s) => s.iter().map(|m| m.0).collect(),
+                    None => PingPong::default_sizes(),
+                };
+                let largest = sizes.iter().copied().max().unwrap_or(0);
+                let outputs = OutputOptions::from_pingpong_flags(
+                    self.matrix_sizes.clone(),
+                    &sizes,
+                    self.estimator,
+                    self.csv,
+                )?;
+                (Box::new(PingPong::new(sizes, self.reps)?), outputs, largest)
+            }
+            TestKind::Plogp => {
+                let max = self.max_size.0;
+                let options = PLogPOptions {
+                    reps: self.reps,
+                    or_wait: self.or_wait,
+                    adaptive: !self.no_adaptive,
+                    raw: self.raw,
+                    budget_s: (self.pair_budget > 0.0).then_some(self.pair_budget),
+                    ..PLogPOptions::new(max)
+                };
+                let outputs = OutputOptions::from_flags(
+                    self.matrix_sizes.clone(),
+                    max,
+                    self.estimator,
+                    self.csv,
+                )?;
+                (Box::new(PLogP::new(options)?), outputs, max)
+            }
+        };
+        outputs.check_largest(largest)?;
+        Ok((test, outputs))
+    }
+}
