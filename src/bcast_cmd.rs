@@ -142,17 +142,12 @@ mod imp {
     use super::*;
 
     use anyhow::Result;
-    use std::time::Duration;
 
     use lgate_bcast::check::check_all;
     use lgate_bcast::share::{agreed, hosts_and_topology, tuning_file, Agreed, ShareError};
     use lgate_bcast::tuning::candidates_named;
     use lgate_bcast::{bench, time_tuned, BenchOptions, BroadcastTable, Timing, Tuning};
     use lgate_harness::Transport;
-
-    fn sizes(list: &[MessageSize]) -> Vec<usize> {
-        list.iter().map(|s| s.0).collect()
-    }
 
     pub fn run(cmd: BcastCommand) -> Result<()> {
         let mpi = lgate_mpi::MpiTransport::init()?;
@@ -175,12 +170,7 @@ mod imp {
     fn bench_cmd(t: &dyn Transport, args: BenchArgs) -> Result<()> {
         // Before any broadcast: an existing table is replaced only with --force (--out is
         // created when it does not exist yet).
-        let free = Tuning::FILES
-            .iter()
-            .filter(|_| args.out.is_dir())
-            .try_for_each(|name| {
-                crate::output::check_output(&args.out.join(name), &[], args.force)
-            });
+        let free = crate::output::check_outputs_in(&args.out, &Tuning::FILES, args.force);
         let Agreed::Yes(()) = agreed(t, if t.rank() == 0 { free } else { Ok(()) })? else {
             return Ok(());
         };
@@ -188,57 +178,43 @@ mod imp {
         else {
             return Ok(());
         };
-        let candidates =
-            candidates_named(args.algos.as_deref(), tree.as_ref(), &sizes(&args.segments))
-                .map_err(|e| ShareError::Invalid(e.0));
+        let candidates = candidates_named(
+            args.algos.as_deref(),
+            tree.as_ref(),
+            &MessageSize::bytes(&args.segments),
+        )
+        .map_err(|e| ShareError::Invalid(e.0));
         let Agreed::Yes(candidates) = agreed(t, candidates)? else {
             return Ok(());
         };
         let options = BenchOptions {
-            sizes: sizes(&args.sizes),
+            sizes: MessageSize::bytes(&args.sizes),
             candidates,
             warmup: args.warmup,
             rounds: args.rounds,
-            budget: Duration::from(args.budget),
+            budget: std::time::Duration::from(args.budget),
             root: args.root,
         };
-        let quiet = args.quiet;
-        if !quiet && t.rank() == 0 {
+        if !args.quiet && t.rank() == 0 {
             eprintln!("{}", Timing::progress_header());
         }
-        let result = bench(t, &options, &mut |timing| {
-            if !quiet {
+        let Some(result) = bench(t, &options, &mut |timing| {
+            if !args.quiet {
                 eprintln!("{}", timing.progress_line(|b| MessageSize(b).to_string()));
             }
-        })?;
-        let Some(result) = result else {
+        })?
+        else {
             return Ok(());
         };
-
-        let machine = serde_json::json!({
-            "hosts": hosts,
-            "library": t.library_version(),
-        });
-        let mut tuning =
-            Tuning::from_timings(result.timings, t.size(), args.root, tree.as_ref(), machine);
-        tuning.rank_time = lgate_harness::run::rank_times(result.rank_time);
+        let library = t.library_version();
+        let tuning = result.into_tuning(t.size(), args.root, tree.as_ref(), &hosts, library);
         let [json, rules] = tuning.write_to(&args.out)?;
         print!("{}", tuning.table(|b| MessageSize(b).to_string()));
         eprintln!("wrote {} and {}", json.display(), rules.display());
-        if let Some((mean, max)) = lgate_rundir::RankTime::waiting_share(&tuning.rank_time) {
-            eprintln!(
-                "between broadcasts, ranks used {:.1}% of a core on average (at most {:.1}%)",
-                100.0 * mean,
-                100.0 * max
-            );
+        if let Some(line) = tuning.waiting_line() {
+            eprintln!("{line}");
         }
-        let wrong = tuning.wrong_bytes();
-        anyhow::ensure!(
-            wrong.is_empty(),
-            "broadcasts that delivered other bytes than the root's (a failure, not a result): {}",
-            wrong.join(", ")
-        );
-        Ok(())
+        Ok(tuning.check_delivered()?)
     }
 
     fn check_cmd(t: &dyn Transport, args: CheckArgs) -> Result<()> {
@@ -249,8 +225,8 @@ mod imp {
         let report = check_all(
             t,
             tree.as_ref(),
-            &sizes(&args.sizes),
-            &sizes(&args.segments),
+            &MessageSize::bytes(&args.sizes),
+            &MessageSize::bytes(&args.segments),
         )?;
         if t.rank() == 0 {
             println!("{}", report.verdict()?);
@@ -265,11 +241,8 @@ mod imp {
         let timing = time_tuned(t, &tuning, args.size.0, args.root, args.rounds)?;
         if t.rank() == 0 {
             println!(
-                "{} at {}: {} rounds, slowest on rank 0 {:.1} us",
-                tuning.range_for(args.size.0).choice,
-                args.size,
-                timing.rounds,
-                timing.slowest.as_secs_f64() * 1e6
+                "{}",
+                timing.line(&tuning, args.size.0, &args.size.to_string())
             );
         }
         Ok(())

@@ -12,6 +12,7 @@ mod method_args;
 mod output;
 mod plan_args;
 mod plot_cmd;
+mod report_cmd;
 #[cfg(feature = "mpi")]
 mod resume_args;
 mod score_cmd;
@@ -52,7 +53,7 @@ enum Command {
     #[command(subcommand)]
     Plot(plot_cmd::PlotCommand),
     /// Write a one-page HTML report of a run (images inlined; opens with no network).
-    Report(plot_cmd::ReportArgs),
+    Report(report_cmd::ReportArgs),
     /// Topology-aware broadcasts: benchmark them against MPI_Bcast, check them, apply a tuning
     /// (run under mpirun or srun).
     #[command(subcommand)]
@@ -108,7 +109,7 @@ fn main() -> ExitCode {
         Command::Simulate(args) => simulate_cmd::run(args),
         Command::Import(command) => import_cmd::run(command),
         Command::Plot(cmd) => plot_cmd::run(cmd),
-        Command::Report(args) => plot_cmd::report(args),
+        Command::Report(args) => report_cmd::report(args),
         Command::Topology(cmd) => topology_cmd::run(cmd),
         Command::Bcast(cmd) => bcast_cmd::run(cmd),
         Command::Diff(_) => unreachable!("handled above"),

@@ -147,3 +147,57 @@ pub fn once_per_job(error: anyhow::Error) -> anyhow::Error {
         error
     }
 }
+
+/// The output a plot or report writes when `--output` is not given: `name` in the run
+/// directory `input`, or beside the file `input`; `None` for a file when `beside_files` is
+/// false (a matrix file may sit among many others).
+pub fn default_output(input: &Path, name: &str, beside_files: bool) -> Option<PathBuf> {
+    if input.is_dir() {
+        Some(input.join(name))
+    } else if beside_files {
+        Some(input.parent().unwrap_or(Path::new("")).join(name))
+    } else {
+        None
+    }
+}
+
+/// `--output`, or the default output, checked ([`crate::output::check_output`]).
+pub fn output_of(
+    given: &Option<PathBuf>,
+    default: Option<PathBuf>,
+    inputs: &[&Path],
+    force: bool,
+) -> Result<PathBuf> {
+    let output = match (given.clone(), default) {
+        (Some(path), _) | (None, Some(path)) => path,
+        (None, None) => anyhow::bail!(
+            "{}: give --output FILE (.png or .svg); only a run directory has a default",
+            inputs[0].display()
+        ),
+    };
+    crate::output::check_output(&output, inputs, force)?;
+    Ok(output)
+}
+
+/// The image a plot writes: `--output`, or `name` by [`default_output`] of the first input;
+/// checked, and of a format the plots draw.
+pub fn image_output(
+    given: &Option<PathBuf>,
+    name: &str,
+    beside_files: bool,
+    inputs: &[&Path],
+    force: bool,
+) -> Result<PathBuf> {
+    let default = default_output(inputs[0], name, beside_files);
+    let output = output_of(given, default, inputs, force)?;
+    lgate_plot::ImageFormat::of(&output)?;
+    Ok(output)
+}
+
+/// Checks, where the folder `dir` exists, each of the files `names` in it as an output
+/// ([`check_output`]: an existing one is replaced only with `force`).
+pub fn check_outputs_in(dir: &Path, names: &[&str], force: bool) -> Result<()> {
+    (names.iter())
+        .filter(|_| dir.is_dir())
+        .try_for_each(|name| check_output(&dir.join(name), &[], force))
+}

@@ -1,8 +1,10 @@
 //! `lgate-plogp plot`: heat maps, curves and dendrograms as PNG or SVG.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Context, Result};
+
+use crate::output::image_output;
 use clap::{Args, Subcommand};
 use lgate_plot::{save, Heatmap};
 
@@ -128,52 +130,6 @@ pub fn run(command: PlotCommand) -> Result<()> {
     }
 }
 
-/// The output a plot or report writes when `--output` is not given: `name` in the run
-/// directory `input`, or beside the file `input`; `None` for a file when `beside_files` is
-/// false (a matrix file may sit among many others).
-fn default_output(input: &Path, name: &str, beside_files: bool) -> Option<PathBuf> {
-    if input.is_dir() {
-        Some(input.join(name))
-    } else if beside_files {
-        Some(input.parent().unwrap_or(Path::new("")).join(name))
-    } else {
-        None
-    }
-}
-
-/// `--output`, or the default output, checked ([`crate::output::check_output`]).
-fn output_of(
-    given: &Option<PathBuf>,
-    default: Option<PathBuf>,
-    inputs: &[&Path],
-    force: bool,
-) -> Result<PathBuf> {
-    let output = match (given.clone(), default) {
-        (Some(path), _) | (None, Some(path)) => path,
-        (None, None) => anyhow::bail!(
-            "{}: give --output FILE (.png or .svg); only a run directory has a default",
-            inputs[0].display()
-        ),
-    };
-    crate::output::check_output(&output, inputs, force)?;
-    Ok(output)
-}
-
-/// The image a plot writes: `--output`, or `name` by [`default_output`] of the first input;
-/// checked, and of a format the plots draw.
-fn image_output(
-    given: &Option<PathBuf>,
-    name: &str,
-    beside_files: bool,
-    inputs: &[&Path],
-    force: bool,
-) -> Result<PathBuf> {
-    let default = default_output(inputs[0], name, beside_files);
-    let output = output_of(given, default, inputs, force)?;
-    lgate_plot::ImageFormat::of(&output)?;
-    Ok(output)
-}
-
 fn diff(args: DiffPlotArgs) -> Result<()> {
     let output = image_output(
         &args.output,
@@ -188,29 +144,23 @@ fn diff(args: DiffPlotArgs) -> Result<()> {
         ..lgate_diff::DiffOptions::default()
     };
     let diff = lgate_diff::diff(&args.a, &args.b, &options)?;
-    let name = diff
-        .headline_matrix()
-        .context("no matrix was compared")?
-        .to_string();
-    let (z, labels) = diff.z_matrix(&name).context("no matrix was compared")?;
-    let note = diff.headline();
+    let (name, z, labels) = diff.headline_z().context("no matrix was compared")?;
     let title = format!(
         "{} -> {}: {name}, change over noise (z)",
         args.a.display(),
         args.b.display()
     );
-    let hosts: Option<Vec<String>> = diff.rows_a.iter().map(|(_, h)| h.clone()).collect();
+    let hosts = diff.hosts_a();
+    let note = diff.headline();
     let figure = lgate_plot::diff_heatmap(&z, &labels, hosts.as_deref(), &title, note)?;
-    save(&figure, &output)?;
-    eprintln!("wrote {}", output.display());
+    save_and_say(&figure, &output)?;
     Ok(())
 }
 
 fn bcast(args: BcastPlotArgs) -> Result<()> {
     let output = image_output(&args.output, "bcast.png", true, &[&args.tuning], args.force)?;
     let figure = lgate_plot::BcastFigure::of_file(&args.tuning)?;
-    save(&figure, &output)?;
-    eprintln!("wrote {}", output.display());
+    save_and_say(&figure, &output)?;
     Ok(())
 }
 
@@ -233,8 +183,7 @@ fn dendrogram(args: DendrogramArgs) -> Result<()> {
             args.input.display().to_string(),
         )
     };
-    save(&lgate_plot::Dendrogram::new(&topology, &title), &output)?;
-    eprintln!("wrote {}", output.display());
+    save_and_say(&lgate_plot::Dendrogram::new(&topology, &title), &output)?;
     Ok(())
 }
 
@@ -252,17 +201,7 @@ fn heatmap(args: HeatmapArgs) -> Result<()> {
         anyhow::bail!("--clip must be above 0.5 and at most 1");
     }
     // The matrix `cluster` would take: a staged run's screening size that shows most levels.
-    let input = match args.matrix.as_deref() {
-        Some(name) => lgate_cluster::load(&args.input, Some(name))?,
-        None => {
-            let mut inputs = lgate_cluster::load_candidates(&args.input)?;
-            if inputs.len() == 1 {
-                inputs.remove(0)
-            } else {
-                lgate_cluster::default_clustering(&args.input)?.0
-            }
-        }
-    };
+    let input = lgate_cluster::load_chosen(&args.input, args.matrix.as_deref())?;
     let unit = args.unit.clone().unwrap_or_else(|| {
         if args.input.is_dir() {
             "us".into()
@@ -279,141 +218,32 @@ fn heatmap(args: HeatmapArgs) -> Result<()> {
             .with_topology(&topology)
             .with_context(|| path.display().to_string())?;
     }
-    save(&figure, &output)?;
-    eprintln!("wrote {}", output.display());
+    save_and_say(&figure, &output)?;
     Ok(())
 }
 
 fn curves(args: CurvesArgs) -> Result<()> {
     let output = image_output(&args.output, "curves.png", false, &[&args.run], args.force)?;
-    let pairs = args
-        .pairs
-        .as_ref()
-        .map(|list| {
-            list.iter()
-                .map(|p| {
-                    let parse = |x: &str| x.trim().parse::<usize>().ok();
-                    p.split_once('-')
-                        .and_then(|(a, b)| Some((parse(a)?, parse(b)?)))
-                        .filter(|(a, b)| a != b)
-                        .with_context(|| {
-                            format!("`{p}` in --pairs is not a pair of two ranks such as 0-5")
-                        })
-                })
-                .collect::<Result<Vec<_>>>()
-        })
+    let pairs: Option<Vec<(usize, usize)>> = (args.pairs.as_ref())
+        .map(|list| list.iter().map(|p| rank_pair(p)).collect::<Result<_>>())
         .transpose()?;
     let figure = lgate_plot::Curves::of_run(&args.run, pairs.as_deref())?;
-    save(&figure, &output)?;
-    eprintln!("wrote {}", output.display());
+    save_and_say(&figure, &output)?;
     Ok(())
 }
 
-/// Options of `report`.
-#[derive(Debug, Args)]
-pub struct ReportArgs {
-    /// A run directory.
-    #[arg(value_name = "RUN")]
-    run: PathBuf,
-    /// The topology to show and order the heat map by [default: what `cluster` finds on the
-    /// run's default matrix].
-    #[arg(long, value_name = "FILE")]
-    topology: Option<PathBuf>,
-    /// Add what changed since this earlier run of the machine (as `diff EARLIER RUN` says).
-    #[arg(long, value_name = "EARLIER_RUN")]
-    since: Option<PathBuf>,
-    /// The HTML file to write [default: RUN/report.html].
-    #[arg(long, short, value_name = "FILE")]
-    output: Option<PathBuf>,
-    /// Replace the output if it exists (never one of the inputs).
-    #[arg(long)]
-    force: bool,
+/// A pair of two ranks as `--pairs` takes it: `0-5`.
+fn rank_pair(p: &str) -> Result<(usize, usize)> {
+    let parse = |x: &str| x.trim().parse::<usize>().ok();
+    p.split_once('-')
+        .and_then(|(a, b)| Some((parse(a)?, parse(b)?)))
+        .filter(|(a, b)| a != b)
+        .with_context(|| format!("`{p}` in --pairs is not a pair of two ranks such as 0-5"))
 }
 
-/// Runs `report`.
-pub fn report(args: ReportArgs) -> Result<()> {
-    if !args.run.is_dir() {
-        anyhow::bail!("{}: not a run directory", args.run.display());
-    }
-    let mut inputs = vec![args.run.as_path()];
-    inputs.extend(args.topology.as_deref());
-    inputs.extend(args.since.as_deref());
-    let output = output_of(
-        &args.output,
-        default_output(&args.run, lgate_rundir::files::REPORT_HTML, false),
-        &inputs,
-        args.force,
-    )?;
-    let (topology, source) = match &args.topology {
-        Some(path) => (
-            lgate_topology::format::read_file_of_job(
-                path,
-                lgate_rundir::RunDir::open(&args.run)?
-                    .read_meta()?
-                    .ranks
-                    .len(),
-            )?,
-            format!("The topology of {}.", path.display()),
-        ),
-        None => (
-            lgate_cluster::default_topology(&args.run)?,
-            "What `lgate-plogp cluster` finds with its defaults on the run's default matrix \
-             (levels named after the recorded placement where they match it)."
-                .to_string(),
-        ),
-    };
-    let diff = match &args.since {
-        Some(earlier) => Some(lgate_diff::diff(
-            earlier,
-            &args.run,
-            &lgate_diff::DiffOptions::default(),
-        )?),
-        None => None,
-    };
-    let z = match &diff {
-        Some(d) => {
-            let name = d.headline_matrix().context("no matrix was compared")?;
-            Some((
-                name.to_string(),
-                d.z_matrix(name).context("no matrix was compared")?,
-            ))
-        }
-        None => None,
-    };
-    let section = match (&diff, &z, &args.since) {
-        (Some(d), Some((name, (values, labels))), Some(earlier)) => {
-            let hosts: Option<Vec<String>> = d.rows_a.iter().map(|(_, h)| h.clone()).collect();
-            Some(lgate_plot::ReportDiff {
-                earlier: earlier.display().to_string(),
-                changed: d.changed(),
-                headline: d.headline(),
-                changes: d
-                    .changes()
-                    .iter()
-                    .map(|u| (u.label(), u.change, u.z, u.matrix.clone()))
-                    .collect(),
-                summary: d.summary(),
-                figure: lgate_plot::diff_heatmap(
-                    values,
-                    labels,
-                    hosts.as_deref(),
-                    &format!("since {}: {name}, change over noise (z)", earlier.display()),
-                    d.headline(),
-                )?,
-            })
-        }
-        _ => None,
-    };
-    let html = lgate_plot::report_html(
-        &args.run,
-        &lgate_plot::ReportInputs {
-            topology: &topology,
-            topology_source: source,
-            command_line: std::env::args().collect(),
-            diff: section,
-        },
-    )?;
-    crate::output::write_output(Some(&output), &html)?;
+/// Writes the figure to `output` and says so.
+fn save_and_say(figure: &impl lgate_plot::Figure, output: &std::path::Path) -> Result<()> {
+    save(figure, output)?;
     eprintln!("wrote {}", output.display());
     Ok(())
 }

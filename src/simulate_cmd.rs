@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use lgate_derive::OutputOptions;
-use lgate_harness::{human_duration, TopologySource};
+use lgate_harness::TopologySource;
 use lgate_plogp_bench::PLogPOptions;
 use lgate_rundir::MessageSize;
 use lgate_simulate::{MachineModel, Placement, SimulateOptions, Simulation};
@@ -220,81 +220,8 @@ pub fn run(args: SimulateArgs) -> Result<()> {
     }
     let options = args.options(&model)?;
     let sim = Simulation::new(&model, &options)?;
-    let describe = format!(
-        "{} ({model}, {} ranks, {} placement, R = {}, {} sizes from 0 to {})",
-        model.name,
-        model.ranks(),
-        model.placement.name(),
-        options.reps,
-        options.sizes.len(),
-        MessageSize(*options.sizes.last().expect("size 0"))
-    );
     if args.estimate_time {
-        let text = match &options.plan {
-            Some(staged) => {
-                let e = sim.estimate_staged(staged)?;
-                let plan = sim.staged_plan(staged)?;
-                let (inside, between) = plan.screening_tests_per_sweep();
-                format!(
-                    "machine: {describe}\n\
-                     plan: staged, {} group(s) ({}), {} sweep(s)\n\
-                     stage hosts:   {inside} screening tests, every group at once: {}\n\
-                     stage between: {between} screening tests in {} rounds: {}\n\
-                     stage alone:   {} screening tests one at a time: {}\n\
-                     stage sample:  {} full PLogP tests one at a time: {}\n\
-                     pair tests: {}, {} one after the other\n\
-                     estimated wall time: {} ({:.1} pair tests at a time)\n",
-                    plan.groups().len(),
-                    topology_name(&options.topology),
-                    options.sweeps,
-                    human_duration(e.stage_wall_s[0]),
-                    plan.rounds(),
-                    human_duration(e.stage_wall_s[1]),
-                    plan.options().alone - plan.options().alone / 2
-                        + if plan.groups().len() > 1 {
-                            plan.options().alone / 2
-                        } else {
-                            0
-                        },
-                    human_duration(e.stage_wall_s[3]),
-                    plan.options().samples
-                        + if plan.groups().len() > 1 {
-                            plan.options().samples + 1
-                        } else {
-                            0
-                        },
-                    human_duration(e.stage_wall_s[4]),
-                    e.pairs,
-                    human_duration(e.pair_tests_s),
-                    human_duration(e.wall_s),
-                    e.concurrency
-                )
-            }
-            None => {
-                let (_, schedule) = sim.schedule()?;
-                let e = lgate_simulate::estimate(
-                    sim.model(),
-                    sim.layout(),
-                    &sim.measure_options(),
-                    &schedule,
-                    options.sweeps,
-                );
-                format!(
-                    "machine: {describe}\n\
-                     plan: full, schedule: {}, {} sweep(s)\n\
-                     pair tests: {}, {} on average, {} one after the other\n\
-                     estimated wall time: {} ({:.1} pair tests at a time)\n",
-                    topology_name(&options.topology),
-                    options.sweeps,
-                    e.pairs,
-                    human_duration(e.pair_tests_s / e.pairs.max(1) as f64),
-                    human_duration(e.pair_tests_s),
-                    human_duration(e.wall_s),
-                    e.concurrency
-                )
-            }
-        };
-        crate::output::write_output(None, &text)?;
+        crate::output::write_output(None, &sim.estimate_text()?)?;
         return Ok(());
     }
     let out = args
@@ -305,8 +232,10 @@ pub fn run(args: SimulateArgs) -> Result<()> {
     let report = sim.write(&run)?;
     if !args.quiet {
         eprintln!(
-            "simulated {} pair measurements of {describe} in {:.2} s",
-            report.pairs, report.wall_s
+            "simulated {} pair measurements of {} in {:.2} s",
+            report.pairs,
+            sim.describe(),
+            report.wall_s
         );
         if let Ok(meta) = run.read_meta() {
             for line in meta.host_summary_lines() {
@@ -316,13 +245,4 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         eprintln!("wrote {}/ ({})", out.display(), report.files.join(", "));
     }
     Ok(())
-}
-
-/// The schedule's topology as the estimate names it.
-fn topology_name(topology: &TopologySource) -> String {
-    match topology {
-        TopologySource::None => "one pair at a time (no --topology)".to_string(),
-        TopologySource::Auto => "one group per host (--topology auto)".to_string(),
-        TopologySource::File(p) => format!("topology {}", p.display()),
-    }
 }

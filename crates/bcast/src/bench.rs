@@ -287,3 +287,25 @@ pub fn share_from_rank0(
     broadcast(t, &mut buf, 0, &plan)?;
     Ok(Some(buf))
 }
+
+impl BenchResult {
+    /// The decision table of this benchmark of `ranks` ranks broadcasting from `root` over
+    /// `topology`, on `hosts` with the MPI library `library`, with every rank's time.
+    pub fn into_tuning(
+        self,
+        ranks: usize,
+        root: usize,
+        topology: Option<&lgate_topology::TopologyNode>,
+        hosts: &[String],
+        library: String,
+    ) -> crate::Tuning {
+        use crate::BroadcastTable;
+        let machine = serde_json::json!({
+            "hosts": hosts,
+            "library": library,
+        });
+        let mut tuning = crate::Tuning::from_timings(self.timings, ranks, root, topology, machine);
+        tuning.rank_time = lgate_transport::rank_times(self.rank_time);
+        tuning
+    }
+}

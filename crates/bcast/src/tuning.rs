@@ -311,6 +311,19 @@ pub struct TunedTiming {
     pub slowest: std::time::Duration,
 }
 
+impl TunedTiming {
+    /// What `bcast run` says: the choice of `tuning` for `size` (as people write it) and how
+    /// it went on this rank.
+    pub fn line(&self, tuning: &Tuning, len: usize, size: &str) -> String {
+        format!(
+            "{} at {size}: {} rounds, slowest on rank 0 {:.1} us",
+            tuning.range_for(len).choice,
+            self.rounds,
+            self.slowest.as_secs_f64() * 1e6
+        )
+    }
+}
+
 /// Broadcasts `len` bytes from `root` `rounds` times (at least once) with the table's choice,
 /// each round after a barrier, and checks every rank's bytes after each.
 pub fn time_tuned(

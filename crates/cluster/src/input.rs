@@ -105,6 +105,20 @@ pub fn default_topology(run: &Path) -> Result<lgate_topology::Topology, InputErr
     input.topology(&tree)
 }
 
+/// The matrix `name` of a run or matrix file, or without a name the one `cluster` takes with
+/// its defaults (a staged run's screening size that shows the most levels).
+pub fn load_chosen(path: &Path, name: Option<&str>) -> Result<ClusterInput, InputError> {
+    if name.is_some() {
+        return load(path, name);
+    }
+    let mut inputs = load_candidates(path)?;
+    if inputs.len() == 1 {
+        Ok(inputs.remove(0))
+    } else {
+        Ok(default_clustering(path)?.0)
+    }
+}
+
 /// The matrix `cluster` takes with its defaults (the best of a staged run's candidates) and
 /// the hierarchy it finds there.
 pub fn default_clustering(run: &Path) -> Result<(ClusterInput, crate::Tree), InputError> {

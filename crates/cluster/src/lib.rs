@@ -41,8 +41,8 @@ pub use clustering::{cluster_features, cluster_matrices, Clustering, ClusteringE
 pub use hdbscan::{hdbscan, Hdbscan, HdbscanParams};
 pub use hwloc_export::{host_distances, HostDistances};
 pub use input::{
-    choose_by_levels, default_clustering, default_topology, load, load_candidates, read_truth,
-    ClusterInput, InputError, Truth,
+    choose_by_levels, default_clustering, default_topology, load, load_candidates, load_chosen,
+    read_truth, ClusterInput, InputError, Truth,
 };
 pub use linkage::{profile_distances, Dendrogram, Linkage};
 pub use score::{accuracy, adjusted_rand_index, name_levels, score_levels, LevelScore, ScoreError};

@@ -531,6 +531,19 @@ impl RunDiff {
         Some((z, self.rows_a.iter().map(|(r, _)| r.to_string()).collect()))
     }
 
+    /// The headline matrix's name and every pair's z in it ([`Diff::z_matrix`]); `None` when
+    /// no matrix was compared.
+    pub fn headline_z(&self) -> Option<(String, ndarray::Array2<f64>, Vec<String>)> {
+        let name = self.headline_matrix()?;
+        let (z, labels) = self.z_matrix(name)?;
+        Some((name.to_string(), z, labels))
+    }
+
+    /// The host of each row of run A, when run A names every host.
+    pub fn hosts_a(&self) -> Option<Vec<String>> {
+        self.rows_a.iter().map(|(_, h)| h.clone()).collect()
+    }
+
     /// The name of row `k` of run A: `rank 5 (n0)`.
     pub fn row_name(&self, k: usize) -> String {
         match &self.rows_a[k] {

@@ -238,15 +238,12 @@ fn estimate(
                 time_of(false, true).unwrap_or(0.0),
                 time_of(false, false).unwrap_or(0.0),
             );
-            let several = groups.len() > 1;
-            let o = plan.options();
-            let alone_between = if several { o.alone / 2 } else { 0 };
-            let alone_s = (o.alone - o.alone / 2) as f64 * si + alone_between as f64 * sb;
-            let sample_between = if several { o.samples + 1 } else { 0 };
+            let c = plan.follow_up_counts();
+            let alone_s = c.alone_inside as f64 * si + c.alone_between as f64 * sb;
             // The sample spreads over the distances, and adds the slowest pair between hosts.
-            let sample_s = o.samples as f64 * pi
-                + (sample_between.saturating_sub(1)) as f64 * pb
-                + if several {
+            let sample_s = c.sample_inside as f64 * pi
+                + (c.sample_between.saturating_sub(1)) as f64 * pb
+                + if c.sample_between > 0 {
                     slowest(false, false).unwrap_or(pb)
                 } else {
                     0.0
@@ -272,12 +269,12 @@ fn estimate(
             ));
             lines.push(format!(
                 "stage alone:   {} screening tests one at a time: {}",
-                o.alone - o.alone / 2 + alone_between,
+                c.alone(),
                 human_duration(alone_s * sweeps)
             ));
             lines.push(format!(
                 "stage sample:  {} full tests one at a time: {}",
-                o.samples + sample_between,
+                c.sample(),
                 human_duration(sample_s * sweeps)
             ));
             lines.push(calibrated("the screening test", true));

@@ -12,8 +12,7 @@ use lgate_rundir::{
 };
 use lgate_topology::{format, Rank, Topology, TopologyFormat, TopologyNode};
 use lgate_transport::{
-    Activity, Handoff, PoliteWait, RankClock, SubsetBarrier, Tag, TimeSplit, Transport,
-    TransportError,
+    Activity, Handoff, PoliteWait, RankClock, SubsetBarrier, Tag, Transport, TransportError,
 };
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -500,22 +499,7 @@ pub fn screening_value(result: &serde_json::Value) -> Option<f64> {
     r.sizes.last().map(|s| s.rtt.median)
 }
 
-/// Every rank's time (in rank order) as meta.json records it: busy is testing.
-pub fn rank_times(splits: Vec<TimeSplit>) -> Vec<RankTime> {
-    splits
-        .into_iter()
-        .enumerate()
-        .map(|(rank, split)| RankTime {
-            rank,
-            waiting_s: split.waiting_s,
-            waiting_cpu_s: split.waiting_cpu_s,
-            testing_s: split.busy_s,
-            testing_cpu_s: split.busy_cpu_s,
-            collecting_s: split.collecting_s,
-            collecting_cpu_s: split.collecting_cpu_s,
-        })
-        .collect()
-}
+pub use lgate_transport::rank_times;
 
 /// Rank 0's work between polls of a wait: the results that have arrived, received and
 /// journalled, charged to collecting (the wait before them to waiting).

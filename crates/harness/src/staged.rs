@@ -32,6 +32,31 @@ use crate::schedule::{
     turn, unit_barrier_time, Pair, Schedule, ScheduleError, Step, SweepPair, Turn,
 };
 
+/// The most follow-up tests a staged plan runs per sweep, by kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FollowUpCounts {
+    /// Screened pairs inside groups tested again alone.
+    pub alone_inside: usize,
+    /// Screened pairs between groups tested again alone.
+    pub alone_between: usize,
+    /// Pairs inside groups given the full test.
+    pub sample_inside: usize,
+    /// Pairs between groups given the full test, the slowest among them.
+    pub sample_between: usize,
+}
+
+impl FollowUpCounts {
+    /// Tests of the stage alone.
+    pub fn alone(&self) -> usize {
+        self.alone_inside + self.alone_between
+    }
+
+    /// Tests of the stage sample.
+    pub fn sample(&self) -> usize {
+        self.sample_inside + self.sample_between
+    }
+}
+
 /// The choices of a staged plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StagedOptions {
@@ -320,6 +345,24 @@ impl StagedPlan {
             }
         }
         out
+    }
+
+    /// The most follow-up tests of each kind the plan runs per sweep: the one place their
+    /// counts are made (the run's choice, the dry run, the simulated estimate).
+    pub fn follow_up_counts(&self) -> FollowUpCounts {
+        let o = &self.options;
+        let several = self.groups.len() > 1;
+        FollowUpCounts {
+            alone_inside: o.alone - o.alone / 2,
+            alone_between: if several { o.alone / 2 } else { 0 },
+            sample_inside: o.samples,
+            // The slowest pair between groups is added to a sample that has any.
+            sample_between: if several && o.samples > 0 {
+                o.samples + 1
+            } else {
+                0
+            },
+        }
     }
 
     /// Tests per sweep in stages 1 and 2.
@@ -620,9 +663,9 @@ pub fn choose_follow_up(screened: &[ScreenedPair], plan: &StagedPlan) -> FollowU
             }
         }
     }
-    let half = options.alone / 2;
-    let mut alone = spread(Stage::Hosts, options.alone - half);
-    alone.extend(spread(Stage::Between, half));
+    let counts = plan.follow_up_counts();
+    let mut alone = spread(Stage::Hosts, counts.alone_inside);
+    alone.extend(spread(Stage::Between, counts.alone_between));
     FollowUp {
         refine: refinement(screened, plan),
         alone,

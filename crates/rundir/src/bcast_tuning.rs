@@ -141,6 +141,27 @@ impl Tuning {
             .collect()
     }
 
+    /// What waiting between broadcasts cost the ranks, as the benchmark's summary says it.
+    pub fn waiting_line(&self) -> Option<String> {
+        let (mean, max) = crate::RankTime::waiting_share(&self.rank_time)?;
+        Some(format!(
+            "between broadcasts, ranks used {:.1}% of a core on average (at most {:.1}%)",
+            100.0 * mean,
+            100.0 * max
+        ))
+    }
+
+    /// Refuses a table in which some broadcast delivered other bytes than the root's: a
+    /// failure of the broadcast, not a result.
+    pub fn check_delivered(&self) -> Result<(), WrongBytes> {
+        let wrong = self.wrong_bytes();
+        if wrong.is_empty() {
+            Ok(())
+        } else {
+            Err(WrongBytes(wrong.join(", ")))
+        }
+    }
+
     /// The file names a benchmark writes: the table and its Open MPI rules file.
     pub const FILES: [&'static str; 2] = ["bcast-tuning.json", "openmpi-bcast-rules.conf"];
 
@@ -175,3 +196,8 @@ impl Tuning {
         out
     }
 }
+
+/// Broadcasts that delivered other bytes than the root's, listed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("broadcasts that delivered other bytes than the root's (a failure, not a result): {0}")]
+pub struct WrongBytes(pub String);

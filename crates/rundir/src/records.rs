@@ -198,6 +198,13 @@ pub enum SizeError {
     TooLarge(String),
 }
 
+impl MessageSize {
+    /// The sizes of a list, in bytes.
+    pub fn bytes(sizes: &[MessageSize]) -> Vec<usize> {
+        sizes.iter().map(|s| s.0).collect()
+    }
+}
+
 impl fmt::Display for MessageSize {
     /// `0`, `100B`, `4KiB`, `1MiB`: the largest binary unit that divides the size.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

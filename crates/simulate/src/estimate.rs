@@ -252,19 +252,17 @@ pub fn estimate_staged(
                 .sum::<f64>();
         }
     }
-    let o = plan.options();
     let top = 0;
     let deepest = model.levels.len().saturating_sub(1);
-    let with_between = plan.groups().len() > 1;
-    let samples_between = if with_between { o.samples + 1 } else { 0 };
-    let alone_between = if with_between { o.alone / 2 } else { 0 };
-    let alone_inside = o.alone - o.alone / 2;
-    let sample_wall = o.samples as f64 * (full_s[deepest] + barrier(2))
+    let c = plan.follow_up_counts();
+    let (samples_between, alone_between) = (c.sample_between, c.alone_between);
+    let (alone_inside, samples_inside) = (c.alone_inside, c.sample_inside);
+    let sample_wall = samples_inside as f64 * (full_s[deepest] + barrier(2))
         + samples_between as f64 * (full_s[top] + barrier(2));
     let alone_wall = alone_inside as f64 * (screen_s[deepest] + barrier(2))
         + alone_between as f64 * (screen_s[top] + barrier(2));
     let follow_up = sample_wall + alone_wall;
-    let follow_up_sum = o.samples as f64 * full_s[deepest]
+    let follow_up_sum = samples_inside as f64 * full_s[deepest]
         + samples_between as f64 * full_s[top]
         + alone_inside as f64 * screen_s[deepest]
         + alone_between as f64 * screen_s[top];
@@ -277,7 +275,7 @@ pub fn estimate_staged(
             + tests_between
             + alone_inside
             + alone_between
-            + o.samples
+            + samples_inside
             + samples_between)
             * sweeps as usize,
         concurrency: if wall > 0.0 { pair_tests_s / wall } else { 1.0 },

@@ -20,6 +20,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod describe;
 pub mod estimate;
 pub mod generate;
 pub mod layout;

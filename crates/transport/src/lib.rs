@@ -35,7 +35,7 @@ pub use barrier::{Handoff, SubsetBarrier};
 pub use in_process::{InProcessTransport, InProcessWorld, LinkModel};
 pub use polite::SleepingReceives;
 pub use transport::{PoliteWait, Tag, Transport, TransportError};
-pub use usage::{gather_time_splits, Activity, RankClock, TimeSplit};
+pub use usage::{gather_time_splits, rank_times, Activity, RankClock, TimeSplit};
 
 /// Whose CPU time a rank's clock reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -131,6 +131,23 @@ pub fn gather_time_splits(
     Ok(out)
 }
 
+/// Every rank's time (in rank order) as meta.json records it: busy is testing.
+pub fn rank_times(splits: Vec<TimeSplit>) -> Vec<lgate_rundir::RankTime> {
+    splits
+        .into_iter()
+        .enumerate()
+        .map(|(rank, split)| lgate_rundir::RankTime {
+            rank,
+            waiting_s: split.waiting_s,
+            waiting_cpu_s: split.waiting_cpu_s,
+            testing_s: split.busy_s,
+            testing_cpu_s: split.busy_cpu_s,
+            collecting_s: split.collecting_s,
+            collecting_cpu_s: split.collecting_cpu_s,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
