@@ -3,10 +3,11 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-
-use crate::output::image_output;
 use clap::{Args, Subcommand};
 use lgate_plot::{save, Heatmap};
+use lgate_rundir::files::{BCAST_PNG, CURVES_PNG, DENDROGRAM_PNG, DIFF_PNG, HEATMAP_PNG};
+
+use crate::output::image_output;
 
 /// The pictures `plot` draws.
 #[derive(Debug, Subcommand)]
@@ -133,7 +134,7 @@ pub fn run(command: PlotCommand) -> Result<()> {
 fn diff(args: DiffPlotArgs) -> Result<()> {
     let output = image_output(
         &args.output,
-        "diff.png",
+        DIFF_PNG,
         false,
         &[&args.b, &args.a],
         args.force,
@@ -158,7 +159,7 @@ fn diff(args: DiffPlotArgs) -> Result<()> {
 }
 
 fn bcast(args: BcastPlotArgs) -> Result<()> {
-    let output = image_output(&args.output, "bcast.png", true, &[&args.tuning], args.force)?;
+    let output = image_output(&args.output, BCAST_PNG, true, &[&args.tuning], args.force)?;
     let figure = lgate_plot::BcastFigure::of_file(&args.tuning)?;
     save_and_say(&figure, &output)?;
     Ok(())
@@ -167,7 +168,7 @@ fn bcast(args: BcastPlotArgs) -> Result<()> {
 fn dendrogram(args: DendrogramArgs) -> Result<()> {
     let output = image_output(
         &args.output,
-        "dendrogram.png",
+        DENDROGRAM_PNG,
         false,
         &[&args.input],
         args.force,
@@ -190,13 +191,7 @@ fn dendrogram(args: DendrogramArgs) -> Result<()> {
 fn heatmap(args: HeatmapArgs) -> Result<()> {
     let mut inputs = vec![args.input.as_path()];
     inputs.extend(args.topology.as_deref());
-    let output = image_output(
-        &args.output,
-        lgate_rundir::files::HEATMAP_PNG,
-        false,
-        &inputs,
-        args.force,
-    )?;
+    let output = image_output(&args.output, HEATMAP_PNG, false, &inputs, args.force)?;
     if !(args.clip > 0.5 && args.clip <= 1.0) {
         anyhow::bail!("--clip must be above 0.5 and at most 1");
     }
@@ -223,7 +218,7 @@ fn heatmap(args: HeatmapArgs) -> Result<()> {
 }
 
 fn curves(args: CurvesArgs) -> Result<()> {
-    let output = image_output(&args.output, "curves.png", false, &[&args.run], args.force)?;
+    let output = image_output(&args.output, CURVES_PNG, false, &[&args.run], args.force)?;
     let pairs: Option<Vec<(usize, usize)>> = (args.pairs.as_ref())
         .map(|list| list.iter().map(|p| rank_pair(p)).collect::<Result<_>>())
         .transpose()?;

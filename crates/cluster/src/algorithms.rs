@@ -5,8 +5,9 @@ use ndarray::Array2;
 
 use lgate_stats::median;
 
-use crate::auto::{sub_matrix, AutoParams, Tree};
+use crate::auto::{AutoParams, Tree};
 use crate::linkage::{Dendrogram, Linkage};
+use crate::tree::sub_matrix;
 
 /// A partition (one label per item) as a one-level tree; noise label `None` is a singleton.
 pub fn tree_of_labels(labels: &[Option<usize>]) -> Tree {

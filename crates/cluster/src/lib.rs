@@ -29,14 +29,17 @@ pub mod hwloc_export;
 pub mod input;
 pub mod linkage;
 pub mod methods;
+mod outliers;
 pub mod score;
+pub mod separation;
 pub mod spectral;
 pub mod summary;
+pub mod tree;
 
 #[cfg(test)]
 mod test_matrices;
 
-pub use auto::{auto, auto_with_outliers, separation_of, slow_ranks, AutoParams, Tree, View};
+pub use auto::{auto, auto_with_outliers, separation_of, AutoParams, Tree, View};
 pub use clustering::{cluster_features, cluster_matrices, Clustering, ClusteringError};
 pub use hdbscan::{hdbscan, Hdbscan, HdbscanParams};
 pub use hwloc_export::{host_distances, HostDistances};
@@ -45,6 +48,7 @@ pub use input::{
     read_truth, ClusterInput, InputError, Truth,
 };
 pub use linkage::{profile_distances, Dendrogram, Linkage};
+pub use outliers::slow_ranks;
 pub use score::{accuracy, adjusted_rand_index, name_levels, score_levels, LevelScore, ScoreError};
 pub use summary::ClusterSummary;
 

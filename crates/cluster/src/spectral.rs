@@ -37,7 +37,8 @@ use ndarray016 as nd;
 use rayon::prelude::*;
 
 use crate::algorithms::stands_apart;
-use crate::auto::{sub_matrix, Tree};
+use crate::auto::Tree;
+use crate::tree::sub_matrix;
 
 /// Up to this many items the eigenvectors come from a full symmetric eigendecomposition;
 /// above it from LOBPCG (0.17 s at 256 items, 2.3 s at 512, 19 s at 1024 for the full one).

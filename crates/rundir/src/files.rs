@@ -29,6 +29,14 @@ pub const PINGPONG_TABLE: &str = "pingpong.csv";
 pub const REPORT_HTML: &str = "report.html";
 /// The heat map `plot heatmap` writes by default.
 pub const HEATMAP_PNG: &str = "heatmap.png";
+/// The PLogP curves `plot curves` writes by default.
+pub const CURVES_PNG: &str = "curves.png";
+/// The dendrogram `plot dendrogram` writes by default.
+pub const DENDROGRAM_PNG: &str = "dendrogram.png";
+/// What changed since an earlier run, as `plot diff` draws it by default (in the later run).
+pub const DIFF_PNG: &str = "diff.png";
+/// The broadcast times `plot bcast` writes by default, beside the tuning file.
+pub const BCAST_PNG: &str = "bcast.png";
 
 /// The files a run directory keeps for itself: its record and what was derived from it (the
 /// folder `matrices/` aside).

@@ -1,0 +1,320 @@
+//! Before measuring: the topology, the plan (full or staged), the run directory created or
+//! reopened, and what a resumed run already holds.
+
+use super::*;
+
+/// The topology that schedules a job whose ranks run on `hosts`, labelled with the hosts
+/// unless the file has labels of its own.
+pub fn resolve_topology(
+    source: &TopologySource,
+    hosts: &[String],
+) -> Result<Topology, HarnessError> {
+    let size = hosts.len();
+    let topology = match source {
+        TopologySource::None => {
+            Topology::from_tree(TopologyNode::group((0..size).collect()), Some(size))?
+        }
+        TopologySource::Auto => topology_by_host(hosts)?,
+        TopologySource::File(path) => format::read_file(path, Some(size))?.0,
+    };
+    Ok(if topology.labels().is_none() {
+        topology.with_labels(hosts.to_vec())?
+    } else {
+        topology
+    })
+}
+
+/// What rank 0 settles before measuring.
+pub(super) struct Prepared {
+    pub(super) run: RunDir,
+    pub(super) meta: RunMeta,
+    pub(super) topology: Topology,
+    /// The tests a resumed run has already: full plan.
+    pub(super) done: Vec<SweepPair>,
+    /// The tests a resumed run has already: staged plan.
+    pub(super) staged_done: Vec<StagedTest>,
+    /// The screening distances a resumed run has already.
+    pub(super) screened: Vec<ScreenedPair>,
+    /// The staged plan's choices for this machine.
+    pub(super) staged: Option<StagedOptions>,
+    /// A finished run's end and summary, kept when resuming it measures nothing more.
+    pub(super) finished: Option<(Option<String>, Option<RunSummary>)>,
+}
+
+impl Prepared {
+    pub(super) fn plan(&self, size: usize) -> Plan {
+        let done = if self.meta.schedule.plan.is_some() {
+            Vec::new()
+        } else {
+            let words = (size * (size - 1) / 2).div_ceil(64);
+            let mut done = vec![vec![0u64; words]; self.meta.schedule.sweeps as usize];
+            for sp in &self.done {
+                let n = pair_number(sp.pair);
+                done[sp.sweep as usize][n / 64] |= 1 << (n % 64);
+            }
+            done
+        };
+        Plan::Go(Go {
+            seed: self.meta.schedule.seed,
+            topology: format::to_string(&self.topology, TopologyFormat::Json),
+            done,
+            staged_done: self.staged_done.clone(),
+            staged: self.staged.clone(),
+            bound: placement::bound_cpus(&self.meta.ranks),
+            overcommitted: placement::overcommitted(
+                &self.meta.ranks,
+                &self.topology.tree().groups(),
+            ),
+            test_cpus: placement::test_cpus(&self.meta.ranks, &self.topology.tree().groups()),
+        })
+    }
+
+    pub(super) fn resumed_tests(&self) -> usize {
+        self.done.len() + self.staged_done.len()
+    }
+}
+
+pub(super) fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
+}
+
+/// What a plan schedules, as rank 0 checks a journal against it.
+pub(super) enum Scheduled {
+    Full(HashSet<SweepPair>),
+    Staged(HashSet<StagedTest>),
+}
+
+/// Rank 0: the topology, the seed, the run directory and what a resumed run already has.
+pub(super) fn prepare(
+    t: &dyn Transport,
+    test: &dyn PairTest,
+    options: &RunOptions,
+    infos: Vec<lgate_rundir::RankInfo>,
+    host_facts: Vec<lgate_rundir::HostFacts>,
+) -> Result<Prepared, HarnessError> {
+    let size = t.size();
+    if options.sweeps == 0 {
+        return Err(HarnessError::Setup("--sweeps must be at least 1".into()));
+    }
+    let hosts: Vec<String> = infos.iter().map(|i| i.host.clone()).collect();
+    let topology = resolve_topology(&options.topology, &hosts)?;
+    let previous = if options.resume {
+        let run = RunDir::open(&options.out)?;
+        Some((run.read_meta()?, run))
+    } else {
+        None
+    };
+    let seed = options
+        .seed
+        .or_else(|| previous.as_ref().map(|(m, _)| m.schedule.seed))
+        .unwrap_or_else(rand::random);
+    let mpi = lgate_rundir::MpiInfo {
+        control_variables: t.library_settings(),
+        library_version: Some(t.library_version()),
+    };
+    let test_info = TestInfo {
+        name: test.name().to_string(),
+        parameters: test.parameters(),
+    };
+    let mut settled = None;
+    let (pairs_per_sweep, tested_ranks, plan_info, scheduled) = match &options.plan {
+        PlanKind::Full => {
+            let schedule = Schedule::new(topology.tree(), size, seed, options.fast)?;
+            let valid = options.resume.then(|| {
+                (0..options.sweeps)
+                    .flat_map(|sweep| schedule.pairs().map(move |pair| SweepPair { sweep, pair }))
+                    .collect()
+            });
+            (
+                schedule.pairs_per_sweep(),
+                schedule.tested_ranks(),
+                None,
+                valid.map(Scheduled::Full),
+            )
+        }
+        PlanKind::Staged(staged) => {
+            if options.fast.is_some() {
+                return Err(HarnessError::Setup(
+                    "--fast applies to --plan full; the staged plan already samples the pairs \
+                     between hosts"
+                        .into(),
+                ));
+            }
+            let (choices, notes) = settle_staged(&staged.plan, &infos, &topology);
+            let plan = StagedPlan::new(topology.tree(), size, seed, &choices)?;
+            let screen = PingPong::new(staged.screen_sizes.clone(), staged.screen_reps)?;
+            let (inside, between) = plan.screening_tests_per_sweep();
+            let info = PlanInfo {
+                name: "staged".into(),
+                parameters: serde_json::to_value(&choices).expect("options serialise"),
+                screen: TestInfo {
+                    name: screen.name().to_string(),
+                    parameters: screen.parameters(),
+                },
+                screening_tests: [inside, between],
+                notes,
+            };
+            settled = Some(choices);
+            let valid = options
+                .resume
+                .then(|| plan.screening_tests(options.sweeps).collect());
+            (
+                inside + between,
+                (0..size).collect(),
+                Some(info),
+                valid.map(Scheduled::Staged),
+            )
+        }
+    };
+    let schedule_info = ScheduleInfo {
+        topology_source: options.topology.describe(),
+        topology: lgate_topology::json::to_value(&topology),
+        sweeps: options.sweeps,
+        seed,
+        fast_fraction: options.fast,
+        tested_ranks,
+        pairs_per_sweep,
+        plan: plan_info,
+        pinned_hosts: {
+            let pinned = placement::test_cpus(&infos, &topology.tree().groups());
+            let mut hosts: Vec<String> = infos
+                .iter()
+                .zip(&pinned)
+                .filter(|(_, p)| p.is_some())
+                .map(|(i, _)| i.host.clone())
+                .collect();
+            hosts.sort();
+            hosts.dedup();
+            hosts
+        },
+    };
+    let start = now_rfc3339();
+    let meta = RunMeta {
+        mpi,
+        launcher: placement::launcher(),
+        system: placement::system(),
+        hosts: host_facts,
+        parts: vec![RunPart {
+            command_line: options.command_line.clone(),
+            ..RunPart::starting(start.clone())
+        }],
+        ..RunMeta::started(
+            options.tool.clone(),
+            options.command_line.clone(),
+            test_info,
+            schedule_info,
+            infos,
+            start,
+        )
+    };
+    let (previous, run) = match previous {
+        Some((old, run)) => (Some(old), run),
+        None => (None, RunDir::create(&options.out, options.force)?),
+    };
+    let mut prepared = Prepared {
+        run,
+        meta,
+        topology,
+        done: Vec::new(),
+        staged_done: Vec::new(),
+        screened: Vec::new(),
+        staged: settled,
+        finished: None,
+    };
+    if let (Some(old), Some(scheduled)) = (previous, scheduled) {
+        let run = &prepared.run;
+        let differences = old.plan_differences(&prepared.meta);
+        if !differences.is_empty() {
+            return Err(HarnessError::Resume(format!(
+                "{}: cannot resume with other parameters: {}",
+                run.path().display(),
+                differences.join("; ")
+            )));
+        }
+        let journal = run.read_journal()?;
+        journal.repair(&run.file(lgate_rundir::JOURNAL_FILE))?;
+        let unscheduled =
+            |e: &JournalEntry| {
+                HarnessError::Resume(format!(
+                "{}: the journal holds pair {}-{} of sweep {}{}, which this run does not schedule",
+                run.path().display(),
+                e.i,
+                e.j,
+                e.sweep,
+                e.stage.map(|s| format!(" (stage {})", s.name())).unwrap_or_default()
+            ))
+            };
+        for e in &journal.entries {
+            if e.i >= e.j || e.j >= size {
+                return Err(unscheduled(e));
+            }
+            let test = SweepPair {
+                sweep: e.sweep,
+                pair: Pair::new(e.i, e.j),
+            };
+            match (&scheduled, e.stage) {
+                (Scheduled::Full(valid), None) if valid.contains(&test) => prepared.done.push(test),
+                (Scheduled::Staged(valid), Some(stage)) => {
+                    let t = StagedTest { stage, test };
+                    let follow_up = matches!(stage, Stage::Refine | Stage::Alone | Stage::Sample);
+                    if !(valid.contains(&t) || follow_up && e.sweep < options.sweeps) {
+                        return Err(unscheduled(e));
+                    }
+                    prepared.staged_done.push(t);
+                    prepared.screened.extend(screened_pair(e));
+                }
+                _ => return Err(unscheduled(e)),
+            }
+        }
+        let mut parts = old.parts_before_resume(prepared.resumed_tests());
+        parts.append(&mut prepared.meta.parts);
+        prepared.meta.parts = parts;
+        prepared.meta.start = old.start;
+        // The run's command line stays the one that started it (a resumption takes its flags
+        // from there); each part keeps its own.
+        if !old.command_line.is_empty() {
+            prepared.meta.command_line = old.command_line;
+        }
+        if old.status == RunStatus::Complete {
+            prepared.finished = Some((old.end, old.summary));
+        }
+    }
+    prepared.run.write_meta(&prepared.meta)?;
+    Ok(prepared)
+}
+
+/// The staged plan's choices for this machine, and why they differ from `plan`: groups that
+/// share one machine's CPUs test at most half its CPUs' pairs at once (unless the user chose).
+pub(crate) fn settle_staged(
+    plan: &StagedOptions,
+    infos: &[lgate_rundir::RankInfo],
+    topology: &Topology,
+) -> (StagedOptions, Vec<String>) {
+    let mut choices = plan.clone();
+    let mut notes = Vec::new();
+    if choices.concurrency.is_none() {
+        let groups = topology.tree().sorted_groups();
+        if let Some((n, why)) = placement::shared_machine_concurrency(infos, &groups) {
+            choices.concurrency = Some(n);
+            notes.push(format!("--concurrency {n}: {why}"));
+        }
+    }
+    (choices, notes)
+}
+
+/// A screening stage's entry as rank 0 keeps it to choose the follow-up.
+pub(super) fn screened_pair(e: &JournalEntry) -> Option<ScreenedPair> {
+    let stage = e
+        .stage
+        .filter(|s| matches!(s, Stage::Hosts | Stage::Between))?;
+    Some(ScreenedPair {
+        stage,
+        pair: Pair::new(e.i, e.j),
+        value: screening_value(&e.result)?,
+    })
+}
+
+/// One group per host, in the order hosts first appear; a single host is one group.
+pub fn topology_by_host(hosts: &[String]) -> Result<Topology, HarnessError> {
+    Ok(Topology::one_group_per_host(hosts)?)
+}

@@ -1,0 +1,682 @@
+//! The CSV reader: square matrices with or without a header row and a label column, and
+//! lower triangles, with any of the usual separators, read in blocks.
+
+use super::*;
+
+/// CSV is read in blocks of about this many bytes; each block's lines are parsed on every core.
+pub(super) const BLOCK_BYTES: usize = 8 << 20;
+
+/// A plain decimal `[-]digits[.digits]` at the start of `b` whose digits, read as one integer,
+/// stay within 2^53: the value is that integer divided by a power of ten of at most 22, both
+/// exact in f64, so the one rounding of the division gives the correctly rounded number (Clinger's
+/// fast path). Anything else (exponents, long mantissas) is left to the general parser.
+pub(super) fn parse_plain_decimal(b: &[u8]) -> Option<(f64, usize)> {
+    const POW10: [f64; 23] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+        1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+    ];
+    let negative = b.first() == Some(&b'-');
+    let mut i = usize::from(negative);
+    let (mut mantissa, mut digits, mut fraction) = (0u64, 0usize, 0usize);
+    while let Some(d) = b.get(i).filter(|c| c.is_ascii_digit()) {
+        mantissa = mantissa.wrapping_mul(10).wrapping_add(u64::from(d - b'0'));
+        digits += 1;
+        i += 1;
+    }
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        while let Some(d) = b.get(i).filter(|c| c.is_ascii_digit()) {
+            mantissa = mantissa.wrapping_mul(10).wrapping_add(u64::from(d - b'0'));
+            digits += 1;
+            fraction += 1;
+            i += 1;
+        }
+    }
+    let plain = digits > 0
+        && digits <= 18
+        && fraction < POW10.len()
+        && mantissa <= 1 << 53
+        && !matches!(b.get(i), Some(b'e' | b'E' | b'.'));
+    if !plain {
+        return None;
+    }
+    let v = mantissa as f64 / POW10[fraction];
+    Some((if negative { -v } else { v }, i))
+}
+
+/// One line cut after its first cell: the first cell (a label or a number, unquoted and
+/// trimmed), the text after it, and whether the line has that one cell only.
+pub(super) struct SplitLine<'a> {
+    first: String,
+    tail: &'a str,
+    one_cell: bool,
+}
+
+pub(super) fn split_first(text: &str) -> SplitLine<'_> {
+    // A quoted label may hold commas; plain numbers never do.
+    let (first, tail) = if text.starts_with('"') {
+        // The first comma outside quotes ends the cell (`""` inside quotes is one quote).
+        let mut quoted = false;
+        let end = text
+            .bytes()
+            .position(|b| {
+                if b == b'"' {
+                    quoted = !quoted;
+                }
+                b == b',' && !quoted
+            })
+            .unwrap_or(text.len());
+        // Trimmed, as a label in the header row is.
+        let first = split_csv_line(&text[..end])
+            .swap_remove(0)
+            .trim()
+            .to_string();
+        // Past the label and the comma after it.
+        (first, text.get(end + 1..).unwrap_or(""))
+    } else {
+        match text.split_once(',') {
+            Some((f, t)) => (f.trim().to_string(), t),
+            None => (text.trim().to_string(), ""),
+        }
+    };
+    SplitLine {
+        first,
+        tail,
+        one_cell: tail.is_empty() && !text.trim_end().ends_with(','),
+    }
+}
+
+/// A row's place in the file: its line, its first cell as text and its number of cells.
+pub(super) struct RowInfo {
+    line: usize,
+    first: String,
+    count: usize,
+}
+
+/// The rows read so far, every cell of each parsed into one row-major buffer of `width` cells a
+/// row (NaN for an empty cell, a label or a missing cell; a NaN in the file is an error as soon
+/// as it is read), so that the matrix is built in the same memory.
+pub(super) struct CsvRows<'p> {
+    path: &'p Path,
+    width: usize,
+    cells: Vec<f64>,
+    rows: Vec<RowInfo>,
+    /// The first line, which may be a header.
+    first_text: Option<String>,
+    /// Why the first line is not a row of numbers, if it is not: an error only if it is no header.
+    first_error: Option<ReadError>,
+    /// How cells are separated, told by the first line with cells.
+    separator: Option<Separator>,
+}
+
+/// How the cells of a line are separated.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Separator {
+    /// Commas (CSV).
+    Comma,
+    /// Spaces or tabs, as `numpy.savetxt` and many tools write: a line without commas whose
+    /// cells are separated by blanks.
+    Blank,
+}
+
+/// Whether a line is a comment (`#` first) or holds nothing.
+pub(super) fn is_comment_or_blank(line: &str) -> bool {
+    let t = line.trim_start();
+    t.is_empty() || t.starts_with('#')
+}
+
+/// The separator the first line with cells in `text` shows, if there is one.
+pub(super) fn separator_of(text: &str) -> Option<Separator> {
+    let line = text
+        .split('\n')
+        .map(|l| l.trim())
+        .find(|l| !is_comment_or_blank(l))?;
+    Some(if !line.contains(',') && line.contains([' ', '\t']) {
+        Separator::Blank
+    } else {
+        Separator::Comma
+    })
+}
+
+/// `text` with the blanks between cells of each line turned into commas, line for line.
+pub(super) fn blanks_to_commas(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let (body, end) = match line.strip_suffix('\n') {
+            Some(b) => (b, "\n"),
+            None => (line, ""),
+        };
+        if is_comment_or_blank(body) {
+            out.push_str(body);
+        } else {
+            for (k, cell) in body.split_whitespace().enumerate() {
+                if k > 0 {
+                    out.push(',');
+                }
+                out.push_str(cell);
+            }
+        }
+        out.push_str(end);
+    }
+    out
+}
+
+/// Why a cell that reads as no finite number is refused.
+pub(super) fn not_finite(text: &str) -> String {
+    let t = text.trim().trim_matches('"').trim();
+    let word = t.trim_start_matches(['+', '-']);
+    if word.eq_ignore_ascii_case("nan")
+        || word.eq_ignore_ascii_case("inf")
+        || word.eq_ignore_ascii_case("infinity")
+    {
+        format!("`{t}` is not a finite number")
+    } else {
+        format!("`{t}` is beyond the largest number a distance can have (about 1.8e308)")
+    }
+}
+
+impl CsvRows<'_> {
+    /// Parses the cells after the first of line `line` into `out` (as far as it reaches) in one
+    /// pass, and returns how many there are.
+    fn parse_cells(&self, line: usize, tail: &str, out: &mut [f64]) -> Result<usize, ReadError> {
+        let b = tail.as_bytes();
+        let blank = |c: u8| c == b' ' || c == b'\t';
+        let (mut pos, mut c) = (0, 0);
+        loop {
+            while pos < b.len() && blank(b[pos]) {
+                pos += 1;
+            }
+            let start = pos;
+            if pos < b.len() && b[pos] != b',' {
+                let quick = parse_plain_decimal(&b[pos..])
+                    .or_else(|| fast_float2::parse_partial::<f64, _>(&b[pos..]).ok())
+                    .and_then(|(v, k)| {
+                        let mut end = pos + k;
+                        while end < b.len() && blank(b[end]) {
+                            end += 1;
+                        }
+                        (end == b.len() || b[end] == b',').then_some((v, end))
+                    });
+                let v = match quick {
+                    Some((v, end)) => {
+                        pos = end;
+                        Some(v)
+                    }
+                    None => {
+                        // Anything unusual (other white space, a stray character) is judged on
+                        // the whole cell.
+                        let end = b[start..]
+                            .iter()
+                            .position(|&x| x == b',')
+                            .map_or(b.len(), |k| start + k);
+                        pos = end;
+                        let t = tail[start..end].trim();
+                        // A number in quotes, as spreadsheets may write it.
+                        let t = t
+                            .strip_prefix('"')
+                            .and_then(|q| q.strip_suffix('"'))
+                            .map_or(t, str::trim);
+                        if t.is_empty() {
+                            None
+                        } else {
+                            Some(fast_float2::parse::<f64, _>(t).map_err(|_| {
+                                ReadError::NotANumber {
+                                    path: self.path.to_path_buf(),
+                                    line,
+                                    column: c + 2,
+                                    text: t.to_string(),
+                                }
+                            })?)
+                        }
+                    }
+                };
+                if let Some(v) = v {
+                    if !v.is_finite() {
+                        return Err(ReadError::Value {
+                            path: self.path.to_path_buf(),
+                            line,
+                            column: c + 2,
+                            problem: not_finite(&tail[start..pos]),
+                        });
+                    }
+                    if let Some(x) = out.get_mut(c) {
+                        *x = v;
+                    }
+                }
+            }
+            c += 1;
+            if pos >= b.len() {
+                return Ok(c);
+            }
+            // At the comma after the cell.
+            pos += 1;
+        }
+    }
+
+    /// Parses one line into its slot of `width` cells; returns its first cell and its number of
+    /// cells (more than the slot holds when the line is wider).
+    fn parse_into(
+        &self,
+        line: usize,
+        text: &str,
+        slot: &mut [f64],
+    ) -> Result<(String, usize), ReadError> {
+        let cut = split_first(text);
+        slot[0] = fast_float2::parse(cut.first.trim()).unwrap_or(f64::NAN);
+        let count = if cut.one_cell {
+            1
+        } else {
+            1 + self.parse_cells(line, cut.tail, &mut slot[1..])?
+        };
+        Ok((cut.first, count))
+    }
+
+    /// Widens every row read so far to `width` cells.
+    fn restride(&mut self, width: usize) {
+        let old = self.width;
+        let mut cells = vec![f64::NAN; self.rows.len() * width];
+        for (to, from) in cells.chunks_mut(width).zip(self.cells.chunks(old)) {
+            to[..old].copy_from_slice(from);
+        }
+        self.cells = cells;
+        self.width = width;
+    }
+
+    /// Adds the lines of one block of text whose first line is line `first_line` of the file;
+    /// returns the number of lines in the block.
+    fn add_block(&mut self, text: &str, first_line: usize) -> Result<usize, ReadError> {
+        if self.separator.is_none() {
+            self.separator = separator_of(text);
+        }
+        if self.separator == Some(Separator::Blank) {
+            return self.add_lines(&blanks_to_commas(text), first_line);
+        }
+        self.add_lines(text, first_line)
+    }
+
+    /// [`CsvRows::add_block`] of comma-separated lines.
+    fn add_lines(&mut self, text: &str, first_line: usize) -> Result<usize, ReadError> {
+        use rayon::prelude::*;
+        let mut total = 0;
+        let mut lines: Vec<(usize, &str)> = text
+            .split_terminator('\n')
+            .inspect(|_| total += 1)
+            .enumerate()
+            .map(|(k, l)| (first_line + k, l.trim_end_matches('\r')))
+            .filter(|(_, l)| !is_comment_or_blank(l))
+            .collect();
+        if self.first_text.is_none() && !lines.is_empty() {
+            let (line, t) = lines.remove(0);
+            let cut = split_first(t);
+            // The one line whose width is not known beforehand.
+            self.width = if cut.one_cell {
+                1
+            } else {
+                2 + cut.tail.bytes().filter(|&b| b == b',').count()
+            };
+            let mut slot = vec![f64::NAN; self.width];
+            match self.parse_into(line, t, &mut slot) {
+                Ok(_) => self.first_error = None,
+                Err(e) => self.first_error = Some(e),
+            }
+            self.cells = slot;
+            self.first_text = Some(t.to_string());
+            self.rows.push(RowInfo {
+                line,
+                first: cut.first,
+                count: self.width,
+            });
+        }
+        if lines.is_empty() {
+            return Ok(total);
+        }
+        loop {
+            let width = self.width;
+            let base = self.cells.len();
+            self.cells.resize(base + lines.len() * width, f64::NAN);
+            let mut cells = std::mem::take(&mut self.cells);
+            let parsed: Vec<Result<(String, usize), ReadError>> = cells[base..]
+                .par_chunks_mut(width)
+                .zip(&lines)
+                .map(|(slot, &(line, t))| self.parse_into(line, t, slot))
+                .collect();
+            self.cells = cells;
+            let parsed = parsed
+                .into_iter()
+                .collect::<Result<Vec<(String, usize)>, ReadError>>()?;
+            let widest = parsed.iter().map(|p| p.1).max().unwrap_or(0);
+            if widest > width {
+                // A wider row than any before: every row is widened and the block read again.
+                self.cells.truncate(base);
+                self.restride(widest);
+                continue;
+            }
+            self.rows.extend(
+                lines
+                    .iter()
+                    .zip(parsed)
+                    .map(|(&(line, _), (first, count))| RowInfo { line, first, count }),
+            );
+            return Ok(total);
+        }
+    }
+}
+
+/// Reads CSV text (see [`read_matrix`]).
+pub fn read_csv(path: &Path, text: &str) -> Result<ReadMatrix, ReadError> {
+    read_csv_bytes(path, text.as_bytes())
+}
+
+/// Reads CSV from a stream in blocks, parsing each block on every core into the matrix's memory.
+pub(super) fn read_csv_from(
+    path: &Path,
+    source: impl std::io::Read,
+) -> Result<ReadMatrix, ReadError> {
+    read_csv_in_blocks(path, source, BLOCK_BYTES)
+}
+
+/// [`read_csv_from`] with blocks of about `block_bytes`.
+pub(super) fn read_csv_in_blocks(
+    path: &Path,
+    mut source: impl std::io::Read,
+    block_bytes: usize,
+) -> Result<ReadMatrix, ReadError> {
+    let io = |error| ReadError::Io {
+        path: path.to_path_buf(),
+        error,
+    };
+    let mut table = CsvRows {
+        path,
+        width: 0,
+        cells: Vec::new(),
+        rows: Vec::new(),
+        first_text: None,
+        first_error: None,
+        separator: None,
+    };
+    let mut pending: Vec<u8> = Vec::new();
+    // The file's line number of the first line in `pending`.
+    let mut line = 1;
+    loop {
+        let old = pending.len();
+        pending.resize(old + block_bytes, 0);
+        let mut got = 0;
+        while old + got < pending.len() {
+            match source.read(&mut pending[old + got..]) {
+                Ok(0) => break,
+                Ok(k) => got += k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(io(e)),
+            }
+        }
+        pending.truncate(old + got);
+        let eof = got == 0;
+        let end = if eof {
+            pending.len()
+        } else {
+            match pending.iter().rposition(|&b| b == b'\n') {
+                Some(k) => k + 1,
+                None => continue,
+            }
+        };
+        let block = &pending[..end];
+        let newlines = |b: &[u8]| b.iter().filter(|&&c| c == b'\n').count();
+        let text = std::str::from_utf8(block).map_err(|e| ReadError::Shape {
+            path: path.to_path_buf(),
+            line: line + newlines(&block[..e.valid_up_to()]),
+            message: "the file is neither UTF-8 text (CSV) nor a .npy array".into(),
+        })?;
+        line += table.add_block(text, line)?;
+        pending.drain(..end);
+        if eof {
+            break;
+        }
+    }
+    build_from_rows(table)
+}
+
+/// Decides the layout (header, label column, lower triangle) and builds the matrix in place.
+pub(super) fn build_from_rows(table: CsvRows<'_>) -> Result<ReadMatrix, ReadError> {
+    let CsvRows {
+        path,
+        width,
+        mut cells,
+        rows,
+        first_text,
+        first_error,
+        separator: _,
+    } = table;
+    let shape = |line: usize, message: String| ReadError::Shape {
+        path: path.to_path_buf(),
+        line,
+        message,
+    };
+    let is_number = |s: &str| s.trim().parse::<f64>().is_ok();
+    let label_cell = |s: &str| !s.trim().is_empty() && !is_number(s);
+    let Some(first_text) = first_text else {
+        return Err(shape(
+            1,
+            "no rows of numbers: the file is empty, or holds only comments and blank lines".into(),
+        ));
+    };
+    let first_cells = split_csv_line(&first_text);
+    // A label column: the rows after the first all start with a cell that is not a number.
+    let label_column = rows.len() > 1 && rows[1..].iter().all(|r| label_cell(&r.first));
+    // A header: a first row with text where numbers would be.
+    let has_header = if label_column {
+        first_cells[0].trim().is_empty() || first_cells[1..].iter().any(|c| label_cell(c))
+    } else {
+        first_cells.iter().any(|c| label_cell(c))
+    };
+    if !has_header {
+        if let Some(e) = first_error {
+            return Err(e);
+        }
+    }
+    let s0 = usize::from(has_header);
+    let data = &rows[s0..];
+    if data.is_empty() {
+        return Err(shape(
+            rows[0].line,
+            "a header but no rows of numbers".into(),
+        ));
+    }
+    let n = data.len();
+    // Numeric labels (rank numbers) under a header: every row is one wider than the count of rows.
+    let label_column = label_column || (has_header && data.iter().all(|r| r.count == n + 1));
+    let skip = usize::from(label_column);
+    if skip == 0 {
+        for r in data {
+            let t = r.first.trim();
+            if t.is_empty() {
+                continue;
+            }
+            let x: f64 = t.parse().map_err(|_| ReadError::NotANumber {
+                path: path.to_path_buf(),
+                line: r.line,
+                column: 1,
+                text: t.to_string(),
+            })?;
+            if !x.is_finite() {
+                return Err(ReadError::Value {
+                    path: path.to_path_buf(),
+                    line: r.line,
+                    column: 1,
+                    problem: not_finite(t),
+                });
+            }
+        }
+    }
+    let widths: Vec<usize> = data.iter().map(|r| r.count - skip).collect();
+    if widths.iter().all(|&w| w == widths[0]) && widths[0] < n {
+        return Err(shape(
+            data[0].line,
+            format!(
+                "{n} rows of {} values: a distance matrix is square",
+                widths[0]
+            ),
+        ));
+    }
+    let slot = |i: usize| &cells[(s0 + i) * width..(s0 + i + 1) * width];
+    if let Some((i, &w)) = widths
+        .iter()
+        .enumerate()
+        .find(|&(i, &w)| w > n && slot(i)[n + skip..].iter().any(|x| !x.is_nan()))
+    {
+        return Err(shape(
+            data[i].line,
+            format!("{w} values in a row of a {n}x{n} matrix: it is not square"),
+        ));
+    }
+    // Row i of the matrix is cells [skip, skip + n) of data row i: moved down in place when every
+    // row is that wide (never onto cells still to be moved, as row i lands at i * n <= its slot).
+    let mut values = if width >= n + skip {
+        for i in 0..n {
+            let from = (s0 + i) * width + skip;
+            if from != i * n {
+                cells.copy_within(from..from + n, i * n);
+            }
+        }
+        cells.truncate(n * n);
+        cells.shrink_to_fit();
+        Array2::from_shape_vec((n, n), cells).expect("n * n cells")
+    } else {
+        let mut values = Array2::<f64>::from_elem((n, n), f64::NAN);
+        for i in 0..n {
+            let from = slot(i);
+            let k = (width - skip).min(n);
+            values
+                .row_mut(i)
+                .as_slice_mut()
+                .expect("a standard-layout row")[..k]
+                .copy_from_slice(&from[skip..skip + k]);
+        }
+        values
+    };
+    let mut warnings = Vec::new();
+    let row_of = |i: usize| values.row(i).to_slice().expect("a standard-layout row");
+    let upper_empty = (0..n).all(|i| row_of(i)[i..].iter().all(|x| x.is_nan()));
+    // Only asked when the upper triangle is empty: a full matrix stops at its first row.
+    let lower_full = || (0..n).all(|i| row_of(i)[..i].iter().all(|x| !x.is_nan()));
+    // A lower triangle may hold its diagonal: rows of 1, 2, ..., n values ending in 0.
+    let strictly_upper_empty = || (0..n).all(|i| row_of(i)[i + 1..].iter().all(|x| x.is_nan()));
+    let diagonal_given = (0..n).all(|i| !row_of(i)[i].is_nan());
+    if n > 1 && (upper_empty || diagonal_given && strictly_upper_empty()) && lower_full() {
+        if let Some(i) = (0..n).find(|&i| !upper_empty && row_of(i)[i] != 0.0) {
+            return Err(ReadError::Value {
+                path: path.to_path_buf(),
+                line: data[i].line,
+                column: i + 1 + skip,
+                problem: format!(
+                    "row {} of this lower triangle ends in {}, not 0: a triangle with its \
+                     diagonal has 0 on it; one without starts with an empty row (`,`)",
+                    i + 1,
+                    row_of(i)[i]
+                ),
+            });
+        }
+        for i in 0..n {
+            values[[i, i]] = 0.0;
+            for j in 0..i {
+                values[[j, i]] = values[[i, j]];
+            }
+        }
+        warnings.push(format!(
+            "{}: lower triangle{} only; mirrored",
+            path.display(),
+            if upper_empty { "" } else { " and diagonal" }
+        ));
+    } else if let Some((i, j)) = (0..n).find_map(|i| {
+        row_of(i)
+            .iter()
+            .enumerate()
+            .position(|(j, x)| j != i && x.is_nan())
+            .map(|j| (i, j))
+    }) {
+        return Err(ReadError::Value {
+            path: path.to_path_buf(),
+            line: data[i].line,
+            column: j + 1 + skip,
+            problem: "empty cell: give the full square matrix, or only its lower triangle".into(),
+        });
+    } else {
+        for i in 0..n {
+            if values[[i, i]].is_nan() {
+                values[[i, i]] = 0.0;
+            }
+        }
+    }
+    let labels = if has_header && first_cells.len() >= n + skip {
+        Some(
+            first_cells[skip..skip + n]
+                .iter()
+                .map(|s| s.trim().to_string())
+                .collect(),
+        )
+    } else if label_column {
+        Some(data.iter().map(|r| r.first.clone()).collect())
+    } else {
+        None
+    };
+    let lines: Vec<usize> = data.iter().map(|r| r.line).collect();
+    drop(rows);
+    finish(
+        path,
+        values,
+        labels,
+        move |row, column| (lines[row], column + 1 + skip),
+        warnings,
+    )
+}
+
+/// Checks values, zeroes the diagonal and symmetrises, with warnings for both.
+pub(super) fn finish(
+    path: &Path,
+    values: Array2<f64>,
+    labels: Option<Vec<String>>,
+    position: impl Fn(usize, usize) -> (usize, usize),
+    mut warnings: Vec<String>,
+) -> Result<ReadMatrix, ReadError> {
+    let (rows, columns) = values.dim();
+    if rows != columns {
+        return Err(ReadError::Matrix {
+            path: path.to_path_buf(),
+            error: MatrixError::NotSquare { rows, columns },
+        });
+    }
+    if let Some(((i, j), x)) = crate::first_invalid(&values) {
+        let problem = if !x.is_finite() {
+            format!("{x} is not a finite number")
+        } else {
+            format!("{x} is negative; distances are not")
+        };
+        let (line, column) = position(i, j);
+        return Err(ReadError::Value {
+            path: path.to_path_buf(),
+            line,
+            column,
+            problem,
+        });
+    }
+    if let Some(i) = (0..rows).find(|&i| values[[i, i]] != 0.0) {
+        warnings.push(format!(
+            "{}: the diagonal is not zero (rank {i}: {}); distances to oneself are taken as 0",
+            path.display(),
+            values[[i, i]]
+        ));
+    }
+    let matrix = DistanceMatrix::checked(values, labels).map_err(|error| ReadError::Matrix {
+        path: path.to_path_buf(),
+        error,
+    })?;
+    let (matrix, asymmetry) = matrix.symmetrized();
+    if asymmetry > 1e-9 {
+        warnings.push(format!(
+            "{}: the matrix is not symmetric (largest relative difference {:.1} %); d(i,j) and \
+             d(j,i) were averaged",
+            path.display(),
+            asymmetry * 100.0
+        ));
+    }
+    Ok(ReadMatrix { matrix, warnings })
+}
