@@ -133,7 +133,7 @@ impl SimulateArgs {
             model = model.with_machine(m)?;
         }
         if let Some(p) = &self.placement {
-            model.placement = p.parse::<Placement>().map_err(anyhow::Error::msg)?;
+            model.placement = p.parse::<Placement>()?;
         }
         if let Some(sigma) = self.noise {
             model.noise.sigma = sigma;

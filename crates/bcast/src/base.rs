@@ -100,13 +100,18 @@ impl fmt::Display for BaseAlgorithm {
     }
 }
 
+/// A broadcast algorithm that cannot be read; says why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct AlgorithmError(pub String);
+
 impl FromStr for BaseAlgorithm {
-    type Err = String;
+    type Err = AlgorithmError;
 
     /// `flat`, `chain`, `pipeline:SIZE` (e.g. `pipeline:64KiB`), `binary`, `split-binary`,
     /// `scatter-allgather`, `binomial`, or the non-blocking `flat-nb`, `pipeline-nb:SIZE`,
     /// `binomial-nb`.
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, AlgorithmError> {
         let known = "flat, chain, pipeline:SIZE, binary, split-binary, scatter-allgather, \
                      binomial, flat-nb, pipeline-nb:SIZE, binomial-nb";
         match s.trim() {
@@ -125,12 +130,19 @@ impl FromStr for BaseAlgorithm {
                 ) {
                     (Some(size), _) => (size, true),
                     (_, Some(size)) => (size, false),
-                    _ => return Err(format!("`{other}` is not a broadcast algorithm ({known})")),
+                    _ => {
+                        return Err(AlgorithmError(format!(
+                            "`{other}` is not a broadcast algorithm ({known})"
+                        )))
+                    }
                 };
-                let segment = parse_size(size)
-                    .ok_or_else(|| format!("`{size}` is not a segment size (e.g. 64KiB)"))?;
+                let segment = parse_size(size).ok_or_else(|| {
+                    AlgorithmError(format!("`{size}` is not a segment size (e.g. 64KiB)"))
+                })?;
                 if segment == 0 {
-                    return Err("the segment size of a pipeline must be at least 1 byte".into());
+                    return Err(AlgorithmError(
+                        "the segment size of a pipeline must be at least 1 byte".into(),
+                    ));
                 }
                 Ok(if blocking {
                     BaseAlgorithm::Pipeline { segment }
@@ -504,6 +516,7 @@ mod tests {
         assert!("tree"
             .parse::<BaseAlgorithm>()
             .unwrap_err()
+            .0
             .contains("binomial"));
     }
 

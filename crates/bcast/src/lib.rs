@@ -20,7 +20,7 @@ use lgate_topology::Rank;
 use lgate_topology::TopologyNode;
 use lgate_transport::{Tag, Transport, TransportError};
 
-pub use base::BaseAlgorithm;
+pub use base::{AlgorithmError, BaseAlgorithm};
 pub use bench::{
     bench, default_candidates, share_from_rank0, BenchOptions, BenchResult, Candidate, Timing,
 };

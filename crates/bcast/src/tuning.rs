@@ -41,7 +41,8 @@ fn candidate_of(name: &str, tree: Option<&TopologyNode>) -> Result<Candidate, St
     } else {
         return name
             .parse::<BaseAlgorithm>()
-            .map(|a| Candidate::Plan(Plan::Flat(a)));
+            .map(|a| Candidate::Plan(Plan::Flat(a)))
+            .map_err(|e| e.0);
     };
     let bad = || format!("`{name}` is not magpie(BETWEEN/INSIDE)@DEPTH");
     let (algorithms, depth) = rest.split_once(")@").ok_or_else(bad)?;
@@ -50,8 +51,12 @@ fn candidate_of(name: &str, tree: Option<&TopologyNode>) -> Result<Candidate, St
     let tree = tree.ok_or_else(|| format!("`{name}` needs a topology"))?;
     let (tree, between, inside) = (
         prune_to_depth(tree, depth),
-        between.parse()?,
-        inside.parse()?,
+        between
+            .parse()
+            .map_err(|e: crate::base::AlgorithmError| e.0)?,
+        inside
+            .parse()
+            .map_err(|e: crate::base::AlgorithmError| e.0)?,
     );
     Ok(Candidate::Plan(match segment {
         None => Plan::Magpie {

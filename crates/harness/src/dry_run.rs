@@ -7,7 +7,7 @@ use std::time::Instant;
 use lgate_topology::Rank;
 use serde::{Deserialize, Serialize};
 
-use crate::pair_test::{PairTest, PingPong, Role};
+use crate::pair_test::{PairTest, Role};
 use crate::run::{broadcast, gather, resolve_topology, settle_staged, PlanKind, RunOptions};
 use crate::schedule::{Pair, Schedule};
 use crate::staged::StagedPlan;
@@ -117,7 +117,7 @@ fn calibrate(
     let all: Vec<Rank> = (0..size).collect();
     let everyone = SubsetBarrier::new(&all, rank).expect("every rank is in the job");
     let mut screen = match &options.plan {
-        PlanKind::Staged(s) => Some(PingPong::new(s.screen_sizes.clone(), s.screen_reps)?),
+        PlanKind::Staged(s) => Some(s.screening_test()?),
         PlanKind::Full => None,
     };
     let mut took = Vec::with_capacity(tests.len());

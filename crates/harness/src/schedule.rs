@@ -159,9 +159,10 @@ pub struct Schedule {
     seed: u64,
 }
 
-/// One step of a rank's program.
+/// One step of a rank's program; `T` is what a test step carries (a pair in a sweep, or a
+/// staged plan's [`crate::StagedTest`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Step<'a> {
+pub enum Step<'a, T = SweepPair> {
     /// Synchronise with these ranks; `id` is the same on all of them.
     Barrier {
         /// The members of the barrier.
@@ -178,8 +179,8 @@ pub enum Step<'a> {
         /// An id that both pairs compute alike.
         id: u64,
     },
-    /// Take part in the test of this pair.
-    Test(SweepPair),
+    /// Take part in this test.
+    Test(T),
 }
 
 /// How a unit of tests among `members` (sorted), run one at a time, synchronises before the
@@ -227,7 +228,7 @@ pub fn unit_barrier_time(tests: u64, members: usize, barrier_time: impl Fn(usize
     }
 }
 
-impl<'a> Step<'a> {
+impl<'a, T> Step<'a, T> {
     /// The step that waits for `turn`.
     pub fn of_turn(turn: Turn<'a>, id: u64) -> Self {
         match turn {
@@ -236,6 +237,31 @@ impl<'a> Step<'a> {
                 id,
             },
             Turn::Handoff(from, to) => Step::Handoff { from, to, id },
+        }
+    }
+
+    /// The same step, holding its own copy of a barrier's members.
+    pub fn into_owned(self) -> Step<'static, T> {
+        match self {
+            Step::Barrier { members, id } => Step::Barrier {
+                members: Cow::Owned(members.into_owned()),
+                id,
+            },
+            Step::Handoff { from, to, id } => Step::Handoff { from, to, id },
+            Step::Test(t) => Step::Test(t),
+        }
+    }
+
+    /// The same step with its synchronisation ids renumbered by `id` and its test by `test`.
+    pub fn map<U>(self, id: impl Fn(u64) -> u64, test: impl FnOnce(T) -> U) -> Step<'a, U> {
+        match self {
+            Step::Barrier { members, id: i } => Step::Barrier { members, id: id(i) },
+            Step::Handoff { from, to, id: i } => Step::Handoff {
+                from,
+                to,
+                id: id(i),
+            },
+            Step::Test(t) => Step::Test(test(t)),
         }
     }
 }

@@ -28,9 +28,7 @@ use lgate_rundir::Stage;
 use lgate_topology::{Rank, TopologyNode};
 use serde::{Deserialize, Serialize};
 
-use crate::schedule::{
-    turn, unit_barrier_time, Pair, Schedule, ScheduleError, Step, SweepPair, Turn,
-};
+use crate::schedule::{turn, unit_barrier_time, Pair, Schedule, ScheduleError, Step, SweepPair};
 
 /// The most follow-up tests a staged plan runs per sweep, by kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,52 +111,7 @@ pub struct StagedTest {
 }
 
 /// One step of a rank's staged program.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StagedStep<'a> {
-    /// Synchronise with these ranks; `id` is the same on all of them.
-    Barrier {
-        /// The members of the barrier.
-        members: Cow<'a, [Rank]>,
-        /// An id every member computes alike.
-        id: u64,
-    },
-    /// Pass the turn from the pair that just finished to the pair about to start.
-    Handoff {
-        /// The pair that just finished.
-        from: Pair,
-        /// The pair about to start.
-        to: Pair,
-        /// An id both pairs compute alike.
-        id: u64,
-    },
-    /// Take part in this test.
-    Test(StagedTest),
-}
-
-impl<'a> StagedStep<'a> {
-    /// The step that waits for `turn`.
-    fn of_turn(turn: Turn<'a>, id: u64) -> Self {
-        match turn {
-            Turn::Barrier(members) => StagedStep::Barrier {
-                members: Cow::Borrowed(members),
-                id,
-            },
-            Turn::Handoff(from, to) => StagedStep::Handoff { from, to, id },
-        }
-    }
-
-    /// The same step, holding its own copy of a barrier's members.
-    fn into_owned(self) -> StagedStep<'static> {
-        match self {
-            StagedStep::Barrier { members, id } => StagedStep::Barrier {
-                members: Cow::Owned(members.into_owned()),
-                id,
-            },
-            StagedStep::Handoff { from, to, id } => StagedStep::Handoff { from, to, id },
-            StagedStep::Test(t) => StagedStep::Test(t),
-        }
-    }
-}
+pub type StagedStep<'a> = Step<'a, StagedTest>;
 
 /// A screened pair as rank 0 keeps it to choose stages 3-4: its stage and distance.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -464,20 +417,14 @@ impl StagedPlan {
                 .then(|| self.inside[group].sweep_program(rank, sweep, skip))
                 .into_iter()
                 .flatten()
-                .map(move |step| match step {
-                    Step::Barrier { members, id } => StagedStep::Barrier {
-                        members,
-                        id: barrier_id(0, sweep, group as u64, id & 0xff_ffff),
-                    },
-                    Step::Handoff { from, to, id } => StagedStep::Handoff {
-                        from,
-                        to,
-                        id: barrier_id(0, sweep, group as u64, id & 0xff_ffff),
-                    },
-                    Step::Test(sp) => StagedStep::Test(StagedTest {
-                        stage: Stage::Hosts,
-                        test: sp,
-                    }),
+                .map(move |step| {
+                    step.map(
+                        |id| barrier_id(0, sweep, group as u64, id & 0xff_ffff),
+                        |test| StagedTest {
+                            stage: Stage::Hosts,
+                            test,
+                        },
+                    )
                 });
             opening.into_iter().chain(steps)
         })

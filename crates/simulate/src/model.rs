@@ -146,16 +146,19 @@ impl Placement {
     }
 }
 
-impl FromStr for Placement {
-    type Err = String;
+/// A placement name that is not one of block, round-robin and random.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown placement `{0}`: expected block, round-robin or random")]
+pub struct UnknownPlacement(pub String);
 
-    fn from_str(s: &str) -> Result<Self, String> {
+impl FromStr for Placement {
+    type Err = UnknownPlacement;
+
+    fn from_str(s: &str) -> Result<Self, UnknownPlacement> {
         [Placement::Block, Placement::RoundRobin, Placement::Random]
             .into_iter()
             .find(|p| p.name() == s)
-            .ok_or_else(|| {
-                format!("unknown placement `{s}`: expected block, round-robin or random")
-            })
+            .ok_or_else(|| UnknownPlacement(s.to_string()))
     }
 }
 

@@ -11,8 +11,7 @@ use std::time::Instant;
 use lgate_derive::write_staged_outputs;
 use lgate_harness::pair_test::{PingPongResult, RoundTrips};
 use lgate_harness::{
-    choose_follow_up, Pair, PingPong, ScreenedPair, StagedPlan, StagedPlanOptions, StagedTest,
-    Summary,
+    choose_follow_up, Pair, ScreenedPair, StagedPlan, StagedPlanOptions, StagedTest, Summary,
 };
 use lgate_rundir::{
     JournalEntry, PlanInfo, RunDir, RunStatus, RunSummary, ScheduleInfo, Stage, StageSummary,
@@ -109,7 +108,8 @@ impl Simulation<'_> {
         let plan = self.staged_plan(staged)?;
         let predicted = self.estimate_staged(staged)?;
         let (start, end) = simulated_times(predicted.wall_s);
-        let screen_test = PingPong::new(staged.screen_sizes.clone(), staged.screen_reps)
+        let screen_test = staged
+            .screening_test()
             .map_err(|e| SimulateError::Options(e.to_string()))?;
         let (inside, between) = plan.screening_tests_per_sweep();
         let plogp = self.plogp_options();

@@ -78,14 +78,19 @@ impl fmt::Display for TopologyFormat {
     }
 }
 
+/// A topology format name that is not one of lgate, json and newick.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown topology format `{0}`: expected lgate, json or newick")]
+pub struct UnknownFormat(pub String);
+
 impl FromStr for TopologyFormat {
-    type Err = String;
+    type Err = UnknownFormat;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Self::ALL
             .into_iter()
             .find(|f| f.name().eq_ignore_ascii_case(s))
-            .ok_or_else(|| format!("unknown topology format `{s}`: expected lgate, json or newick"))
+            .ok_or_else(|| UnknownFormat(s.to_string()))
     }
 }
 

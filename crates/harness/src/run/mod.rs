@@ -310,7 +310,7 @@ fn measure(
         PlanKind::Staged(staged) => {
             let choices = go.staged.as_ref().unwrap_or(&staged.plan);
             let plan = StagedPlan::new(topology.tree(), size, go.seed, choices)?;
-            let mut screen = PingPong::new(staged.screen_sizes.clone(), staged.screen_reps)?;
+            let mut screen = staged.screening_test()?;
             let done: HashSet<StagedTest> = go.staged_done.iter().copied().collect();
             if let Some(c) = collector.as_mut() {
                 let left = plan

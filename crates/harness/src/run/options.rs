@@ -109,6 +109,13 @@ impl Default for StagedPlanOptions {
     }
 }
 
+impl StagedPlanOptions {
+    /// The screening test these options ask for: a ping-pong at the screening sizes.
+    pub fn screening_test(&self) -> Result<PingPong, HarnessError> {
+        PingPong::new(self.screen_sizes.clone(), self.screen_reps)
+    }
+}
+
 impl RunOptions {
     /// A new run in `out`: no topology, one sweep, a random seed, no fast mode, progress on.
     pub fn new(out: impl Into<PathBuf>) -> Self {

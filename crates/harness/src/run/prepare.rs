@@ -142,7 +142,7 @@ pub(super) fn prepare(
             }
             let (choices, notes) = settle_staged(&staged.plan, &infos, &topology);
             let plan = StagedPlan::new(topology.tree(), size, seed, &choices)?;
-            let screen = PingPong::new(staged.screen_sizes.clone(), staged.screen_reps)?;
+            let screen = staged.screening_test()?;
             let (inside, between) = plan.screening_tests_per_sweep();
             let info = PlanInfo {
                 name: "staged".into(),

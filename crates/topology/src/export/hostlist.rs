@@ -80,7 +80,7 @@ pub fn hostlist<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
 
 /// The host names of a hostlist expression, in its order; an error says what does not parse.
 /// The inverse of [`hostlist`] for what it writes (one bracket per name, ranges of numbers).
-pub fn expand_hostlist(expression: &str) -> Result<Vec<String>, String> {
+pub fn expand_hostlist(expression: &str) -> Result<Vec<String>, HostlistError> {
     let mut out = Vec::new();
     let mut rest = expression.trim();
     while !rest.is_empty() {
@@ -102,18 +102,20 @@ pub fn expand_hostlist(expression: &str) -> Result<Vec<String>, String> {
         match item.split_once('[') {
             None => out.push(item.to_string()),
             Some((prefix, ranges)) => {
-                let ranges = ranges
-                    .strip_suffix(']')
-                    .ok_or_else(|| format!("`{item}`: a `[` without its `]` at the end"))?;
+                let ranges = ranges.strip_suffix(']').ok_or_else(|| {
+                    HostlistError(format!("`{item}`: a `[` without its `]` at the end"))
+                })?;
                 for range in ranges.split(',') {
                     let (a, b) = range.split_once('-').unwrap_or((range, range));
                     let number = |s: &str| {
                         s.parse::<u64>()
-                            .map_err(|_| format!("`{item}`: `{s}` is not a number"))
+                            .map_err(|_| HostlistError(format!("`{item}`: `{s}` is not a number")))
                     };
                     let (from, to) = (number(a)?, number(b)?);
                     if to < from || to - from > 1 << 20 {
-                        return Err(format!("`{item}`: the range {range} is backwards or huge"));
+                        return Err(HostlistError(format!(
+                            "`{item}`: the range {range} is backwards or huge"
+                        )));
                     }
                     let padding = if a.len() > 1 && a.starts_with('0') {
                         a.len()
@@ -127,6 +129,11 @@ pub fn expand_hostlist(expression: &str) -> Result<Vec<String>, String> {
     }
     Ok(out)
 }
+
+/// A hostlist expression that does not parse; says where.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct HostlistError(pub String);
 
 #[cfg(test)]
 mod tests {
