@@ -7,6 +7,7 @@ mod bcast_cmd;
 mod cluster_cmd;
 mod diff_cmd;
 mod import_cmd;
+mod measure_args;
 mod measure_cmd;
 mod method_args;
 mod output;

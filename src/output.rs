@@ -140,6 +140,7 @@ impl std::error::Error for SaidByRankZero {}
 
 /// `error` as this rank should report it: itself on rank 0 (or outside a launcher), else
 /// [`SaidByRankZero`].
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub fn once_per_job(error: anyhow::Error) -> anyhow::Error {
     if another_rank_says_it() {
         anyhow::Error::new(SaidByRankZero)
@@ -196,6 +197,7 @@ pub fn image_output(
 
 /// Checks, where the folder `dir` exists, each of the files `names` in it as an output
 /// ([`check_output`]: an existing one is replaced only with `force`).
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub fn check_outputs_in(dir: &Path, names: &[&str], force: bool) -> Result<()> {
     (names.iter())
         .filter(|_| dir.is_dir())

@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 
-use crate::measure_cmd::MeasureArgs;
+use crate::measure_args::MeasureArgs;
 
 /// `measure`'s flags alone, parsed from words: a resumed run's recorded ones, then those given
 /// now, a later flag replacing an earlier one.
