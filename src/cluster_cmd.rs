@@ -19,6 +19,10 @@ pub struct ClusterArgs {
     /// take the smallest size) [default: t; rtt for a ping-pong run].
     #[arg(long, value_name = "NAME")]
     matrix: Option<String>,
+    /// A staged run: cluster by hosts (each host's block, and the host x host medians) even
+    /// when it has dense matrices; runs above 4096 ranks are clustered by hosts always.
+    #[arg(long)]
+    by_hosts: bool,
     #[command(flatten)]
     method: MethodArgs,
     /// The output format: json, lgate, newick, or Slurm's files of the levels at and above
@@ -82,6 +86,9 @@ pub fn run(args: ClusterArgs) -> Result<()> {
         lgate_cluster::cluster_features(&args.input, size, &m.algo, &m.params())?
     } else {
         let inputs = match &args.matrix {
+            _ if args.by_hosts => {
+                lgate_cluster::load_by_hosts(&args.input, args.matrix.as_deref())?
+            }
             Some(name) => vec![lgate_cluster::load(&args.input, Some(name))?],
             None => lgate_cluster::load_candidates(&args.input)?,
         };
@@ -163,7 +170,7 @@ fn emit(args: &ClusterArgs, c: &lgate_cluster::Clustering) -> Result<()> {
             topology: &topology,
             algo: &args.method.algo,
             note: c.note.as_deref(),
-            items: input.matrix.len(),
+            items: input.items(),
             slow: &c.slow,
             health: lgate_cluster::ClusterSummary::health_of(&args.input),
         };

@@ -26,7 +26,8 @@ pub fn run(args: MeasureArgs) -> Result<()> {
         _ => anyhow::Error::new(crate::output::SaidByRankZero),
     };
     let options = args.options().map_err(once)?;
-    let (mut test, outputs) = args.pair_test.test().map_err(once)?;
+    let (mut test, mut outputs) = args.pair_test.test().map_err(once)?;
+    outputs.dense = args.plan.dense();
     if args.dry_run {
         return match lgate_harness::dry_run(&mpi, test.as_mut(), &options) {
             Ok(Some(plan)) => {

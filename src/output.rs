@@ -52,6 +52,7 @@ pub fn refuse_inputs(output: &Path, inputs: &[&Path]) -> Result<()> {
                 let first = inside.components().next().map(|c| c.as_os_str().to_owned());
                 let owned = first.is_some_and(|f| {
                     f == lgate_rundir::MATRICES_DIR
+                        || f == lgate_rundir::files::HOSTS_DIR
                         || lgate_rundir::files::RUN_FILES.iter().any(|name| f == *name)
                             && inside.components().count() == 1
                 });

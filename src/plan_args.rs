@@ -48,6 +48,11 @@ pub struct PlanArgs {
     /// Staged: repetitions per screening size.
     #[arg(long, default_value_t = StagedPlanOptions::default().screen_reps, value_name = "R")]
     screen_reps: usize,
+    /// Staged: also above 4096 ranks, write dense P x P matrices (matrices/, 8 bytes a pair and
+    /// size: 131 GB at 128 000 ranks) and the screening table; the host blocks (hosts/) are
+    /// always written.
+    #[arg(long)]
+    dense: bool,
 }
 
 impl PlanArgs {
@@ -76,6 +81,15 @@ impl PlanArgs {
             PlanName::Staged => PlanKind::Staged(staged),
             PlanName::Full => PlanKind::Full,
         })
+    }
+
+    /// When a staged run writes dense matrices.
+    pub fn dense(&self) -> lgate_derive::DenseMatrices {
+        if self.dense {
+            lgate_derive::DenseMatrices::Always
+        } else {
+            lgate_derive::DenseMatrices::UpToLimit
+        }
     }
 
     /// Whether the plan is staged.

@@ -204,7 +204,7 @@ fn heatmap(args: HeatmapArgs) -> Result<()> {
             String::new()
         }
     });
-    let mut figure = Heatmap::new(&input.matrix, &input.source, &unit)
+    let mut figure = Heatmap::new(input.need_dense("plot heatmap")?, &input.source, &unit)
         .with_clip_quantile(args.clip)
         .with_note(input.filled_note());
     if let Some(path) = &args.topology {

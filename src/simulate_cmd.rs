@@ -186,6 +186,7 @@ impl SimulateArgs {
             outputs: OutputOptions {
                 table: !self.no_table,
                 features: !self.no_features,
+                dense: self.plan.dense(),
                 ..OutputOptions::from_flags(
                     self.matrix_sizes.clone(),
                     max,

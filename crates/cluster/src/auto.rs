@@ -150,7 +150,7 @@ fn split(d: &Array2<f64>, members: &[usize], p: &AutoParams) -> Tree {
 /// Levels found inside fewer than half of the groups of one size (nodes alike): not a level of
 /// the machine but a pattern a few groups happen to show, so those groups stay whole. Groups
 /// of different sizes (P-cores and E-cores) are not compared.
-fn outvoted(kids: &mut [Tree]) {
+pub(crate) fn outvoted(kids: &mut [Tree]) {
     let mut sizes: Vec<usize> = kids.iter().map(|k| k.ranks().len()).collect();
     sizes.sort_unstable();
     sizes.dedup();

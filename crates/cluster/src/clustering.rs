@@ -57,7 +57,25 @@ pub fn cluster_matrices(
     let mut searched = Vec::new();
     let mut outliers = Vec::new();
     let (input, tree, chose) = choose_by_levels(inputs, |input| {
-        let d = input.matrix.values();
+        let Some(matrix) = input.dense() else {
+            if search.is_some() {
+                return Err(input.no_dense("--search").into());
+            }
+            let method = methods::method(algo, params)?;
+            let crate::Distances::ByHosts { blocks, k } = &input.distances else {
+                unreachable!("an input without a dense matrix has host blocks")
+            };
+            let found = method
+                .fit_by_hosts(blocks, *k)
+                .ok_or_else(|| input.no_dense(&format!("--algo {algo}")))?
+                .map_err(|error| InputError::ByHosts {
+                    input: input.source.clone(),
+                    error,
+                })?;
+            outliers.push((input.source.clone(), found.slow));
+            return Ok(found.tree);
+        };
+        let d = matrix.values();
         Ok::<_, ClusteringError>(match search {
             Some(steps) => {
                 let (t, setting, s) = methods::search(algo, params, d, steps)?;

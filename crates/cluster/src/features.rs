@@ -43,13 +43,18 @@ pub fn feature_vectors(run: &Path, size: Option<&str>) -> Result<FeatureVectors,
         }
     };
     let latency = load(run, Some("latency"))?;
+    let dense = |name: &str| -> Result<lgate_matrix::DistanceMatrix, InputError> {
+        Ok(load(run, Some(name))?
+            .need_dense("--space features")?
+            .clone())
+    };
     let parts = [
-        latency.matrix.clone(),
-        load(run, Some(&format!("os:{size}")))?.matrix,
-        load(run, Some(&format!("or:{size}")))?.matrix,
-        load(run, Some(&format!("g:{size}")))?.matrix,
+        latency.need_dense("--space features")?.clone(),
+        dense(&format!("os:{size}"))?,
+        dense(&format!("or:{size}"))?,
+        dense(&format!("g:{size}"))?,
     ];
-    let n = latency.matrix.len();
+    let n = latency.items();
     let mut vectors = Array2::zeros((n, 4 * n));
     for (q, m) in parts.iter().enumerate() {
         for i in 0..n {

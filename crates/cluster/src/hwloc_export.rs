@@ -86,9 +86,33 @@ pub fn host_distances(
         .map_or(input.source.as_str(), |(_, name)| {
             name.trim_end_matches(')')
         });
+    // Host blocks hold the host's pairs as a block of their own.
+    let block;
+    let (matrix, items) = match &input.distances {
+        crate::Distances::Dense(m) => (m, items),
+        crate::Distances::ByHosts { blocks, k } => {
+            let ranks: Vec<usize> = items.iter().map(|&i| input.ranks[i]).collect();
+            let x = (blocks.index.hosts.iter())
+                .position(|h| h.ranks == ranks)
+                .ok_or_else(|| {
+                    invalid(
+                        run,
+                        format!(
+                            "the host blocks group the ranks of {host} otherwise (a --topology \
+                             whose leaves are not hosts)"
+                        ),
+                    )
+                })?;
+            let labels = ranks.iter().map(|r| r.to_string()).collect();
+            let values = crate::by_hosts::filled_block(&blocks.blocks[x].values[*k]);
+            block = lgate_matrix::DistanceMatrix::new(values, Some(labels))
+                .map_err(|e| invalid(run, format!("host {host}: {e}")))?;
+            (&block, (0..ranks.len()).collect())
+        }
+    };
     let text = lgate_matrix::hwloc::distances_file(
         &format!("lgate-plogp {matrix_name}"),
-        &input.matrix,
+        matrix,
         &items,
         &cpus,
         &pus,

@@ -1,9 +1,11 @@
 //! What `cluster` and `score` read: a run directory or a matrix file, and known placements.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use lgate_matrix::{read_matrix, DistanceMatrix};
 pub use lgate_rundir::KnownPlacement as Truth;
+use lgate_rundir::{HostBlocks, MessageSize, DENSE_LIMIT};
 
 /// An error of reading the input of a clustering.
 #[derive(Debug, thiserror::Error)]
@@ -17,6 +19,27 @@ pub enum InputError {
     /// The clustering does not make a topology of the job.
     #[error(transparent)]
     Topology(#[from] lgate_topology::TopologyError),
+    /// A staged run's host blocks could not be clustered.
+    #[error("{input}: {error}")]
+    ByHosts {
+        /// What was read.
+        input: String,
+        /// What is wrong.
+        error: crate::ByHostsError,
+    },
+    /// The input has host blocks and no dense matrix, which this needs.
+    #[error(
+        "{input}: holds host blocks and no dense matrix (a staged run above {limit} ranks); \
+         {what} needs the dense matrix: measure or simulate with --dense, or cluster with \
+         --algo auto, which works by hosts",
+        limit = DENSE_LIMIT
+    )]
+    NoDense {
+        /// What was read.
+        input: String,
+        /// What needs the dense matrix.
+        what: String,
+    },
     /// Something else, said in full.
     #[error("{}: {message}", path.display())]
     Invalid {
@@ -27,11 +50,26 @@ pub enum InputError {
     },
 }
 
-/// A distance matrix ready to cluster.
+/// What a clustering reads: a dense matrix, or a staged run's host blocks at one size.
+#[derive(Debug, Clone)]
+pub enum Distances {
+    /// A dense matrix over the input's items.
+    Dense(DistanceMatrix),
+    /// Host blocks (each host's pairs, the host x host medians), at position `k` of their
+    /// screening sizes; the items are the run's ranks.
+    ByHosts {
+        /// The blocks, shared by the inputs of every size.
+        blocks: Arc<HostBlocks>,
+        /// The screening size's position.
+        k: usize,
+    },
+}
+
+/// Distances ready to cluster.
 #[derive(Debug, Clone)]
 pub struct ClusterInput {
-    /// The distances, over the matrix's items.
-    pub matrix: DistanceMatrix,
+    /// The distances, over the items.
+    pub distances: Distances,
     /// The rank of each item (a run's tested ranks; the row index for a plain matrix).
     pub ranks: Vec<usize>,
     /// The number of ranks of the job (more than the items when a run tested a share).
@@ -49,6 +87,63 @@ pub struct ClusterInput {
 }
 
 impl ClusterInput {
+    /// The dense matrix, when the input has one.
+    pub fn dense(&self) -> Option<&DistanceMatrix> {
+        match &self.distances {
+            Distances::Dense(m) => Some(m),
+            Distances::ByHosts { .. } => None,
+        }
+    }
+
+    /// The dense matrix, or an error saying that `what` needs it.
+    pub fn need_dense(&self, what: &str) -> Result<&DistanceMatrix, InputError> {
+        self.dense().ok_or_else(|| self.no_dense(what))
+    }
+
+    /// The dense matrix, taken out, or an error saying that `what` needs it.
+    pub fn into_dense(self, what: &str) -> Result<DistanceMatrix, InputError> {
+        match self.distances {
+            Distances::Dense(m) => Ok(m),
+            Distances::ByHosts { .. } => Err(InputError::NoDense {
+                input: self.source,
+                what: what.to_string(),
+            }),
+        }
+    }
+
+    /// The error saying that `what` needs a dense matrix this input does not have.
+    pub fn no_dense(&self, what: &str) -> InputError {
+        InputError::NoDense {
+            input: self.source.clone(),
+            what: what.to_string(),
+        }
+    }
+
+    /// The number of items clustered.
+    pub fn items(&self) -> usize {
+        match &self.distances {
+            Distances::Dense(m) => m.len(),
+            Distances::ByHosts { blocks, .. } => blocks.index.ranks,
+        }
+    }
+
+    /// `auto` with `params` on this input (by hosts for host blocks): the hierarchy and the
+    /// items found slow.
+    pub fn auto(
+        &self,
+        params: &crate::AutoParams,
+    ) -> Result<(crate::Tree, Vec<(usize, f64)>), InputError> {
+        match &self.distances {
+            Distances::Dense(m) => Ok(crate::auto_with_outliers(m.values(), params)),
+            Distances::ByHosts { blocks, k } => crate::auto_by_hosts(blocks, *k, params)
+                .map(|c| (c.tree, c.slow))
+                .map_err(|error| InputError::ByHosts {
+                    input: self.source.clone(),
+                    error,
+                }),
+        }
+    }
+
     /// A line saying what share of the pairs was filled in, when some were.
     pub fn filled_note(&self) -> Option<String> {
         self.filled.filter(|&(f, _)| f > 0).map(|(f, total)| {
@@ -69,7 +164,7 @@ impl ClusterInput {
         let labels = self
             .hosts
             .clone()
-            .or_else(|| Some(self.matrix.labels().to_vec()));
+            .or_else(|| self.dense().map(|m| m.labels().to_vec()));
         let topology = crate::topology_of(&tree, self.job_size, labels)?;
         Ok(match &self.placement {
             Some(placement) => crate::score::name_levels(topology, placement)?,
@@ -83,7 +178,11 @@ impl ClusterInput {
     /// in the matrix as `auto` requires of a level: (name, separation) for each separation
     /// below [`crate::AutoParams`]'s `min_ratio`. For the algorithms that keep any split they
     /// make, so that a weak answer is said.
+    /// Host blocks have none to say: their levels are `auto`'s.
     pub fn weak_levels(&self, topology: &lgate_topology::Topology) -> Vec<(String, f64)> {
+        let Some(matrix) = self.dense() else {
+            return Vec::new();
+        };
         let params = crate::AutoParams::default();
         topology
             .levels()
@@ -91,7 +190,7 @@ impl ClusterInput {
             .filter_map(|level| {
                 // Items the level leaves out are groups of their own.
                 let labels = level.labels_of(&self.ranks, self.job_size.max(topology.ranks()));
-                let s = crate::separation_of(self.matrix.values(), &labels, &params);
+                let s = crate::separation_of(matrix.values(), &labels, &params);
                 (s < params.min_ratio).then(|| (level.name.clone(), s))
             })
             .collect()
@@ -124,21 +223,22 @@ pub fn load_chosen(path: &Path, name: Option<&str>) -> Result<ClusterInput, Inpu
 pub fn default_clustering(run: &Path) -> Result<(ClusterInput, crate::Tree), InputError> {
     let inputs = load_candidates(run)?;
     let (input, tree, _) = choose_by_levels(inputs, |i| {
-        Ok::<_, InputError>(crate::auto(
-            i.matrix.values(),
-            &crate::AutoParams::default(),
-        ))
+        Ok::<_, InputError>(i.auto(&crate::AutoParams::default())?.0)
     })?;
     Ok((input, tree))
 }
 
 /// The inputs `cluster` tries when no matrix is named: a run's candidate matrices (a staged
-/// run's screening sizes), else its default matrix, or the one matrix of a file.
+/// run's screening sizes; its host blocks when it has no dense matrices), else its default
+/// matrix, or the one matrix of a file.
 pub fn load_candidates(path: &Path) -> Result<Vec<ClusterInput>, InputError> {
     if !path.is_dir() {
         return Ok(vec![load(path, None)?]);
     }
     let run = lgate_rundir::RunDir::open(path)?;
+    if by_hosts_only(&run) {
+        return load_by_hosts(path, None);
+    }
     let index = lgate_rundir::MatrixIndex::read(&run)?;
     let names: Vec<String> = index
         .default_candidates()
@@ -195,6 +295,76 @@ pub fn choose_by_levels<E: From<InputError>>(
     Ok((input, tree, note))
 }
 
+/// Whether a run has host blocks and no dense matrices.
+fn by_hosts_only(run: &lgate_rundir::RunDir) -> bool {
+    HostBlocks::exist(run) && !run.file(lgate_rundir::MATRIX_INDEX_FILE).is_file()
+}
+
+/// A staged run's host blocks, one input per screening size (only `matrix`, such as `rtt:0`,
+/// when given), its items the run's ranks.
+pub fn load_by_hosts(path: &Path, matrix: Option<&str>) -> Result<Vec<ClusterInput>, InputError> {
+    let run = lgate_rundir::RunDir::open(path)?;
+    let meta = run.read_meta()?;
+    let blocks = Arc::new(HostBlocks::read(&run)?);
+    let index = &blocks.index;
+    let file = run.file(lgate_rundir::files::HOST_INDEX_FILE);
+    if index.ranks != meta.ranks.len() {
+        return Err(InputError::Invalid {
+            path: file,
+            message: format!(
+                "{} ranks, but meta.json has {}",
+                index.ranks,
+                meta.ranks.len()
+            ),
+        });
+    }
+    let names: Vec<String> = (index.sizes.iter())
+        .map(|&m| format!("rtt:{}", MessageSize(m)))
+        .collect();
+    let chosen: Vec<usize> = match matrix {
+        None => (0..names.len()).collect(),
+        Some(name) => {
+            vec![names
+                .iter()
+                .position(|n| n == name)
+                .ok_or_else(|| InputError::Invalid {
+                    path: file.clone(),
+                    message: format!(
+                        "no screening size `{name}` in the host blocks; this run has {}",
+                        names.join(", ")
+                    ),
+                })?]
+        }
+    };
+    let total = index.ranks * index.ranks.saturating_sub(1) / 2;
+    let measured = index.pairs.inside_measured + index.pairs.between_measured;
+    let filled = total.saturating_sub(measured);
+    let mut warnings = Vec::new();
+    if filled > 0 {
+        warnings.push(format!(
+            "{:.1}% of the pairs ({filled} of {total}) were not measured: clustered by hosts \
+             (each host's pairs, and the median of the pairs measured between each two hosts)",
+            100.0 * filled as f64 / total as f64
+        ));
+    }
+    Ok(chosen
+        .into_iter()
+        .map(|k| ClusterInput {
+            distances: Distances::ByHosts {
+                blocks: blocks.clone(),
+                k,
+            },
+            ranks: (0..index.ranks).collect(),
+            job_size: index.ranks,
+            hosts: Some(meta.ranks.iter().map(|r| r.host.clone()).collect()),
+            source: format!("{} ({})", file.display(), names[k]),
+            warnings: warnings.clone(),
+            placement: Some(meta.known_placement()),
+            filled: Some((filled, total)),
+        })
+        .collect())
+}
+
 /// Reads a run directory (choosing `matrix`; by default `t`, or `rtt` for a ping-pong run) or a
 /// matrix file.
 ///
@@ -220,12 +390,17 @@ pub fn load(path: &Path, matrix: Option<&str>) -> Result<ClusterInput, InputErro
             hosts: None,
             source: path.display().to_string(),
             warnings: read.warnings,
-            matrix: read.matrix,
+            distances: Distances::Dense(read.matrix),
             placement: None,
             filled: None,
         });
     }
     let run = lgate_rundir::RunDir::open(path)?;
+    if by_hosts_only(&run) {
+        let mut inputs = load_by_hosts(path, matrix)?;
+        // The largest screening size, as the dense default.
+        return Ok(inputs.pop().expect("an index has sizes"));
+    }
     let meta = run.read_meta()?;
     let index = lgate_rundir::MatrixIndex::read(&run)?;
     let name = matrix.unwrap_or("t");
@@ -280,7 +455,7 @@ pub fn load(path: &Path, matrix: Option<&str>) -> Result<ClusterInput, InputErro
             )
         })?;
     Ok(ClusterInput {
-        matrix: read.matrix,
+        distances: Distances::Dense(read.matrix),
         ranks,
         job_size: meta.ranks.len(),
         hosts: Some(meta.ranks.iter().map(|r| r.host.clone()).collect()),
@@ -316,7 +491,7 @@ mod tests {
             }
         });
         ClusterInput {
-            matrix: DistanceMatrix::new(values, None).unwrap(),
+            distances: Distances::Dense(DistanceMatrix::new(values, None).unwrap()),
             ranks: (0..4).collect(),
             job_size: 4,
             hosts: None,

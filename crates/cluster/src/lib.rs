@@ -22,6 +22,7 @@
 
 pub mod algorithms;
 pub mod auto;
+pub mod by_hosts;
 pub mod clustering;
 pub mod features;
 pub mod hdbscan;
@@ -40,12 +41,13 @@ pub mod tree;
 mod test_matrices;
 
 pub use auto::{auto, auto_with_outliers, separation_of, AutoParams, Tree, View};
+pub use by_hosts::{auto_by_hosts, ByHostsError, HostClustering};
 pub use clustering::{cluster_features, cluster_matrices, Clustering, ClusteringError};
 pub use hdbscan::{hdbscan, Hdbscan, HdbscanParams};
 pub use hwloc_export::{host_distances, HostDistances};
 pub use input::{
-    choose_by_levels, default_clustering, default_topology, load, load_candidates, load_chosen,
-    read_truth, ClusterInput, InputError, Truth,
+    choose_by_levels, default_clustering, default_topology, load, load_by_hosts, load_candidates,
+    load_chosen, read_truth, ClusterInput, Distances, InputError, Truth,
 };
 pub use linkage::{profile_distances, Dendrogram, Linkage};
 pub use outliers::slow_ranks;

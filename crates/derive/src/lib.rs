@@ -29,6 +29,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod host_blocks;
 pub mod import;
 pub mod outputs;
 pub mod params;
@@ -37,16 +38,18 @@ pub mod plogp;
 pub mod report;
 pub mod run;
 pub mod staged;
-pub mod table;
+/// Long-format tables (CSV and Parquet), from the run directory's crate.
+pub use lgate_rundir::table;
 
+pub use host_blocks::{by_hosts, ByHosts, ScreenedTest};
 pub use import::{
     mean_bandwidth, most_repeats, mpigraph_distance, write_imported_mpigraph, write_imported_pairs,
     ImportOrigin, MpiGraphTable,
 };
 pub use lgate_rundir::Estimator;
 pub use outputs::{
-    write_matrix_set, write_matrix_set_with, OutputBuilder, OutputError, OutputOptions, PairValuer,
-    PairValues,
+    write_matrix_set, write_matrix_set_with, DenseMatrices, OutputBuilder, OutputError,
+    OutputOptions, PairValuer, PairValues,
 };
 pub use params::{MeasurementError, Method, PairParams, Parameter};
 pub use pingpong::write_pingpong_outputs;

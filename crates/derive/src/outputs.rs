@@ -34,6 +34,29 @@ pub struct OutputOptions {
     /// Write `matrices/` and `report.json`, which need every pair; off, only the tables (the
     /// sampled pairs of a staged run).
     pub matrices: bool,
+    /// When a staged run writes dense P x P matrices beside its host blocks.
+    pub dense: DenseMatrices,
+}
+
+/// When a staged run writes dense P x P matrices (`matrices/`, 8 bytes a pair and size) beside
+/// its host blocks (`hosts/`), which grow with the pairs measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DenseMatrices {
+    /// Up to [`DenseMatrices::LIMIT`] ranks (131 MB a matrix there).
+    #[default]
+    UpToLimit,
+    /// Always (`--dense`).
+    Always,
+}
+
+impl DenseMatrices {
+    /// The most ranks whose dense matrices a staged run writes unless asked.
+    pub const LIMIT: usize = lgate_rundir::DENSE_LIMIT;
+
+    /// Whether a run of `ranks` ranks writes them.
+    pub fn wanted(self, ranks: usize) -> bool {
+        self == DenseMatrices::Always || ranks <= Self::LIMIT
+    }
 }
 
 impl OutputOptions {
@@ -125,6 +148,7 @@ impl Default for OutputOptions {
             table: true,
             features: true,
             matrices: true,
+            dense: DenseMatrices::UpToLimit,
         }
     }
 }

@@ -377,7 +377,7 @@ fn topology_of(path: &Path) -> Result<lgate_topology::Topology, DiffError> {
         return Ok(lgate_cluster::default_topology(path)?);
     }
     let input = lgate_cluster::load(path, None)?;
-    let tree = lgate_cluster::auto(input.matrix.values(), &lgate_cluster::AutoParams::default());
+    let (tree, _) = input.auto(&lgate_cluster::AutoParams::default())?;
     Ok(input.topology(&tree)?)
 }
 

@@ -79,7 +79,7 @@ impl RunSide {
 
 fn read_file(path: &Path) -> Result<RunSide, DiffError> {
     let input = lgate_cluster::load(path, None)?;
-    let labels = input.matrix.labels();
+    let labels = input.need_dense("diff")?.labels().to_vec();
     // Labels that are not all numbers are host names: the ranks of one host are told apart
     // by their order.
     let hosts = labels.iter().any(|l| l.parse::<usize>().is_err());
@@ -98,7 +98,7 @@ fn read_file(path: &Path) -> Result<RunSide, DiffError> {
         places,
         matrices: vec![SideMatrix {
             name: "matrix".into(),
-            values: input.matrix,
+            values: input.into_dense("diff")?,
             noise: None,
         }],
         measured: None,
@@ -144,7 +144,7 @@ fn read_run(path: &Path, only: Option<&[String]>) -> Result<RunSide, DiffError> 
         }
         matrices.push(SideMatrix {
             name: e.name.clone(),
-            values: input.matrix,
+            values: input.into_dense("diff")?,
             noise: None,
         });
     }

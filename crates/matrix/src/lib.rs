@@ -341,15 +341,7 @@ fn push_digits(out: &mut String, mut x: u64, width: usize) {
     out.push_str(std::str::from_utf8(&buf[k..]).expect("ASCII digits"));
 }
 
-/// A CSV field, quoted when it holds a comma, a quote or a line break, or starts with `#`
-/// (which would start a comment line).
-pub fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) || s.starts_with('#') {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
+pub use lgate_output::csv_field;
 
 #[cfg(test)]
 mod tests {

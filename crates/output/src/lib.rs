@@ -165,3 +165,13 @@ mod tests {
         assert!(err.to_string().contains("cannot create a file in"), "{err}");
     }
 }
+
+/// A CSV field, quoted when it holds a comma, a quote or a line break, or starts with `#`
+/// (which would start a comment line).
+pub fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) || s.starts_with('#') {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}

@@ -261,7 +261,10 @@ fn other_heatmaps(
     for name in picked {
         let input = lgate_cluster::load(run, Some(name))
             .map_err(|e| PlotError::Input(format!("{}: {e}", run.display())))?;
-        let figure = Heatmap::new(&input.matrix, &input.source, "us")
+        let matrix = input
+            .need_dense("a heat map")
+            .map_err(|e| PlotError::Input(e.to_string()))?;
+        let figure = Heatmap::new(matrix, &input.source, "us")
             .with_note(input.filled_note())
             .with_topology(topology)?;
         html.push_str(&img(&figure, &format!("heat map of {name}"))?);
@@ -415,9 +418,12 @@ fn health_section(
         }
     );
     let spread_name = name.replacen("t:", "spread:", 1);
-    if let Ok(input) = lgate_cluster::load(run, Some(&spread_name)) {
+    if let Some(matrix) = lgate_cluster::load(run, Some(&spread_name))
+        .ok()
+        .and_then(|i| i.into_dense("").ok())
+    {
         let figure = Heatmap::new(
-            &input.matrix,
+            &matrix,
             &format!("{spread_name}: each pair's repeat spread (topology order)"),
             "us",
         )
@@ -628,21 +634,16 @@ pub fn report_html(run: &Path, inputs: &ReportInputs) -> Result<String, PlotErro
          with its group boundaries.</p>",
         escape(&input.source)
     );
-    let plain = Heatmap::new(
-        &input.matrix,
-        &format!("{} (rank order)", input.source),
-        "us",
-    )
-    .with_note(input.filled_note());
+    let matrix = input
+        .need_dense("the report's heat maps")
+        .map_err(|e| PlotError::Input(e.to_string()))?;
+    let plain = Heatmap::new(matrix, &format!("{} (rank order)", input.source), "us")
+        .with_note(input.filled_note());
     html.push_str(&img(&plain, "heat map in rank order")?);
     html.push('\n');
-    let ordered = Heatmap::new(
-        &input.matrix,
-        &format!("{} (topology order)", input.source),
-        "us",
-    )
-    .with_note(input.filled_note())
-    .with_topology(inputs.topology)?;
+    let ordered = Heatmap::new(matrix, &format!("{} (topology order)", input.source), "us")
+        .with_note(input.filled_note())
+        .with_topology(inputs.topology)?;
     html.push_str(&img(&ordered, "heat map in topology order")?);
     html.push('\n');
     other_heatmaps(&mut html, run, &input.source, inputs.topology)?;

@@ -106,8 +106,8 @@ fn plots_of_64_and_1024_ranks() {
         let input = lgate_cluster::load(&run, None).unwrap();
         let topology = truth(ranks);
 
-        let plain = Heatmap::new(&input.matrix, "t(0)", "us");
-        let ordered = Heatmap::new(&input.matrix, "t(0)", "us")
+        let plain = Heatmap::new(input.dense().unwrap(), "t(0)", "us");
+        let ordered = Heatmap::new(input.dense().unwrap(), "t(0)", "us")
             .with_topology(&topology)
             .unwrap();
         check_png(&plain);
@@ -162,7 +162,7 @@ fn plots_of_64_and_1024_ranks() {
         levels.push(Level::new("core", (0..ranks).map(|r| vec![r]).collect()));
         let with_cores = Topology::from_levels(ranks, levels).unwrap();
         let dense = lgate_plot::to_svg(
-            &Heatmap::new(&input.matrix, "t(0)", "us")
+            &Heatmap::new(input.dense().unwrap(), "t(0)", "us")
                 .with_topology(&with_cores)
                 .unwrap(),
         )

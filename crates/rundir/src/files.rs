@@ -11,6 +11,16 @@ pub const MATRICES_DIR: &str = "matrices";
 pub const MATRIX_INDEX_FILE: &str = "matrices/index.json";
 /// Which pairs of a staged run were measured, inside `matrices/`.
 pub const MASK_FILE: &str = "measured.csv";
+/// The folder of a staged run's screening by hosts (`HostBlocks`).
+pub const HOSTS_DIR: &str = "hosts";
+/// What the host files hold (`HostIndex`).
+pub const HOST_INDEX_FILE: &str = "hosts/index.json";
+/// Every pair inside each host, per screening size (Parquet).
+pub const BLOCKS_FILE: &str = "hosts/blocks.parquet";
+/// The pairs measured between hosts, per screening size (Parquet).
+pub const BETWEEN_FILE: &str = "hosts/between.parquet";
+/// Per two hosts (and inside each), the median and quartiles of their pairs (Parquet).
+pub const HOST_MATRIX_FILE: &str = "hosts/host_matrix.parquet";
 /// The PLogP parameters per pair and size (Parquet).
 pub const MEASUREMENTS_FILE: &str = "measurements.parquet";
 /// The same table as CSV (`measure --csv`).

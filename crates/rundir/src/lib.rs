@@ -12,6 +12,7 @@
 
 pub mod bcast_tuning;
 pub mod files;
+mod host_blocks;
 mod hosts;
 mod journal;
 mod matrices;
@@ -21,10 +22,15 @@ pub mod mpi;
 mod placement;
 pub mod records;
 pub mod report;
+pub mod table;
 pub mod table_layout;
 
 use std::path::{Path, PathBuf};
 
+pub use host_blocks::{
+    BetweenPairs, HostBlock, HostBlocks, HostEntry, HostIndex, HostLinks, HostPairCounts,
+    DENSE_LIMIT, HOST_BLOCKS_FORMAT,
+};
 pub use hosts::{
     odd_host_lines, odd_hosts, parse_cpu_list, placement_mismatches, CacheFacts, FactError,
     FrequencyFacts, HostFacts, OddFact, FACT_NAMES,

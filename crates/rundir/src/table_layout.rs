@@ -9,6 +9,22 @@ pub const SWEEP: &str = "sweep";
 pub const I: &str = "i";
 /// The receiver, the larger rank of the pair.
 pub const J: &str = "j";
+/// In the host tables: the host (its position in `hosts/index.json`).
+pub const HOST: &str = "host";
+/// In the host tables: the host of the first rank or the first host.
+pub const HOST_I: &str = "host_i";
+/// In the host tables: the host of the second rank or the second host.
+pub const HOST_J: &str = "host_j";
+/// In the host tables: a pair's round trip, µs.
+pub const RTT_US: &str = "rtt_us";
+/// In the host tables: the lower quartile of the pairs, µs.
+pub const P25_US: &str = "p25_us";
+/// In the host tables: the upper quartile of the pairs, µs.
+pub const P75_US: &str = "p75_us";
+/// In the host tables: the pairs summarised.
+pub const PAIRS: &str = "pairs";
+/// In the host tables: the sweeps that measured a pair.
+pub const SWEEPS: &str = "sweeps";
 /// The message size in bytes.
 pub const SIZE_BYTES: &str = "size_bytes";
 /// The PLogP parameter: `rtt`, `os`, `or`, `g`, `latency`.

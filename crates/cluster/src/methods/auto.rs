@@ -48,4 +48,11 @@ impl ClusterMethod for Auto {
     fn fit_with_outliers(&self, d: &Array2<f64>) -> (Tree, Vec<(usize, f64)>) {
         auto_with_outliers(d, &self.0)
     }
+    fn fit_by_hosts(
+        &self,
+        blocks: &lgate_rundir::HostBlocks,
+        k: usize,
+    ) -> Option<Result<crate::HostClustering, crate::ByHostsError>> {
+        Some(crate::auto_by_hosts(blocks, k, &self.0))
+    }
 }

@@ -183,6 +183,15 @@ pub trait ClusterMethod: Send + Sync + std::fmt::Debug {
     fn fit_with_outliers(&self, d: &Array2<f64>) -> (Tree, Vec<(usize, f64)>) {
         (self.fit(d), Vec::new())
     }
+    /// The hierarchy of a run's ranks from its host blocks at screening size `k`, for the
+    /// methods that work by hosts; `None` for those that need the dense matrix.
+    fn fit_by_hosts(
+        &self,
+        _blocks: &lgate_rundir::HostBlocks,
+        _k: usize,
+    ) -> Option<Result<crate::HostClustering, crate::ByHostsError>> {
+        None
+    }
     /// The hierarchy of the items as points (rows of `v`) in vector space, for the methods that
     /// work there (`--space features`); `None` for those that need a matrix.
     fn fit_vectors(&self, _v: &Array2<f64>) -> Option<Tree> {

@@ -7,8 +7,8 @@ use lgate_cluster::{adjusted_rand_index, auto, topology_of, AutoParams};
 /// The levels `auto` finds in the run's default matrix, coarsest first: a label per rank each.
 fn found_levels(run: &Path) -> Vec<Vec<usize>> {
     let input = lgate_cluster::load(run, None).unwrap();
-    let n = input.matrix.len();
-    let tree = auto(input.matrix.values(), &AutoParams::default());
+    let n = input.items();
+    let tree = auto(input.dense().unwrap().values(), &AutoParams::default());
     topology_of(&tree, n, None)
         .unwrap()
         .levels()
@@ -86,7 +86,7 @@ pub fn without_slow_pairs(run: &Path, mut labels: Vec<usize>) -> Vec<usize> {
         pairs.push((0, 1));
     }
     let input = lgate_cluster::load(run, None).unwrap();
-    let d = input.matrix.values();
+    let d = input.dense().unwrap().values();
     for (i, j) in pairs {
         let size = labels.iter().filter(|&&l| l == labels[i]).count();
         let nearer_outside =

@@ -1,16 +1,22 @@
-//! Long-format tables written as CSV and as Parquet (readable by pandas and polars).
+//! Long-format tables written as CSV and as Parquet (readable by pandas and polars), and read
+//! back from Parquet a row group at a time, columns found by name.
 
 use std::fmt::Write as _;
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use lgate_output::AtomicFile;
 use parquet::basic::{Compression, LogicalType, Repetition, Type as PhysicalType};
+use parquet::column::reader::ColumnReader;
 use parquet::data_type::{ByteArray, ByteArrayType, DoubleType, Int32Type, Int64Type};
 use parquet::errors::ParquetError;
 use parquet::file::properties::WriterProperties;
+use parquet::file::reader::{FileReader, RowGroupReader, SerializedFileReader};
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::Type;
+
+use crate::RunDirError;
 
 /// One column of a table.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,8 +49,8 @@ impl Column {
             Column::Int32(v) => write!(out, "{}", v[row]),
             Column::Int64(v) => write!(out, "{}", v[row]),
             Column::Float64(v) => write!(out, "{}", v[row]),
-            Column::Text(v) => write!(out, "{}", lgate_matrix::csv_field(&v[row])),
-            Column::Symbol(v) => write!(out, "{}", lgate_matrix::csv_field(v[row])),
+            Column::Text(v) => write!(out, "{}", lgate_output::csv_field(&v[row])),
+            Column::Symbol(v) => write!(out, "{}", lgate_output::csv_field(v[row])),
         };
     }
 }
@@ -249,10 +255,157 @@ impl TableWriter {
     }
 }
 
+/// One column of a row group as read: integers of any width, floats or text.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ColumnValues {
+    /// 32- or 64-bit integers.
+    Int(Vec<i64>),
+    /// Floating-point numbers.
+    Float(Vec<f64>),
+    /// UTF-8 text.
+    Text(Vec<String>),
+}
+
+/// A Parquet table read a row group at a time, its columns found by name; errors name the file.
+pub struct TableReader {
+    path: PathBuf,
+    reader: SerializedFileReader<std::fs::File>,
+    names: Vec<String>,
+}
+
+impl TableReader {
+    /// Opens the Parquet table at `path`.
+    pub fn open(path: &Path) -> Result<Self, RunDirError> {
+        let file = std::fs::File::open(path).map_err(crate::io_error(path))?;
+        let reader = SerializedFileReader::new(file).map_err(|e| RunDirError::BadFile {
+            path: path.to_path_buf(),
+            message: format!("not a Parquet table: {e}"),
+        })?;
+        let names = reader
+            .metadata()
+            .file_metadata()
+            .schema_descr()
+            .columns()
+            .iter()
+            .map(|c| c.name().to_string())
+            .collect();
+        Ok(TableReader {
+            path: path.to_path_buf(),
+            reader,
+            names,
+        })
+    }
+
+    /// The error `message` about this table.
+    pub fn error(&self, message: String) -> RunDirError {
+        RunDirError::BadFile {
+            path: self.path.clone(),
+            message,
+        }
+    }
+
+    /// The number of row groups.
+    pub fn row_groups(&self) -> usize {
+        self.reader.num_row_groups()
+    }
+
+    /// The number of rows.
+    pub fn rows(&self) -> usize {
+        self.reader.metadata().file_metadata().num_rows().max(0) as usize
+    }
+
+    /// Whether the table has a column `name`.
+    pub fn has(&self, name: &str) -> bool {
+        self.names.iter().any(|n| n == name)
+    }
+
+    /// The columns `names` of row group `g`, whole, in that order; `what` says what the table
+    /// should be when a column is missing.
+    pub fn read(
+        &self,
+        g: usize,
+        names: &[&str],
+        what: &str,
+    ) -> Result<Vec<ColumnValues>, RunDirError> {
+        let group = self
+            .reader
+            .get_row_group(g)
+            .map_err(|e| self.error(e.to_string()))?;
+        let rows = group.metadata().num_rows().max(0) as usize;
+        names
+            .iter()
+            .map(|name| {
+                let index = self
+                    .names
+                    .iter()
+                    .position(|n| n == name)
+                    .ok_or_else(|| self.error(format!("no column `{name}`: not {what}")))?;
+                column(group.as_ref(), index, rows).map_err(|m| self.error(m))
+            })
+            .collect()
+    }
+
+    /// The integer column `name` of row group `g`, each value checked to be at least 0.
+    pub fn indices(&self, g: usize, name: &str, what: &str) -> Result<Vec<usize>, RunDirError> {
+        match self.read(g, &[name], what)?.pop() {
+            Some(ColumnValues::Int(v)) => v
+                .into_iter()
+                .enumerate()
+                .map(|(r, x)| {
+                    usize::try_from(x).map_err(|_| {
+                        self.error(format!("row {r} of row group {g}: `{name}` is {x}"))
+                    })
+                })
+                .collect(),
+            _ => Err(self.error(format!("column `{name}` must hold integers"))),
+        }
+    }
+
+    /// The floating-point column `name` of row group `g`.
+    pub fn floats(&self, g: usize, name: &str, what: &str) -> Result<Vec<f64>, RunDirError> {
+        match self.read(g, &[name], what)?.pop() {
+            Some(ColumnValues::Float(v)) => Ok(v),
+            _ => Err(self.error(format!("column `{name}` must hold floating-point numbers"))),
+        }
+    }
+}
+
+/// One column of a row group, whole.
+fn column(group: &dyn RowGroupReader, index: usize, rows: usize) -> Result<ColumnValues, String> {
+    let reader = group.get_column_reader(index).map_err(|e| e.to_string())?;
+    let e = |e: ParquetError| e.to_string();
+    Ok(match reader {
+        ColumnReader::Int32ColumnReader(mut r) => {
+            let mut v = Vec::with_capacity(rows);
+            r.read_records(rows, None, None, &mut v).map_err(e)?;
+            ColumnValues::Int(v.into_iter().map(i64::from).collect())
+        }
+        ColumnReader::Int64ColumnReader(mut r) => {
+            let mut v = Vec::with_capacity(rows);
+            r.read_records(rows, None, None, &mut v).map_err(e)?;
+            ColumnValues::Int(v)
+        }
+        ColumnReader::DoubleColumnReader(mut r) => {
+            let mut v = Vec::with_capacity(rows);
+            r.read_records(rows, None, None, &mut v).map_err(e)?;
+            ColumnValues::Float(v)
+        }
+        ColumnReader::ByteArrayColumnReader(mut r) => {
+            let mut v = Vec::with_capacity(rows);
+            r.read_records(rows, None, None, &mut v).map_err(e)?;
+            ColumnValues::Text(
+                v.into_iter()
+                    .map(|b| String::from_utf8_lossy(b.data()).into_owned())
+                    .collect(),
+            )
+        }
+        _ => return Err(format!("column {index} has an unexpected type")),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use parquet::file::reader::{FileReader, SerializedFileReader};
 
     fn sample() -> Table {
         Table::new()
