@@ -347,6 +347,8 @@ pub fn load_by_hosts(path: &Path, matrix: Option<&str>) -> Result<Vec<ClusterInp
             100.0 * filled as f64 / total as f64
         ));
     }
+    let placement = meta.known_placement();
+    let hosts: Vec<String> = meta.ranks.iter().map(|r| r.host.clone()).collect();
     Ok(chosen
         .into_iter()
         .map(|k| ClusterInput {
@@ -356,10 +358,10 @@ pub fn load_by_hosts(path: &Path, matrix: Option<&str>) -> Result<Vec<ClusterInp
             },
             ranks: (0..index.ranks).collect(),
             job_size: index.ranks,
-            hosts: Some(meta.ranks.iter().map(|r| r.host.clone()).collect()),
+            hosts: Some(hosts.clone()),
             source: format!("{} ({})", file.display(), names[k]),
             warnings: warnings.clone(),
-            placement: Some(meta.known_placement()),
+            placement: Some(placement.clone()),
             filled: Some((filled, total)),
         })
         .collect())

@@ -61,106 +61,182 @@ pub fn by_hosts(
     estimator: Estimator,
     tests: &[ScreenedTest],
 ) -> ByHosts {
-    let n = ranks.len();
-    let s = sizes.len();
-    let mut group_of = vec![u32::MAX; n];
-    let mut at = vec![0usize; n];
-    let mut hosts = Vec::with_capacity(groups.len());
-    for (k, g) in groups.iter().enumerate() {
-        let mut members: Vec<usize> = g.iter().copied().filter(|&r| r < n).collect();
-        members.sort_unstable();
-        for (a, &r) in members.iter().enumerate() {
-            group_of[r] = k as u32;
-            at[r] = a;
-        }
-        hosts.push(HostEntry {
-            name: group_name(k, &members, ranks),
-            ranks: members,
-        });
+    let mut builder = HostBlocksBuilder::new(ranks, groups, sizes, estimator);
+    for t in tests {
+        builder.add(t.pair, t.trips);
     }
-    let mut blocks: Vec<HostBlock> = hosts
-        .iter()
-        .map(|h| {
-            let g = h.ranks.len();
-            let mut m = Array2::from_elem((g, g), f64::NAN);
-            m.diag_mut().fill(0.0);
-            HostBlock { values: vec![m; s] }
-        })
-        .collect();
-    let mut between = BetweenPairs {
-        rtt_us: vec![Vec::new(); s],
-        p10_us: vec![Vec::new(); s],
-        p90_us: vec![Vec::new(); s],
-        ..BetweenPairs::default()
-    };
+    builder.finish()
+}
 
-    // The tests of each pair together: an index of 4 bytes a test, sorted by pair.
-    let mut order: Vec<u32> = (0..tests.len() as u32).collect();
-    order.sort_unstable_by_key(|&e| {
-        let p = tests[e as usize].pair;
-        (p.i, p.j)
-    });
-    let (mut values, mut p10, mut p90) = (
-        vec![Vec::new(); s],
-        vec![Vec::new(); s],
-        vec![Vec::new(); s],
-    );
-    let mut inside_measured = 0;
-    for run in order.chunk_by(|&a, &b| tests[a as usize].pair == tests[b as usize].pair) {
-        let Pair { i, j } = tests[run[0] as usize].pair;
-        let (gi, gj) = (group_of[i], group_of[j]);
+/// Host blocks gathered test by test, in any order: a test inside a host goes straight into
+/// its block (a pair's later sweeps aside until the end), a test between hosts into a row of a
+/// few words.
+#[derive(Debug, Clone)]
+pub struct HostBlocksBuilder {
+    sizes: Vec<usize>,
+    estimator: Estimator,
+    group_of: Vec<u32>,
+    at: Vec<usize>,
+    hosts: Vec<HostEntry>,
+    blocks: Vec<HostBlock>,
+    /// Inside pairs measured more than once: (host, a, b, size) -> every value.
+    repeated: HashMap<(u32, u32, u32, u32), Vec<f64>>,
+    /// Between hosts, one row per test: the pair, then per size value, p10 and p90.
+    between: Vec<(Pair, Vec<f64>)>,
+}
+
+impl HostBlocksBuilder {
+    /// An empty set of blocks over `groups` of the run's `ranks`, at `sizes` (ascending).
+    pub fn new(
+        ranks: &[RankInfo],
+        groups: &[Vec<usize>],
+        sizes: &[usize],
+        estimator: Estimator,
+    ) -> Self {
+        let n = ranks.len();
+        let mut group_of = vec![u32::MAX; n];
+        let mut at = vec![0usize; n];
+        let mut hosts = Vec::with_capacity(groups.len());
+        for (k, g) in groups.iter().enumerate() {
+            let mut members: Vec<usize> = g.iter().copied().filter(|&r| r < n).collect();
+            members.sort_unstable();
+            for (a, &r) in members.iter().enumerate() {
+                group_of[r] = k as u32;
+                at[r] = a;
+            }
+            hosts.push(HostEntry {
+                name: group_name(k, &members, ranks),
+                ranks: members,
+            });
+        }
+        let blocks = hosts
+            .iter()
+            .map(|h| {
+                let g = h.ranks.len();
+                let mut m = Array2::from_elem((g, g), f64::NAN);
+                m.diag_mut().fill(0.0);
+                HostBlock {
+                    values: vec![m; sizes.len()],
+                }
+            })
+            .collect();
+        HostBlocksBuilder {
+            sizes: sizes.to_vec(),
+            estimator,
+            group_of,
+            at,
+            hosts,
+            blocks,
+            repeated: HashMap::new(),
+            between: Vec::new(),
+        }
+    }
+
+    /// Adds one screening test of `pair` (any sweep) with its round trips.
+    pub fn add(&mut self, pair: Pair, trips: &[RoundTrips]) {
+        let Pair { i, j } = pair;
+        let (Some(&gi), Some(&gj)) = (self.group_of.get(i), self.group_of.get(j)) else {
+            return;
+        };
         if gi == u32::MAX || gj == u32::MAX {
-            continue;
+            return;
         }
-        values
-            .iter_mut()
-            .chain(&mut p10)
-            .chain(&mut p90)
-            .for_each(Vec::clear);
-        for &e in run {
-            for t in tests[e as usize].trips {
-                if let Ok(k) = sizes.binary_search(&t.size) {
-                    values[k].push(US * estimator.of(&t.rtt));
-                    p10[k].push(US * t.rtt.p10);
-                    p90[k].push(US * t.rtt.p90);
-                }
-            }
-        }
+        let s = self.sizes.len();
         if gi == gj {
-            let block = &mut blocks[gi as usize];
-            for (k, v) in values.iter_mut().enumerate() {
-                if let Some(x) = median(v) {
-                    block.values[k][[at[i], at[j]]] = x;
-                    block.values[k][[at[j], at[i]]] = x;
+            let (a, b) = (self.at[i].min(self.at[j]), self.at[i].max(self.at[j]));
+            for t in trips {
+                let Ok(k) = self.sizes.binary_search(&t.size) else {
+                    continue;
+                };
+                let x = US * self.estimator.of(&t.rtt);
+                let m = &mut self.blocks[gi as usize].values[k];
+                let key = (gi, a as u32, b as u32, k as u32);
+                if let Some(v) = self.repeated.get_mut(&key) {
+                    v.push(x);
+                } else if m[[a, b]].is_nan() {
+                    m[[a, b]] = x;
+                    m[[b, a]] = x;
+                } else {
+                    self.repeated.insert(key, vec![m[[a, b]], x]);
                 }
             }
-            inside_measured += 1;
         } else {
-            between.host_i.push(gi);
-            between.host_j.push(gj);
+            let mut row = vec![f64::NAN; 3 * s];
+            for t in trips {
+                if let Ok(k) = self.sizes.binary_search(&t.size) {
+                    row[3 * k] = US * self.estimator.of(&t.rtt);
+                    row[3 * k + 1] = US * t.rtt.p10;
+                    row[3 * k + 2] = US * t.rtt.p90;
+                }
+            }
+            self.between.push((pair, row));
+        }
+    }
+
+    /// The blocks, the pairs between hosts (each the median over its tests) and the summary.
+    pub fn finish(mut self) -> ByHosts {
+        let s = self.sizes.len();
+        for ((h, a, b, k), mut v) in std::mem::take(&mut self.repeated) {
+            let x = lgate_stats::median(&mut v);
+            let m = &mut self.blocks[h as usize].values[k as usize];
+            m[[a as usize, b as usize]] = x;
+            m[[b as usize, a as usize]] = x;
+        }
+        let mut inside_measured = 0;
+        for block in &self.blocks {
+            let g = block.values.first().map_or(0, |m| m.nrows());
+            for a in 0..g {
+                for b in a + 1..g {
+                    inside_measured +=
+                        usize::from(block.values.iter().any(|m| !m[[a, b]].is_nan()));
+                }
+            }
+        }
+        self.between.sort_unstable_by_key(|(p, _)| (p.i, p.j));
+        let mut between = BetweenPairs {
+            rtt_us: vec![Vec::new(); s],
+            p10_us: vec![Vec::new(); s],
+            p90_us: vec![Vec::new(); s],
+            ..BetweenPairs::default()
+        };
+        let mut values: Vec<f64> = Vec::new();
+        for run in self.between.chunk_by(|x, y| x.0 == y.0) {
+            let Pair { i, j } = run[0].0;
+            between.host_i.push(self.group_of[i]);
+            between.host_j.push(self.group_of[j]);
             between.i.push(i as u32);
             between.j.push(j as u32);
             between.sweeps.push(run.len() as u32);
             for k in 0..s {
-                between.rtt_us[k].push(median(&mut values[k]).unwrap_or(f64::NAN));
-                between.p10_us[k].push(median(&mut p10[k]).unwrap_or(f64::NAN));
-                between.p90_us[k].push(median(&mut p90[k]).unwrap_or(f64::NAN));
+                for (q, out) in [
+                    &mut between.rtt_us[k],
+                    &mut between.p10_us[k],
+                    &mut between.p90_us[k],
+                ]
+                .into_iter()
+                .enumerate()
+                {
+                    values.clear();
+                    values.extend(run.iter().map(|r| r.1[3 * k + q]).filter(|x| !x.is_nan()));
+                    out.push(median(&mut values).unwrap_or(f64::NAN));
+                }
             }
         }
-    }
-    let between = sorted_by_hosts(between);
-    let links = links_of(&blocks, &between, s);
-    let mut index = HostIndex::new(n, estimator, sizes.to_vec(), hosts);
-    index.pairs.inside_measured = inside_measured;
-    index.pairs.between_measured = between.len();
-    ByHosts {
-        measured: inside_measured + between.len(),
-        blocks: HostBlocks {
-            index,
-            blocks,
-            links,
-        },
-        between,
+        drop(self.between);
+        let between = sorted_by_hosts(between);
+        let links = links_of(&self.blocks, &between, s);
+        let mut index = HostIndex::new(self.group_of.len(), self.estimator, self.sizes, self.hosts);
+        index.pairs.inside_measured = inside_measured;
+        index.pairs.between_measured = between.len();
+        ByHosts {
+            measured: inside_measured + between.len(),
+            blocks: HostBlocks {
+                index,
+                blocks: self.blocks,
+                links,
+            },
+            between,
+        }
     }
 }
 

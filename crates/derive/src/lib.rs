@@ -41,7 +41,7 @@ pub mod staged;
 /// Long-format tables (CSV and Parquet), from the run directory's crate.
 pub use lgate_rundir::table;
 
-pub use host_blocks::{by_hosts, ByHosts, ScreenedTest};
+pub use host_blocks::{by_hosts, ByHosts, HostBlocksBuilder, ScreenedTest};
 pub use import::{
     mean_bandwidth, most_repeats, mpigraph_distance, write_imported_mpigraph, write_imported_pairs,
     ImportOrigin, MpiGraphTable,
@@ -55,4 +55,4 @@ pub use params::{MeasurementError, Method, PairParams, Parameter};
 pub use pingpong::write_pingpong_outputs;
 pub use plogp::{derive_plogp, write_outputs, MeasuredPair};
 pub use run::derive;
-pub use staged::write_staged_outputs;
+pub use staged::{interference, write_staged_outputs, StagedScreening};

@@ -18,7 +18,7 @@ use lgate_rundir::report::{Interference, PairCounts, SampledPair, StagedPlanName
 use lgate_rundir::{JournalEntry, MatrixEntry, MeasuredMask, RunDir, RunMeta, Stage};
 use lgate_rundir::{Pair, Report, RoundTrips};
 
-use crate::host_blocks::{by_hosts, dense, ByHosts, ScreenedTest};
+use crate::host_blocks::{dense, ByHosts, HostBlocksBuilder};
 use crate::outputs::{write_matrix_set_with, OutputError, OutputOptions};
 use crate::pingpong::{round_trip_table, round_trips_of};
 use crate::plogp::write_outputs;
@@ -38,28 +38,12 @@ pub fn write_staged_outputs(
 ) -> Result<Vec<String>, OutputError> {
     let journal = run.file(lgate_rundir::JOURNAL_FILE).display().to_string();
     let size = meta.ranks.len();
-    let bad_meta = |message: String| {
-        OutputError::RunDir(lgate_rundir::RunDirError::BadMeta {
-            path: run.file(lgate_rundir::META_FILE),
-            message,
-        })
-    };
-    let groups = groups_of(meta).map_err(bad_meta)?;
-    let mut group_of = vec![usize::MAX; size];
-    for (k, g) in groups.iter().enumerate() {
-        for &r in g {
-            if r < size {
-                group_of[r] = k;
-            }
-        }
-    }
-
     // The screening: every entry of the screening stages, parsed once.
     let mut screened: Vec<(&JournalEntry, Stage, Vec<RoundTrips>)> = Vec::new();
-    let mut sampled: Vec<&JournalEntry> = Vec::new();
+    let mut sampled: Vec<JournalEntry> = Vec::new();
     for e in entries {
         match e.stage {
-            Some(Stage::Sample) => sampled.push(e),
+            Some(Stage::Sample) => sampled.push(e.clone()),
             Some(stage) => {
                 if e.i >= size || e.j >= size || e.i >= e.j {
                     return Err(OutputError::BadEntry {
@@ -83,113 +67,177 @@ pub fn write_staged_outputs(
             }
         }
     }
-    screened.sort_by_key(|(e, stage, _)| (e.sweep, *stage, e.i, e.j));
-    let mut written = Vec::new();
-    if options.dense.wanted(size) {
-        // A line per test and size: 1 GB at 128 000 ranks, where hosts/ holds each pair's value.
-        let table = round_trip_table(screened.iter().flat_map(|(e, stage, sizes)| {
-            sizes
-                .iter()
-                .map(move |s| (e.sweep, Some(*stage), e.i, e.j, s))
-        }));
-        run.write_file(SCREEN_TABLE, table.as_bytes())?;
-        written.push(SCREEN_TABLE.to_string());
-    }
-
     let sizes: Vec<usize> = screened
         .iter()
         .flat_map(|(_, _, s)| s.iter().map(|r| r.size))
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    // Every screening but the alone re-tests, which would count a pair twice.
-    let concurrent =
-        |e: &JournalEntry| matches!(e.stage, Some(Stage::Hosts | Stage::Between | Stage::Refine));
-    let tests: Vec<ScreenedTest> = screened
-        .iter()
-        .filter(|(e, _, _)| concurrent(e))
-        .map(|(e, _, s)| ScreenedTest {
-            pair: Pair::new(e.i, e.j),
-            trips: s,
+    let mut screening = StagedScreening::new(run, meta, sizes, options)?;
+    for (e, stage, trips) in &screened {
+        screening.add(*stage, e.sweep, Pair::new(e.i, e.j), trips);
+    }
+    let interference = interference(
+        screened
+            .iter()
+            .map(|(e, stage, trips)| (*stage, e.sweep, Pair::new(e.i, e.j), trips.as_slice())),
+    );
+    drop(screened);
+    screening.finish(run, meta, &sampled, interference, options)
+}
+
+/// One row of the screening table: sweep, stage, pair and round trips.
+type ScreenRow = (u32, Stage, Pair, Vec<RoundTrips>);
+
+/// A staged run's screening tests gathered one at a time, in any order, into its host blocks;
+/// up to [`DenseMatrices::LIMIT`] ranks (or with `--dense`) also kept whole for the screening
+/// table and the dense matrices.
+///
+/// [`DenseMatrices::LIMIT`]: crate::DenseMatrices::LIMIT
+pub struct StagedScreening {
+    groups: Vec<Vec<usize>>,
+    builder: HostBlocksBuilder,
+    table: Option<Vec<ScreenRow>>,
+    tests: BTreeMap<Stage, usize>,
+}
+
+impl StagedScreening {
+    /// Gathers the screening of the staged run `meta` (its groups from the topology it
+    /// recorded) at screening `sizes` (ascending).
+    pub fn new(
+        run: &RunDir,
+        meta: &RunMeta,
+        sizes: Vec<usize>,
+        options: &OutputOptions,
+    ) -> Result<Self, OutputError> {
+        let groups = groups_of(meta).map_err(|message| {
+            OutputError::RunDir(lgate_rundir::RunDirError::BadMeta {
+                path: run.file(lgate_rundir::META_FILE),
+                message,
+            })
+        })?;
+        let builder = HostBlocksBuilder::new(&meta.ranks, &groups, &sizes, options.estimator);
+        Ok(StagedScreening {
+            groups,
+            builder,
+            table: options.dense.wanted(meta.ranks.len()).then(Vec::new),
+            tests: BTreeMap::new(),
         })
-        .collect();
-    let by = by_hosts(&meta.ranks, &groups, &sizes, options.estimator, &tests);
-    drop(tests);
-    by.blocks.write(run, &by.between)?;
-    written.push(format!("{HOSTS_DIR}/"));
-    let measured = MeasuredMask {
-        file: MASK_FILE.into(),
-        filled_with: "the median of the measured pairs between the same two groups".into(),
-        measured_pairs: by.measured,
-        filled_pairs: size * (size - 1) / 2 - by.measured,
-    };
-    if options.dense.wanted(size) {
-        write_dense(run, &by, &sizes, &measured, options)?;
-        written.push(format!("{}/", lgate_rundir::MATRICES_DIR));
-    } else {
-        // A dense set derived before (a smaller run in this folder) would be read instead.
-        let dir = run.file(lgate_rundir::MATRICES_DIR);
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir).map_err(|error| {
-                OutputError::RunDir(lgate_rundir::RunDirError::Io { path: dir, error })
-            })?;
+    }
+
+    /// Adds one screening test (any stage but `sample`).
+    pub fn add(&mut self, stage: Stage, sweep: u32, pair: Pair, trips: &[RoundTrips]) {
+        *self.tests.entry(stage).or_default() += 1;
+        // Every screening but the alone re-tests, which would count a pair twice.
+        if matches!(stage, Stage::Hosts | Stage::Between | Stage::Refine) {
+            self.builder.add(pair, trips);
+        }
+        if let Some(table) = &mut self.table {
+            table.push((sweep, stage, pair, trips.to_vec()));
         }
     }
 
-    // The full test's outputs for the sampled pairs.
-    let sample_pairs: Vec<Pair> = sampled.iter().map(|e| Pair::new(e.i, e.j)).collect();
-    if !sampled.is_empty() && meta.test.name == "plogp" {
-        let table_only = OutputOptions {
-            matrices: false,
-            ..options.clone()
+    /// Writes the run's outputs: the screening table and dense matrices when kept, the host
+    /// blocks, the `sampled` pairs' full tests and `report.json` with `interference`; returns
+    /// the names written.
+    pub fn finish(
+        self,
+        run: &RunDir,
+        meta: &RunMeta,
+        sampled: &[JournalEntry],
+        interference: BTreeMap<String, BTreeMap<String, Interference>>,
+        options: &OutputOptions,
+    ) -> Result<Vec<String>, OutputError> {
+        let journal = run.file(lgate_rundir::JOURNAL_FILE).display().to_string();
+        let size = meta.ranks.len();
+        let mut written = Vec::new();
+        if let Some(mut table) = self.table {
+            table.sort_by_key(|(sweep, stage, pair, _)| (*sweep, *stage, pair.i, pair.j));
+            let text = round_trip_table(table.iter().flat_map(|(sweep, stage, pair, sizes)| {
+                sizes
+                    .iter()
+                    .map(move |s| (*sweep, Some(*stage), pair.i, pair.j, s))
+            }));
+            run.write_file(SCREEN_TABLE, text.as_bytes())?;
+            written.push(SCREEN_TABLE.to_string());
+        }
+        let by = self.builder.finish();
+        by.blocks.write(run, &by.between)?;
+        written.push(format!("{HOSTS_DIR}/"));
+        let measured = MeasuredMask {
+            file: MASK_FILE.into(),
+            filled_with: "the median of the measured pairs between the same two groups".into(),
+            measured_pairs: by.measured,
+            filled_pairs: size * (size - 1) / 2 - by.measured,
         };
-        let entries: Vec<JournalEntry> = sampled.iter().map(|e| (*e).clone()).collect();
-        written.extend(write_outputs(run, &entries, &table_only)?);
-    } else if !sampled.is_empty() {
-        let mut rows = Vec::new();
-        for e in &sampled {
-            rows.extend(
-                round_trips_of(e, &journal)?
-                    .sizes
-                    .into_iter()
-                    .map(|s| (e.sweep, e.i, e.j, s)),
-            );
+        if options.dense.wanted(size) {
+            let sizes = by.blocks.index.sizes.clone();
+            write_dense(run, &by, &sizes, &measured, options)?;
+            written.push(format!("{}/", lgate_rundir::MATRICES_DIR));
+        } else {
+            // A dense set derived before (a smaller run in this folder) would be read instead.
+            let dir = run.file(lgate_rundir::MATRICES_DIR);
+            if dir.exists() {
+                std::fs::remove_dir_all(&dir).map_err(|error| {
+                    OutputError::RunDir(lgate_rundir::RunDirError::Io { path: dir, error })
+                })?;
+            }
         }
-        let csv = round_trip_table(rows.iter().map(|(w, i, j, s)| (*w, None, *i, *j, s)));
-        run.write_file(PINGPONG_TABLE, csv.as_bytes())?;
-        written.push(PINGPONG_TABLE.to_string());
-    }
+        let group_of = by.blocks.index.host_of();
+        drop(by);
 
-    let report = Report::Staged(StagedReport {
-        groups: groups.len(),
-        hosts: crate::report::hosts_report(&meta.ranks, &meta.hosts),
-        interference: interference(&screened),
-        pairs: PairCounts {
-            filled: measured.filled_pairs,
-            filled_share: measured.filled_share(),
-            measured: measured.measured_pairs,
-            total: size * (size - 1) / 2,
-        },
-        plan: StagedPlanName::Staged,
-        sample: sample_pairs
-            .iter()
-            .map(|p| SampledPair {
-                i: p.i,
-                inside_group: group_of[p.i] == group_of[p.j],
-                j: p.j,
-            })
-            .collect(),
-        tests: Stage::ALL
-            .iter()
-            .map(|s| {
-                let n = entries.iter().filter(|e| e.stage == Some(*s)).count();
-                (s.name().to_string(), n)
-            })
-            .collect(),
-    });
-    run.write_file(REPORT_FILE, report.to_json().as_bytes())?;
-    written.push(REPORT_FILE.into());
-    Ok(written)
+        // The full test's outputs for the sampled pairs.
+        if !sampled.is_empty() && meta.test.name == "plogp" {
+            let table_only = OutputOptions {
+                matrices: false,
+                ..options.clone()
+            };
+            written.extend(write_outputs(run, sampled, &table_only)?);
+        } else if !sampled.is_empty() {
+            let mut rows = Vec::new();
+            for e in sampled {
+                rows.extend(
+                    round_trips_of(e, &journal)?
+                        .sizes
+                        .into_iter()
+                        .map(|s| (e.sweep, e.i, e.j, s)),
+                );
+            }
+            let csv = round_trip_table(rows.iter().map(|(w, i, j, s)| (*w, None, *i, *j, s)));
+            run.write_file(PINGPONG_TABLE, csv.as_bytes())?;
+            written.push(PINGPONG_TABLE.to_string());
+        }
+
+        let mut tests = self.tests;
+        *tests.entry(Stage::Sample).or_default() += sampled.len();
+        let report = Report::Staged(StagedReport {
+            groups: self.groups.len(),
+            hosts: crate::report::hosts_report(&meta.ranks, &meta.hosts),
+            interference,
+            pairs: PairCounts {
+                filled: measured.filled_pairs,
+                filled_share: measured.filled_share(),
+                measured: measured.measured_pairs,
+                total: size * (size - 1) / 2,
+            },
+            plan: StagedPlanName::Staged,
+            sample: sampled
+                .iter()
+                .map(|e| SampledPair {
+                    i: e.i,
+                    inside_group: group_of.get(e.i) == group_of.get(e.j),
+                    j: e.j,
+                })
+                .collect(),
+            tests: Stage::ALL
+                .iter()
+                .map(|s| (s.name().to_string(), tests.get(s).copied().unwrap_or(0)))
+                .collect(),
+        });
+        run.write_file(REPORT_FILE, report.to_json().as_bytes())?;
+        written.push(REPORT_FILE.into());
+        Ok(written)
+    }
 }
 
 /// Writes the dense matrices of a staged run, one per screening size, and the mask, filled
@@ -263,20 +311,22 @@ fn groups_of(meta: &RunMeta) -> Result<Vec<Vec<usize>>, String> {
 }
 
 /// Per stage measured side by side, the median ratio of a pair's round trip then to its round
-/// trip alone, at each size: above 1, testing side by side slowed the tests.
-fn interference(
-    screened: &[(&JournalEntry, Stage, Vec<RoundTrips>)],
+/// trip alone, at each size: above 1, testing side by side slowed the tests. `tests` are the
+/// screening tests (stage, sweep, pair, round trips); only the alone ones and the hosts and
+/// between tests of the same pairs and sweeps count.
+pub fn interference<'a>(
+    tests: impl Iterator<Item = (Stage, u32, Pair, &'a [RoundTrips])> + Clone,
 ) -> BTreeMap<String, BTreeMap<String, Interference>> {
-    let alone: BTreeMap<(u32, Pair), &Vec<RoundTrips>> = screened
-        .iter()
-        .filter(|(_, s, _)| *s == Stage::Alone)
-        .map(|(e, _, r)| ((e.sweep, Pair::new(e.i, e.j)), r))
+    let alone: BTreeMap<(u32, Pair), &[RoundTrips]> = tests
+        .clone()
+        .filter(|(s, _, _, _)| *s == Stage::Alone)
+        .map(|(_, sweep, pair, r)| ((sweep, pair), r))
         .collect();
     let mut out = BTreeMap::new();
     for stage in [Stage::Hosts, Stage::Between] {
         let mut ratios: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
-        for (e, _, trips) in screened.iter().filter(|(_, s, _)| *s == stage) {
-            let Some(quiet) = alone.get(&(e.sweep, Pair::new(e.i, e.j))) else {
+        for (_, sweep, pair, trips) in tests.clone().filter(|(s, _, _, _)| *s == stage) {
+            let Some(quiet) = alone.get(&(sweep, pair)) else {
                 continue;
             };
             for t in trips {

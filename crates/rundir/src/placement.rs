@@ -14,15 +14,13 @@ pub struct KnownPlacement {
     pub levels: Vec<(String, Vec<usize>)>,
 }
 
+/// One label per value, numbered in order of first appearance.
 fn labels_of(values: impl Iterator<Item = String>) -> Vec<usize> {
-    let mut ids: Vec<String> = Vec::new();
+    let mut ids: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     values
-        .map(|v| match ids.iter().position(|x| *x == v) {
-            Some(k) => k,
-            None => {
-                ids.push(v);
-                ids.len() - 1
-            }
+        .map(|v| {
+            let next = ids.len();
+            *ids.entry(v).or_insert(next)
         })
         .collect()
 }

@@ -51,6 +51,14 @@ pub struct PingPongResult {
     pub sizes: Vec<RoundTrips>,
 }
 
+impl PingPongResult {
+    /// The value a staged plan chooses its follow-up by: the median round trip at the largest
+    /// size, in seconds.
+    pub fn screening_value(&self) -> Option<f64> {
+        self.sizes.last().map(|s| s.rtt.median)
+    }
+}
+
 /// g(m) found by link saturation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Saturation {

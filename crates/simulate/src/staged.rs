@@ -3,12 +3,14 @@
 //! the sample's PLogP measurements drawn as in a full run, and the same derivation a measured
 //! staged run goes through (`write_staged_outputs`).
 //!
-//! The journal is held in memory: stage 1 has g (g - 1) / 2 entries per host of g ranks and
-//! stage 2 K per pair of hosts, about 100 000 entries at 4096 ranks.
+//! No journal is held: the screening tests are drawn in chunks and gathered into the host
+//! blocks as they come (stage 1 has g (g - 1) / 2 tests per host of g ranks and stage 2 K per
+//! pair of hosts: 10 million at 128 000 ranks); rank 0's follow-up choice keeps one value per
+//! test, as a measured run's does.
 
 use std::time::Instant;
 
-use lgate_derive::write_staged_outputs;
+use lgate_derive::StagedScreening;
 use lgate_harness::pair_test::{PingPongResult, RoundTrips};
 use lgate_harness::{
     choose_follow_up, Pair, ScreenedPair, StagedPlan, StagedPlanOptions, StagedTest, Summary,
@@ -20,6 +22,9 @@ use lgate_rundir::{
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
+
+/// Screening tests drawn at a time, on every core.
+const CHUNK: usize = 1 << 16;
 
 use crate::estimate::{estimate_staged, Estimate, ScreenTest};
 use crate::generate::{
@@ -140,67 +145,96 @@ impl Simulation<'_> {
         let mut meta = self.simulated_meta(test, schedule_info, start);
         run.write_meta(&meta)?;
 
-        // Stages 1-2, then the follow-up rank 0 would choose from them.
-        let tests: Vec<StagedTest> = plan.screening_tests(o.sweeps).collect();
-        let entry =
-            |stage: Stage, sweep: u32, pair: Pair, result: serde_json::Value| JournalEntry {
-                sweep,
-                i: pair.i,
-                j: pair.j,
-                start_s: 0.0,
-                end_s: 0.0,
-                result,
-                stage: Some(stage),
-            };
+        // Stages 1-2 drawn in chunks on every core and gathered straight into the host blocks
+        // (no journal is held: 10 million tests at 128 000 ranks), then the follow-up rank 0
+        // would choose from their values.
+        let mut sizes = staged.screen_sizes.clone();
+        sizes.sort_unstable();
+        sizes.dedup();
+        let mut screening = StagedScreening::new(run, &meta, sizes.clone(), &o.outputs)?;
+        let mut counts = [0usize; Stage::ALL.len()];
+        let mut screened: Vec<ScreenedPair> = Vec::new();
         let screen = |stage, sweep, pair| {
-            serde_json::to_value(self.screen(
-                pair,
-                sweep,
-                stage,
-                &staged.screen_sizes,
-                staged.screen_reps,
-            ))
-            .expect("results serialise")
+            self.screen(pair, sweep, stage, &staged.screen_sizes, staged.screen_reps)
         };
-        let mut entries: Vec<JournalEntry> = tests
-            .par_iter()
-            .map(|t| {
-                entry(
-                    t.stage,
-                    t.test.sweep,
-                    t.test.pair,
-                    screen(t.stage, t.test.sweep, t.test.pair),
-                )
-            })
-            .collect();
-        let screened: Vec<ScreenedPair> = entries
-            .iter()
-            .filter_map(|e| {
-                Some(ScreenedPair {
-                    stage: e.stage?,
-                    pair: Pair::new(e.i, e.j),
-                    value: lgate_harness::screening_value(&e.result)?,
-                })
-            })
-            .collect();
-        let follow_up = choose_follow_up(&screened, &plan);
-        for sweep in 0..o.sweeps {
-            for (stage, pair) in follow_up.tests() {
-                let result = match stage {
-                    Stage::Sample => {
-                        serde_json::to_value(self.measure(pair, sweep)).expect("results serialise")
-                    }
-                    _ => screen(stage, sweep, pair),
-                };
-                entries.push(entry(stage, sweep, pair, result));
+        let mut tests = plan.screening_tests(o.sweeps);
+        loop {
+            let chunk: Vec<StagedTest> = tests.by_ref().take(CHUNK).collect();
+            if chunk.is_empty() {
+                break;
+            }
+            let results: Vec<PingPongResult> = chunk
+                .par_iter()
+                .map(|t| screen(t.stage, t.test.sweep, t.test.pair))
+                .collect();
+            for (t, r) in chunk.iter().zip(&results) {
+                counts[t.stage as usize] += 1;
+                if let Some(value) = r.screening_value() {
+                    screened.push(ScreenedPair {
+                        stage: t.stage,
+                        pair: t.test.pair,
+                        value,
+                    });
+                }
+                screening.add(t.stage, t.test.sweep, t.test.pair, &r.sizes);
             }
         }
-        let mut files = write_staged_outputs(run, &meta, &entries, &o.outputs)?;
+        let follow_up = choose_follow_up(&screened, &plan);
+        drop(screened);
+        let mut sampled = Vec::new();
+        // The alone tests, and the side-by-side tests of the same pairs drawn again (each
+        // test's draw is its own seeded stream), for the interference.
+        let mut alone: Vec<(Stage, u32, Pair, PingPongResult)> = Vec::new();
+        for sweep in 0..o.sweeps {
+            for (stage, pair) in follow_up.tests() {
+                counts[stage as usize] += 1;
+                if stage == Stage::Sample {
+                    let result =
+                        serde_json::to_value(self.measure(pair, sweep)).expect("results serialise");
+                    sampled.push(JournalEntry {
+                        sweep,
+                        i: pair.i,
+                        j: pair.j,
+                        start_s: 0.0,
+                        end_s: 0.0,
+                        result,
+                        stage: Some(stage),
+                    });
+                    continue;
+                }
+                let result = screen(stage, sweep, pair);
+                screening.add(stage, sweep, pair, &result.sizes);
+                if stage == Stage::Alone {
+                    alone.push((stage, sweep, pair, result));
+                }
+            }
+        }
+        let wanted: std::collections::HashSet<(u32, Pair)> = alone
+            .iter()
+            .map(|(_, sweep, pair, _)| (*sweep, *pair))
+            .collect();
+        let side: Vec<(Stage, u32, Pair, PingPongResult)> = plan
+            .screening_tests(o.sweeps)
+            .filter(|t| matches!(t.stage, Stage::Hosts | Stage::Between))
+            .filter(|t| wanted.contains(&(t.test.sweep, t.test.pair)))
+            .map(|t| {
+                let r = screen(t.stage, t.test.sweep, t.test.pair);
+                (t.stage, t.test.sweep, t.test.pair, r)
+            })
+            .collect();
+        let interference = lgate_derive::interference(
+            alone
+                .iter()
+                .chain(&side)
+                .map(|(stage, sweep, pair, r)| (*stage, *sweep, *pair, r.sizes.as_slice())),
+        );
+        let mut files = screening.finish(run, &meta, &sampled, interference, &o.outputs)?;
+        let tests_run: usize = counts.iter().sum();
         meta.status = RunStatus::Complete;
         meta.end = Some(end);
         meta.summary = Some(RunSummary {
-            pairs_measured: entries.len(),
-            pairs_total: entries.len(),
+            pairs_measured: tests_run,
+            pairs_total: tests_run,
             wall_s: predicted.wall_s,
             testing_s: predicted.pair_tests_s.min(predicted.wall_s),
             overhead_share: 0.0,
@@ -210,7 +244,7 @@ impl Simulation<'_> {
                 .zip(predicted.stage_wall_s)
                 .map(|(&stage, wall_s)| StageSummary {
                     stage,
-                    tests: entries.iter().filter(|e| e.stage == Some(stage)).count(),
+                    tests: counts[stage as usize],
                     wall_s,
                 })
                 .filter(|s| s.tests > 0)
@@ -219,7 +253,7 @@ impl Simulation<'_> {
         run.write_meta(&meta)?;
         files.insert(0, lgate_rundir::META_FILE.to_string());
         Ok(SimulationReport {
-            pairs: entries.len(),
+            pairs: tests_run,
             files,
             wall_s: started.elapsed().as_secs_f64(),
         })

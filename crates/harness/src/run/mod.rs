@@ -372,7 +372,7 @@ fn follow_up_tests(f: &FollowUp, sweep: u32) -> impl Iterator<Item = StagedTest>
 /// The screening distance of a screening result: the median round trip at its largest size.
 pub fn screening_value(result: &serde_json::Value) -> Option<f64> {
     let r: PingPongResult = serde_json::from_value(result.clone()).ok()?;
-    r.sizes.last().map(|s| s.rtt.median)
+    r.screening_value()
 }
 
 pub use lgate_transport::rank_times;
