@@ -204,14 +204,20 @@ fn heatmap(args: HeatmapArgs) -> Result<()> {
             String::new()
         }
     });
-    let mut figure = Heatmap::new(input.need_dense("plot heatmap")?, &input.source, &unit)
+    // Host blocks draw the host x host medians.
+    let (matrix, title, items) =
+        (input.picture()).context("the host blocks have no host matrix")?;
+    let mut figure = Heatmap::new(&matrix, &title, &unit)
+        .with_items(items)
         .with_clip_quantile(args.clip)
         .with_note(input.filled_note());
     if let Some(path) = &args.topology {
         let topology = lgate_topology::format::read_file_of_job(path, input.job_size)?;
-        figure = figure
-            .with_topology(&topology)
-            .with_context(|| path.display().to_string())?;
+        if let Some(topology) = input.picture_topology(&topology) {
+            figure = figure
+                .with_topology(&topology)
+                .with_context(|| path.display().to_string())?;
+        }
     }
     save_and_say(&figure, &output)?;
     Ok(())

@@ -13,8 +13,9 @@ pub struct ReportArgs {
     /// A run directory.
     #[arg(value_name = "RUN")]
     run: PathBuf,
-    /// The topology to show and order the heat map by [default: what `cluster` finds on the
-    /// run's default matrix].
+    /// The topology to show and order the heat map by (nothing is clustered; the heat maps are
+    /// of the run's default matrix) [default: what `cluster` finds with its defaults, on the
+    /// matrix it chooses].
     #[arg(long, value_name = "FILE")]
     topology: Option<PathBuf>,
     /// Add what changed since this earlier run of the machine (as `diff EARLIER RUN` says).
@@ -42,23 +43,29 @@ pub fn report(args: ReportArgs) -> Result<()> {
         &inputs,
         args.force,
     )?;
-    let (topology, source) = match &args.topology {
-        Some(path) => (
-            lgate_topology::format::read_file_of_job(
-                path,
-                lgate_rundir::RunDir::open(&args.run)?
-                    .read_meta()?
-                    .ranks
-                    .len(),
-            )?,
-            format!("The topology of {}.", path.display()),
-        ),
-        None => (
-            lgate_cluster::default_topology(&args.run)?,
-            "What `lgate-plogp cluster` finds with its defaults on the run's default matrix \
-             (levels named after the recorded placement where they match it)."
-                .to_string(),
-        ),
+    // One clustering at most: the matrix it chooses is the one drawn; with --topology, the
+    // run's default matrix (a staged run's largest screening size), unclustered.
+    let (input, topology, source) = match &args.topology {
+        Some(path) => {
+            let input = lgate_cluster::load(&args.run, None)?;
+            let topology = lgate_topology::format::read_file_of_job(path, input.job_size)?;
+            (
+                input,
+                topology,
+                format!("The topology of {}.", path.display()),
+            )
+        }
+        None => {
+            let (input, tree) = lgate_cluster::default_clustering(&args.run)?;
+            let topology = input.topology(&tree)?;
+            (
+                input,
+                topology,
+                "What `lgate-plogp cluster` finds with its defaults on the run's default matrix \
+                 (levels named after the recorded placement where they match it)."
+                    .to_string(),
+            )
+        }
     };
     let diff = match &args.since {
         Some(earlier) => Some(lgate_diff::diff(
@@ -100,6 +107,7 @@ pub fn report(args: ReportArgs) -> Result<()> {
         &lgate_plot::ReportInputs {
             topology: &topology,
             topology_source: source,
+            input: &input,
             command_line: std::env::args().collect(),
             diff: section,
         },

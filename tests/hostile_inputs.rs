@@ -106,9 +106,15 @@ fn every_hostile_input_gets_its_exit_code_and_message() {
         "\"status\": \"complete\"",
         "\"status\": \"running\"",
     );
+    // Stopped before deriving: neither the matrices nor the host blocks are there.
     std::fs::remove_dir_all(stopped.join("matrices")).unwrap();
+    std::fs::remove_dir_all(stopped.join("hosts")).unwrap();
     let underived = copy("underived");
     std::fs::remove_dir_all(underived.join("matrices")).unwrap();
+    std::fs::remove_dir_all(underived.join("hosts")).unwrap();
+    // The host blocks alone (a staged run above 4096 ranks) are clustered by hosts.
+    let hosts_only = copy("hosts-only");
+    std::fs::remove_dir_all(hosts_only.join("matrices")).unwrap();
     std::fs::create_dir(d.join("out")).unwrap();
 
     let cases = [
@@ -130,6 +136,8 @@ fn every_hostile_input_gets_its_exit_code_and_message() {
         case("clustering a run stopped before deriving", &["cluster", "stopped"], 1, "stopped/matrices/index.json: not found: the run has not finished (meta.json says `running`"),
         case("reporting a run stopped before deriving", &["report", "stopped", "--output", "stopped.html"], 1, "lgate-plogp measure --resume RUN` finishes it"),
         case("clustering a run whose matrices were deleted", &["cluster", "underived"], 1, "underived/matrices/index.json: not found: this run has no distance matrices yet"),
+        case("clustering a run with host blocks only", &["cluster", "hosts-only"], 0, "clustered by hosts"),
+        case("clustering host blocks with a method that needs the dense matrix", &["cluster", "hosts-only", "--algo", "hdbscan"], 1, "--algo hdbscan needs the dense matrix: measure or simulate with --dense"),
     ];
     let mut wrong = Vec::new();
     for c in &cases {

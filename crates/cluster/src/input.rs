@@ -144,6 +144,115 @@ impl ClusterInput {
         }
     }
 
+    /// The matrix a heat map of this input draws, its title and what a row is: the dense
+    /// matrix (ranks), or for host blocks the host x host medians (hosts; never a P x P picture).
+    pub fn picture(&self) -> Option<(std::borrow::Cow<'_, DistanceMatrix>, String, &'static str)> {
+        match &self.distances {
+            Distances::Dense(m) => {
+                Some((std::borrow::Cow::Borrowed(m), self.source.clone(), "rank"))
+            }
+            Distances::ByHosts { .. } => Some((
+                std::borrow::Cow::Owned(self.host_matrix()?),
+                format!("{} (host x host)", self.source),
+                "host",
+            )),
+        }
+    }
+
+    /// `topology` over the items of [`ClusterInput::picture`]: itself, or for host blocks its
+    /// levels of whole hosts (`None` when it has none).
+    pub fn picture_topology(
+        &self,
+        topology: &lgate_topology::Topology,
+    ) -> Option<lgate_topology::Topology> {
+        match &self.distances {
+            Distances::Dense(_) => Some(topology.clone()),
+            Distances::ByHosts { .. } => self.hosts_topology(topology),
+        }
+    }
+
+    /// For host blocks: the host x host matrix of medians (the median inside each host on the
+    /// diagonal), labelled by host name.
+    pub fn host_matrix(&self) -> Option<DistanceMatrix> {
+        let Distances::ByHosts { blocks, k } = &self.distances else {
+            return None;
+        };
+        let h = blocks.index.hosts.len();
+        let values = blocks
+            .links
+            .matrix(*k, h)
+            .mapv(|x| if x.is_finite() { x } else { 0.0 });
+        let labels = blocks.index.hosts.iter().map(|x| x.name.clone()).collect();
+        DistanceMatrix::new(values, Some(labels)).ok()
+    }
+
+    /// For host blocks: host `x`'s block (a pair not measured holds the median of those
+    /// measured), labelled by rank, with the host's name.
+    pub fn host_block(&self, x: usize) -> Option<(String, DistanceMatrix)> {
+        let Distances::ByHosts { blocks, k } = &self.distances else {
+            return None;
+        };
+        let host = blocks.index.hosts.get(x)?;
+        let values = crate::by_hosts::filled_block(&blocks.blocks[x].values[*k]);
+        let labels = host.ranks.iter().map(|r| r.to_string()).collect();
+        Some((
+            host.name.clone(),
+            DistanceMatrix::new(values, Some(labels)).ok()?,
+        ))
+    }
+
+    /// For host blocks: the levels of `topology` (over the run's ranks) made of whole hosts, as
+    /// a topology over the hosts; `None` when no level is.
+    pub fn hosts_topology(
+        &self,
+        topology: &lgate_topology::Topology,
+    ) -> Option<lgate_topology::Topology> {
+        let Distances::ByHosts { blocks, .. } = &self.distances else {
+            return None;
+        };
+        let host_of = blocks.index.host_of();
+        let h = blocks.index.hosts.len();
+        let levels: Vec<lgate_topology::Level> = topology
+            .levels()
+            .iter()
+            .filter_map(|level| {
+                let mut owner = vec![usize::MAX; h];
+                let mut groups: Vec<Vec<usize>> = Vec::new();
+                for (g, ranks) in level.groups.iter().enumerate() {
+                    let mut hosts: Vec<usize> = Vec::new();
+                    for &r in ranks {
+                        let x = *host_of.get(r)? as usize;
+                        if x >= h || (owner[x] != usize::MAX && owner[x] != g) {
+                            return None;
+                        }
+                        if owner[x] == usize::MAX {
+                            owner[x] = g;
+                            hosts.push(x);
+                        }
+                    }
+                    groups.push(hosts);
+                }
+                // Whole hosts: every rank of each host in its group.
+                let whole = groups.iter().zip(&level.groups).all(|(hosts, ranks)| {
+                    hosts
+                        .iter()
+                        .map(|&x| blocks.index.hosts[x].ranks.len())
+                        .sum::<usize>()
+                        == ranks.len()
+                });
+                (whole && groups.len() > 1 && groups.len() < h).then(|| lgate_topology::Level {
+                    name: level.name.clone(),
+                    groups,
+                    separation: level.separation,
+                })
+            })
+            .collect();
+        if levels.is_empty() {
+            return None;
+        }
+        lgate_topology::Topology::from_levels(h, levels).ok()
+    }
+
     /// A line saying what share of the pairs was filled in, when some were.
     pub fn filled_note(&self) -> Option<String> {
         self.filled.filter(|&(f, _)| f > 0).map(|(f, total)| {
@@ -340,6 +449,15 @@ pub fn load_by_hosts(path: &Path, matrix: Option<&str>) -> Result<Vec<ClusterInp
     let measured = index.pairs.inside_measured + index.pairs.between_measured;
     let filled = total.saturating_sub(measured);
     let mut warnings = Vec::new();
+    if meta.status == lgate_rundir::RunStatus::Running {
+        warnings.push(format!(
+            "{}: the run has not finished (meta.json says `running`: still measuring, or \
+             stopped before its end); these host blocks hold what was derived before, and \
+             `mpirun -np N lgate-plogp measure --resume {}` finishes it",
+            path.display(),
+            path.display()
+        ));
+    }
     if filled > 0 {
         warnings.push(format!(
             "{:.1}% of the pairs ({filled} of {total}) were not measured: clustered by hosts \

@@ -49,6 +49,8 @@ pub struct Heatmap<'a> {
     boundaries: Vec<(String, Vec<usize>)>,
     clip_quantile: f64,
     note: Option<String>,
+    /// What a row is: `rank`, or `host` for a host x host matrix.
+    item: &'static str,
 }
 
 impl<'a> Heatmap<'a> {
@@ -64,7 +66,14 @@ impl<'a> Heatmap<'a> {
             boundaries: Vec::new(),
             clip_quantile: 0.95,
             note: None,
+            item: "rank",
         }
+    }
+
+    /// The same heat map with rows that are `item`s (`host`), not ranks.
+    pub fn with_items(mut self, item: &'static str) -> Self {
+        self.item = item;
+        self
     }
 
     /// A heat map of signed values (rows labelled by rank number), blue below 0 and red above,
@@ -95,6 +104,7 @@ impl<'a> Heatmap<'a> {
             boundaries: Vec::new(),
             clip_quantile: 0.99,
             note: None,
+            item: "rank",
         })
     }
 
@@ -291,7 +301,7 @@ impl<'a> Heatmap<'a> {
     /// The title under the matrix: what orders the ranks and how each level's boundaries look.
     fn axis_title(&self, drawn: &[(&str, &[usize])]) -> String {
         if self.boundaries.is_empty() {
-            return "rank".into();
+            return self.item.into();
         }
         let looks = ["thick", "thin", "faint"];
         let mut parts: Vec<String> = drawn
@@ -485,9 +495,9 @@ impl Figure for Heatmap<'_> {
             );
         root.draw(&Text::new(
             if self.boundaries.is_empty() {
-                "rank"
+                self.item.to_string()
             } else {
-                "rank (topology order)"
+                format!("{} (topology order)", self.item)
             },
             (4, TOP + end / 2),
             vertical,
@@ -558,8 +568,8 @@ impl Figure for Heatmap<'_> {
         };
         root.draw(&Text::new(
             match &self.note {
-                Some(note) => format!("{n} ranks; {clipped}; {note}"),
-                None => format!("{n} ranks; {clipped}"),
+                Some(note) => format!("{n} {}s; {clipped}; {note}", self.item),
+                None => format!("{n} {}s; {clipped}", self.item),
             },
             (LEFT, 38),
             font(15.0),

@@ -220,6 +220,82 @@ fn hosts_section(html: &mut String, meta: &lgate_rundir::RunMeta) {
 /// The most t(m) heat maps shown besides the default matrix's.
 const OTHER_HEATMAPS: usize = 4;
 
+/// The dense matrix's heat maps: in rank order, in topology order, and the run's other t(m).
+fn rank_heatmaps(
+    html: &mut String,
+    run: &Path,
+    input: &lgate_cluster::ClusterInput,
+    topology: &Topology,
+) -> Result<(), PlotError> {
+    let _ = writeln!(
+        html,
+        "<h2>Distance matrix</h2>\n<p>{}: in rank order, then ordered by the topology below \
+         with its group boundaries.</p>",
+        escape(&input.source)
+    );
+    let matrix = input
+        .need_dense("the report's heat maps")
+        .map_err(|e| PlotError::Input(e.to_string()))?;
+    let plain = Heatmap::new(matrix, &format!("{} (rank order)", input.source), "us")
+        .with_note(input.filled_note());
+    html.push_str(&img(&plain, "heat map in rank order")?);
+    html.push('\n');
+    let ordered = Heatmap::new(matrix, &format!("{} (topology order)", input.source), "us")
+        .with_note(input.filled_note())
+        .with_topology(topology)?;
+    html.push_str(&img(&ordered, "heat map in topology order")?);
+    html.push('\n');
+    other_heatmaps(html, run, &input.source, topology)?;
+    Ok(())
+}
+
+/// Host blocks' heat maps, no P x P picture: the host x host medians (ordered by the levels of
+/// whole hosts), and the blocks of the first host and of the host slowest inside.
+fn host_heatmaps(
+    html: &mut String,
+    input: &lgate_cluster::ClusterInput,
+    topology: &Topology,
+) -> Result<(), PlotError> {
+    let _ = writeln!(
+        html,
+        "<h2>Distances by hosts</h2>\n<p>{}: the run has host blocks and no dense matrix. \
+         The host x host medians of the pairs measured between each two hosts (the median \
+         inside each host on the diagonal), then the pairs inside two hosts: the first and the \
+         one slowest inside.</p>",
+        escape(&input.source)
+    );
+    let Some(hosts) = input.host_matrix() else {
+        return Ok(());
+    };
+    let mut figure = Heatmap::new(&hosts, &format!("{} (host x host)", input.source), "us")
+        .with_items("host")
+        .with_note(input.filled_note());
+    if let Some(by_hosts) = input.hosts_topology(topology) {
+        figure = figure.with_topology(&by_hosts)?;
+    }
+    html.push_str(&img(&figure, "heat map of the host x host medians")?);
+    html.push('\n');
+    let n = hosts.len();
+    let slowest = (0..n)
+        .max_by(|&a, &b| hosts.get(a, a).total_cmp(&hosts.get(b, b)))
+        .unwrap_or(0);
+    let mut shown = vec![0];
+    if slowest != 0 {
+        shown.push(slowest);
+    }
+    for x in shown {
+        if let Some((name, block)) = input.host_block(x) {
+            let title = format!("{name}: its {} ranks", block.len());
+            html.push_str(&img(
+                &Heatmap::new(&block, &title, "us"),
+                &format!("heat map of host {name}"),
+            )?);
+            html.push('\n');
+        }
+    }
+    Ok(())
+}
+
 /// Heat maps, in topology order, of the run's other t(m) matrices (at most
 /// [`OTHER_HEATMAPS`], spread over the sizes), folded away.
 fn other_heatmaps(
@@ -318,6 +394,8 @@ pub struct ReportInputs<'a> {
     pub topology: &'a Topology,
     /// How the topology was obtained, for people.
     pub topology_source: String,
+    /// The matrix (or host blocks) the report draws: the one `cluster` chose.
+    pub input: &'a lgate_cluster::ClusterInput,
     /// The command line that made the report.
     pub command_line: Vec<String>,
     /// What changed since an earlier run, when one is given.
@@ -478,12 +556,10 @@ fn defined(x: f64) -> f64 {
 
 /// The report of the run in `run` as HTML text.
 pub fn report_html(run: &Path, inputs: &ReportInputs) -> Result<String, PlotError> {
-    let input_err = |e: String| PlotError::Input(format!("{}: {e}", run.display()));
     let meta = lgate_rundir::RunMeta::read(&run.join(lgate_rundir::META_FILE))
         .map_err(|e| PlotError::Input(e.to_string()))?;
     let report: Option<Report> = Report::read(run).ok();
-    let (input, _) =
-        lgate_cluster::default_clustering(run).map_err(|e| input_err(e.to_string()))?;
+    let input = inputs.input;
     let title = format!("lgate-plogp report: {}", run.display());
 
     let mut html = String::new();
@@ -628,25 +704,11 @@ pub fn report_html(run: &Path, inputs: &ReportInputs) -> Result<String, PlotErro
     }
 
     // Heat maps.
-    let _ = writeln!(
-        html,
-        "<h2>Distance matrix</h2>\n<p>{}: in rank order, then ordered by the topology below \
-         with its group boundaries.</p>",
-        escape(&input.source)
-    );
-    let matrix = input
-        .need_dense("the report's heat maps")
-        .map_err(|e| PlotError::Input(e.to_string()))?;
-    let plain = Heatmap::new(matrix, &format!("{} (rank order)", input.source), "us")
-        .with_note(input.filled_note());
-    html.push_str(&img(&plain, "heat map in rank order")?);
-    html.push('\n');
-    let ordered = Heatmap::new(matrix, &format!("{} (topology order)", input.source), "us")
-        .with_note(input.filled_note())
-        .with_topology(inputs.topology)?;
-    html.push_str(&img(&ordered, "heat map in topology order")?);
-    html.push('\n');
-    other_heatmaps(&mut html, run, &input.source, inputs.topology)?;
+    if input.dense().is_none() {
+        host_heatmaps(&mut html, input, inputs.topology)?;
+    } else {
+        rank_heatmaps(&mut html, run, input, inputs.topology)?;
+    }
 
     // Curves.
     html.push_str("<h2>PLogP parameters against message size</h2>\n");

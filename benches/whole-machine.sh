@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The whole machine without a dense matrix: BETZY-like machines of H hosts of 2 x 64 cores (every
+# artifact on, the staged plan, defaults) simulated, clustered, exported for Slurm and
+# reported, each step a whole process. Prints each step's wall time and peak memory, the run
+# directory's size and the adjusted Rand index of every level against the placement the
+# simulation knows; fails past the targets of issue 44.
+#
+#   benches/whole-machine.sh            # 16 384 ranks (128 hosts) and 128 000 (1000 hosts)
+#   benches/whole-machine.sh 128 1000 8192    # hosts; 8192 hosts is 1 048 576 ranks
+#
+# Targets (whole job: simulate + cluster + Slurm export + report):
+#   16 384 ranks:     simulate + cluster <= 10 s, each <= 1 GiB
+#   128 000 ranks:    <= 120 s, <= 4 GiB, run directory <= 1 GiB, every level ARI 1
+#   1 048 576 ranks:  <= 900 s, <= 16 GiB
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/lgate-plogp/target}"
+cargo build --release --quiet
+bin="$CARGO_TARGET_DIR/release/lgate-plogp"
+work="${WORK:-$(mktemp -d)}"
+trap 'rm -rf "$work"' EXIT
+hosts_list=("$@")
+if [ ${#hosts_list[@]} -eq 0 ]; then hosts_list=(128 1000); fi
+failed=0
+
+# Runs STEP NAME COMMAND...: its wall time and peak memory into $wall and $mib.
+step() {
+    local name="$1"
+    shift
+    /usr/bin/time -f '%e %M' -o "$work/time" "$@" >"$work/$name.out" 2>"$work/$name.err" || {
+        echo "$name failed:" >&2
+        tail -5 "$work/$name.err" >&2
+        exit 1
+    }
+    read -r wall kb <"$work/time"
+    mib=$((kb / 1024))
+    printf '  %-10s %8.2f s %8d MiB\n' "$name" "$wall" "$mib"
+}
+
+# Fails (at the end) when VALUE > LIMIT, saying what.
+check() {
+    if awk -v v="$2" -v l="$3" 'BEGIN { exit !(v > l) }'; then
+        echo "  FAIL: $1 $2 > $3" >&2
+        failed=1
+    fi
+}
+
+for hosts in "${hosts_list[@]}"; do
+    ranks=$((hosts * 128))
+    run="$work/run"
+    echo "$hosts hosts x 128 = $ranks ranks"
+    step simulate "$bin" simulate --preset betzy --machine "node=$hosts,socket=2,core=64" \
+        --artifacts all --output "$run" --force --quiet
+    sim_s=$wall sim_mib=$mib
+    step cluster "$bin" cluster "$run" --output "$work/topology.json" --force --quiet
+    cl_s=$wall cl_mib=$mib
+    step slurm "$bin" topology convert "$work/topology.json" --to slurm \
+        --output "$work/topology.conf" --force
+    sl_s=$wall sl_mib=$mib
+    step report "$bin" report "$run" --topology "$work/topology.json" \
+        --output "$work/report.html" --force
+    rp_s=$wall rp_mib=$mib
+    disk=$(du -sm "$run" | cut -f1)
+    total=$(awk -v a="$sim_s" -v b="$cl_s" -v c="$sl_s" -v d="$rp_s" 'BEGIN { print a + b + c + d }')
+    peak=$(printf '%s\n' "$sim_mib" "$cl_mib" "$sl_mib" "$rp_mib" | sort -n | tail -1)
+    "$bin" score --topology "$work/topology.json" --truth "$run" >"$work/score.txt"
+    sed 's/^/  /' "$work/score.txt"
+    worst=$(awk 'NR > 1 && $0 !~ /one rank each/ { print $(NF - 1) }' "$work/score.txt" | sort -g | head -1)
+    printf '  whole job %.2f s, peak %d MiB, run directory %d MiB, worst level ARI %s\n' \
+        "$total" "$peak" "$disk" "${worst:-none}"
+    case "$ranks" in
+    16384)
+        check "simulate + cluster (s)" "$(awk -v a="$sim_s" -v b="$cl_s" 'BEGIN { print a + b }')" 10
+        check "peak (MiB)" "$peak" 1024
+        ;;
+    128000)
+        check "whole job (s)" "$total" 120
+        check "peak (MiB)" "$peak" 4096
+        check "run directory (MiB)" "$disk" 1024
+        ;;
+    1048576)
+        check "whole job (s)" "$total" 900
+        check "peak (MiB)" "$peak" 16384
+        ;;
+    esac
+    if [ -z "$worst" ] || awk -v a="$worst" 'BEGIN { exit !(a < 1) }'; then
+        echo "  FAIL: a level's ARI is ${worst:-missing}, not 1" >&2
+        failed=1
+    fi
+    rm -rf "$run"
+done
+exit "$failed"
