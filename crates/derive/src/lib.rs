@@ -55,4 +55,4 @@ pub use params::{MeasurementError, Method, PairParams, Parameter};
 pub use pingpong::write_pingpong_outputs;
 pub use plogp::{derive_plogp, write_outputs, MeasuredPair};
 pub use run::derive;
-pub use staged::{interference, write_staged_outputs, StagedScreening};
+pub use staged::{derive_staged, interference, write_staged_outputs, StagedScreening};

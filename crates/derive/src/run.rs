@@ -7,16 +7,16 @@ use lgate_rundir::RunDir;
 use crate::outputs::{OutputError, OutputOptions};
 use crate::pingpong::write_pingpong_outputs;
 use crate::plogp::write_outputs;
-use crate::staged::write_staged_outputs;
+use crate::staged::derive_staged;
 
 /// Derives the outputs of the run in `run` from its journal, by the run's pair test; returns
 /// the names written.
 pub fn derive(run: &RunDir, options: &OutputOptions) -> Result<Vec<String>, OutputError> {
     let meta = run.read_meta()?;
-    let journal = run.read_journal()?;
     if meta.schedule.plan.is_some() {
-        return write_staged_outputs(run, &meta, &journal.entries, options);
+        return derive_staged(run, &meta, options);
     }
+    let journal = run.read_journal()?;
     match meta.test.name.as_str() {
         "plogp" => write_outputs(run, &journal.entries, options),
         "pingpong" => write_pingpong_outputs(run, &journal.entries, options),

@@ -10,13 +10,13 @@
 //!
 //! [`DenseMatrices::LIMIT`]: crate::DenseMatrices::LIMIT
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use lgate_matrix::DistanceMatrix;
 use lgate_rundir::files::{HOSTS_DIR, MASK_FILE, PINGPONG_TABLE, REPORT_FILE, SCREEN_TABLE};
 use lgate_rundir::report::{Interference, PairCounts, SampledPair, StagedPlanName, StagedReport};
 use lgate_rundir::{JournalEntry, MatrixEntry, MeasuredMask, RunDir, RunMeta, Stage};
-use lgate_rundir::{Pair, Report, RoundTrips};
+use lgate_rundir::{Pair, PingPongParameters, Report, RoundTrips};
 
 use crate::host_blocks::{dense, ByHosts, HostBlocksBuilder};
 use crate::outputs::{write_matrix_set_with, OutputError, OutputOptions};
@@ -27,6 +27,89 @@ use lgate_rundir::MessageSize;
 /// The median of some values, `None` when there are none.
 fn median(values: &[f64]) -> Option<f64> {
     (!values.is_empty()).then(|| lgate_stats::median(&mut values.to_vec()))
+}
+
+/// Derives a staged run from its journal file, read a line at a time and never held whole
+/// (10 million tests at 128 000 ranks), then once more for the few side-by-side tests of the
+/// pairs tested alone; a run that does not record its screening sizes is read whole.
+pub fn derive_staged(
+    run: &RunDir,
+    meta: &RunMeta,
+    options: &OutputOptions,
+) -> Result<Vec<String>, OutputError> {
+    let path = run.file(lgate_rundir::JOURNAL_FILE);
+    let journal = path.display().to_string();
+    let sizes = (meta.schedule.plan.as_ref())
+        .and_then(|p| {
+            serde_json::from_value::<PingPongParameters>(p.screen.parameters.clone()).ok()
+        })
+        .map(|p| {
+            let mut s = p.sizes;
+            s.sort_unstable();
+            s.dedup();
+            s
+        });
+    let Some(sizes) = sizes else {
+        let read = run.read_journal()?;
+        return write_staged_outputs(run, meta, &read.entries, options);
+    };
+    let size = meta.ranks.len();
+    let mut screening = StagedScreening::new(run, meta, sizes, options)?;
+    let mut sampled = Vec::new();
+    let mut alone: Vec<(u32, Pair, Vec<RoundTrips>)> = Vec::new();
+    lgate_rundir::for_each_journal_entry(&path, |e| {
+        match check_entry(&e, size, &journal)? {
+            Stage::Sample => sampled.push(e),
+            stage => {
+                let trips = round_trips_of(&e, &journal)?.sizes;
+                let pair = Pair::new(e.i, e.j);
+                screening.add(stage, e.sweep, pair, &trips);
+                if stage == Stage::Alone {
+                    alone.push((e.sweep, pair, trips));
+                }
+            }
+        }
+        Ok::<_, OutputError>(())
+    })?;
+    let wanted: HashSet<(u32, Pair)> = alone.iter().map(|(w, p, _)| (*w, *p)).collect();
+    let mut side: Vec<(Stage, u32, Pair, Vec<RoundTrips>)> = Vec::new();
+    if !wanted.is_empty() {
+        lgate_rundir::for_each_journal_entry(&path, |e| {
+            let pair = Pair::new(e.i, e.j);
+            if matches!(e.stage, Some(Stage::Hosts | Stage::Between))
+                && wanted.contains(&(e.sweep, pair))
+            {
+                let trips = round_trips_of(&e, &journal)?.sizes;
+                side.push((e.stage.unwrap_or(Stage::Hosts), e.sweep, pair, trips));
+            }
+            Ok::<_, OutputError>(())
+        })?;
+    }
+    let interference = interference(
+        (alone.iter())
+            .map(|(w, p, t)| (Stage::Alone, *w, *p, t.as_slice()))
+            .chain(side.iter().map(|(s, w, p, t)| (*s, *w, *p, t.as_slice()))),
+    );
+    screening.finish(run, meta, &sampled, interference, options)
+}
+
+/// The stage of a journal entry of a staged run, checked: a stage, and a pair of its ranks.
+fn check_entry(e: &JournalEntry, size: usize, journal: &str) -> Result<Stage, OutputError> {
+    let bad = |message: String| OutputError::BadEntry {
+        path: journal.to_string(),
+        sweep: e.sweep,
+        i: e.i,
+        j: e.j,
+        message,
+    };
+    match e.stage {
+        Some(Stage::Sample) => Ok(Stage::Sample),
+        Some(_) if e.i >= size || e.j >= size || e.i >= e.j => {
+            Err(bad(format!("not a pair of the run's {size} ranks")))
+        }
+        Some(stage) => Ok(stage),
+        None => Err(bad("an entry without a stage in a staged run".into())),
+    }
 }
 
 /// Writes a staged run's outputs from its journal; returns the names written.
@@ -42,29 +125,9 @@ pub fn write_staged_outputs(
     let mut screened: Vec<(&JournalEntry, Stage, Vec<RoundTrips>)> = Vec::new();
     let mut sampled: Vec<JournalEntry> = Vec::new();
     for e in entries {
-        match e.stage {
-            Some(Stage::Sample) => sampled.push(e.clone()),
-            Some(stage) => {
-                if e.i >= size || e.j >= size || e.i >= e.j {
-                    return Err(OutputError::BadEntry {
-                        path: journal.clone(),
-                        sweep: e.sweep,
-                        i: e.i,
-                        j: e.j,
-                        message: format!("not a pair of the run's {size} ranks"),
-                    });
-                }
-                screened.push((e, stage, round_trips_of(e, &journal)?.sizes))
-            }
-            None => {
-                return Err(OutputError::BadEntry {
-                    path: journal.clone(),
-                    sweep: e.sweep,
-                    i: e.i,
-                    j: e.j,
-                    message: "an entry without a stage in a staged run".into(),
-                })
-            }
+        match check_entry(e, size, &journal)? {
+            Stage::Sample => sampled.push(e.clone()),
+            stage => screened.push((e, stage, round_trips_of(e, &journal)?.sizes)),
         }
     }
     let sizes: Vec<usize> = screened

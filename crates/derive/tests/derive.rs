@@ -118,3 +118,77 @@ fn a_corrupted_journal_entry_is_named() {
         "{err}"
     );
 }
+
+/// Every file of a run directory but meta.json, by name.
+fn files_of(dir: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let name = path.strip_prefix(dir).unwrap().display().to_string();
+                if name != "meta.json" {
+                    out.insert(name, std::fs::read(&path).unwrap());
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_staged_journal_read_a_line_at_a_time_derives_what_it_derives_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = RunOptions {
+        topology: lgate_harness::TopologySource::Auto,
+        plan: lgate_harness::PlanKind::Staged(lgate_harness::StagedPlanOptions {
+            screen_sizes: vec![0, 1024],
+            screen_reps: 4,
+            ..Default::default()
+        }),
+        ..options(dir.path())
+    };
+    let plogp = PLogPOptions {
+        reps: 4,
+        adaptive: false,
+        ..PLogPOptions::new(1024)
+    };
+    let hosts: Vec<String> = (0..6).map(|r| format!("h{}", r / 2)).collect();
+    InProcessWorld::new(6).with_hosts(hosts).run(|t| {
+        let mut test = PLogP::new(plogp.clone()).unwrap();
+        run(&t, &mut test, &opts).unwrap()
+    });
+    let streamed = dir.path().join("run");
+    let whole = dir.path().join("whole");
+    let copied = std::process::Command::new("cp")
+        .args(["-r", streamed.to_str().unwrap(), whole.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let outputs = OutputOptions {
+        matrix_sizes: OutputOptions::default_matrix_sizes(1024),
+        ..OutputOptions::default()
+    };
+    let rd = RunDir::open(&streamed).unwrap();
+    let files = derive(&rd, &outputs).unwrap();
+    assert!(files.iter().any(|f| f == "hosts/"), "{files:?}");
+    let wd = RunDir::open(&whole).unwrap();
+    let meta = wd.read_meta().unwrap();
+    let journal = wd.read_journal().unwrap();
+    lgate_derive::write_staged_outputs(&wd, &meta, &journal.entries, &outputs).unwrap();
+    let (a, b) = (files_of(&streamed), files_of(&whole));
+    assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
+    for (name, bytes) in &a {
+        assert!(bytes == &b[name], "{name} differs");
+    }
+    // The alone tests were compared with their pairs' side-by-side tests.
+    let report = lgate_rundir::Report::read(&streamed).unwrap();
+    let lgate_rundir::Report::Staged(staged) = report else {
+        panic!("a staged report")
+    };
+    assert!(staged.tests["alone"] > 0, "{:?}", staged.tests);
+    assert!(!staged.interference.is_empty(), "{:?}", staged.interference);
+}

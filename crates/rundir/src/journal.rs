@@ -157,13 +157,44 @@ pub fn read_journal(path: &Path) -> Result<JournalRead, RunDirError> {
 }
 
 /// Reads journal lines from `reader` as [`read_journal`] does; `path` names the file in errors.
-pub fn parse_journal(mut reader: impl BufRead, path: &Path) -> Result<JournalRead, RunDirError> {
+pub fn parse_journal(reader: impl BufRead, path: &Path) -> Result<JournalRead, RunDirError> {
+    let mut entries = Vec::new();
+    let mut out = each_entry(reader, path, |e| {
+        entries.push(e);
+        Ok::<_, RunDirError>(())
+    })?;
+    out.entries = entries;
+    Ok(out)
+}
+
+/// Calls `each` with every complete entry of the journal at `path`, in file order, one line in
+/// memory at a time (a missing file has none); the result says where the complete lines end,
+/// its `entries` empty.
+pub fn for_each_journal_entry<E: From<RunDirError>>(
+    path: &Path,
+    each: impl FnMut(JournalEntry) -> Result<(), E>,
+) -> Result<JournalRead, E> {
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(JournalRead::default()),
+        Err(e) => return Err(io_error(path)(e).into()),
+    };
+    each_entry(BufReader::with_capacity(1 << 20, file), path, each)
+}
+
+fn each_entry<E: From<RunDirError>>(
+    mut reader: impl BufRead,
+    path: &Path,
+    mut each: impl FnMut(JournalEntry) -> Result<(), E>,
+) -> Result<JournalRead, E> {
     let mut out = JournalRead::default();
     let mut buf = Vec::new();
     let mut number = 0;
     loop {
         buf.clear();
-        let n = reader.read_until(b'\n', &mut buf).map_err(io_error(path))?;
+        let n = reader
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| E::from(io_error(path)(e)))?;
         if n == 0 {
             break;
         }
@@ -172,13 +203,14 @@ pub fn parse_journal(mut reader: impl BufRead, path: &Path) -> Result<JournalRea
             out.torn_tail = true;
             break;
         }
-        let entry: JournalEntry =
-            serde_json::from_slice(&buf).map_err(|e| RunDirError::BadJournal {
+        let entry: JournalEntry = serde_json::from_slice(&buf).map_err(|e| {
+            E::from(RunDirError::BadJournal {
                 path: path.to_path_buf(),
                 line: number,
                 message: e.to_string(),
-            })?;
-        out.entries.push(entry);
+            })
+        })?;
+        each(entry)?;
         out.complete_len += n as u64;
     }
     Ok(out)

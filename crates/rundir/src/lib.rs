@@ -36,7 +36,8 @@ pub use hosts::{
     FrequencyFacts, HostFacts, OddFact, FACT_NAMES,
 };
 pub use journal::{
-    parse_journal, read_journal, Journal, JournalEntry, JournalRead, Stage, JOURNAL_FILE,
+    for_each_journal_entry, parse_journal, read_journal, Journal, JournalEntry, JournalRead, Stage,
+    JOURNAL_FILE,
 };
 pub use matrices::{MatrixEntry, MatrixIndex, MeasuredMask, MATRICES_DIR, MATRIX_INDEX_FILE};
 pub use measurements::{for_each_measurement, MeasurementRow};
@@ -47,8 +48,8 @@ pub use meta::{
 pub use mpi::{MpiInfo, MpiSettings, SettingValue, YieldSetting};
 pub use placement::KnownPlacement;
 pub use records::{
-    Estimator, MessageSize, Pair, PairMeasurement, PingPongResult, RawSamples, RoundTrips,
-    Saturation, SizeError, SizeResult, UnknownEstimator,
+    Estimator, MessageSize, Pair, PairMeasurement, PingPongParameters, PingPongResult, RawSamples,
+    RoundTrips, Saturation, SizeError, SizeResult, UnknownEstimator,
 };
 pub use report::Report;
 

@@ -51,6 +51,15 @@ pub struct PingPongResult {
     pub sizes: Vec<RoundTrips>,
 }
 
+/// The ping-pong test's parameters as a run records them (a staged run's screening test).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PingPongParameters {
+    /// The message sizes in bytes.
+    pub sizes: Vec<usize>,
+    /// Repetitions per size.
+    pub reps: usize,
+}
+
 impl PingPongResult {
     /// The value a staged plan chooses its follow-up by: the median round trip at the largest
     /// size, in seconds.
