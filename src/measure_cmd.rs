@@ -15,7 +15,9 @@ pub fn run(args: MeasureArgs) -> Result<()> {
         args.options().map_err(crate::output::once_per_job)?;
         args.pair_test.test().map_err(crate::output::once_per_job)?;
     }
+    let started = std::time::Instant::now();
     let mpi = lgate_mpi::MpiTransport::init_for_pair_tests()?;
+    let mpi_init_s = started.elapsed().as_secs_f64();
     let rank = mpi.rank();
     let args = match args.resume.clone() {
         Some(dir) => crate::resume_args::with_run_flags(&mpi, &dir, args)?,
@@ -47,23 +49,37 @@ pub fn run(args: MeasureArgs) -> Result<()> {
     match lgate_harness::run(&mpi, test.as_mut(), &options) {
         Ok(Some(report)) => {
             // Measured; now derived, on rank 0 alone, once every rank is done.
-            let run = lgate_rundir::RunDir::open(&report.run_dir)?;
-            let derived = lgate_derive::derive(&run, &outputs)?;
+            let deriving = std::time::Instant::now();
+            let derived = lgate_rundir::RunDir::open(&report.run_dir)
+                .map_err(anyhow::Error::from)
+                .and_then(|run| Ok((lgate_derive::derive(&run, &outputs)?, run)));
+            let deriving_s = deriving.elapsed().as_secs_f64();
+            // The others sleep until then (also when deriving failed), not spin in MPI_Finalize.
+            lgate_harness::wait_for_rank_0(&mpi)?;
+            let (derived, run) = derived?;
             // Everything is written: a signal from here on (a launcher ending a rank stuck in
             // MPI_Finalize) has nothing to continue.
             lgate_harness::interrupt::disarm();
             if !args.quiet {
                 let meta = run.read_meta().ok();
+                let job = lgate_harness::JobTimes {
+                    mpi_init_s,
+                    setup_s: report.setup_s,
+                    measuring_s: report.summary.wall_s,
+                    deriving_s,
+                    total_s: started.elapsed().as_secs_f64(),
+                };
                 let summary = lgate_harness::MeasureSummary {
                     report: &report,
                     meta: meta.as_ref(),
                     derived: &derived,
+                    job: Some(job),
                 };
                 eprint!("{summary}");
             }
             Ok(())
         }
-        Ok(None) => Ok(()),
+        Ok(None) => Ok(lgate_harness::wait_for_rank_0(&mpi)?),
         // Rank 0 says why and its exit status becomes mpirun's; the others finish MPI cleanly
         // and quietly, so that mpirun does not kill rank 0 before it has said it.
         Err(lgate_harness::HarnessError::Aborted) => Ok(()),

@@ -46,15 +46,15 @@ pub use lgate_transport::{
 pub use lgate_transport::{cpu_time, Activity, CpuScope, RankClock, TimeSplit};
 pub use pair_test::{PairTest, PingPong, Role};
 pub use run::{
-    broadcast, resolve_topology, run, screening_value, topology_by_host, PlanKind, ProgressStyle,
-    RunOptions, RunReport, StagedPlanOptions, TopologySource,
+    broadcast, resolve_topology, run, screening_value, topology_by_host, wait_for_rank_0, PlanKind,
+    ProgressStyle, RunOptions, RunReport, StagedPlanOptions, TopologySource,
 };
 pub use schedule::{turn, unit_barrier_time, Pair, Schedule, ScheduleError, Step, SweepPair, Turn};
 pub use staged::{
     choose_follow_up, FollowUp, FollowUpCounts, ScreenedPair, StagedOptions, StagedPlan,
     StagedStep, StagedTest,
 };
-pub use summary::MeasureSummary;
+pub use summary::{JobTimes, MeasureSummary};
 
 /// An error of a harness run.
 #[derive(Debug, thiserror::Error)]

@@ -16,6 +16,43 @@ pub struct MeasureSummary<'a> {
     pub meta: Option<&'a RunMeta>,
     /// The files the derive stage wrote.
     pub derived: &'a [String],
+    /// Where the job's time went on rank 0, when measured.
+    pub job: Option<JobTimes>,
+}
+
+/// Where a job's time went on rank 0, from its start to the last file written (mpirun's launch
+/// before it and MPI_Finalize after it are outside).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct JobTimes {
+    /// MPI_Init (and MPI's own start-up) in seconds.
+    pub mpi_init_s: f64,
+    /// Every rank's placement, the hosts' facts, the plan and the run directory.
+    pub setup_s: f64,
+    /// The pair tests with their barriers and bookkeeping (the run's wall time).
+    pub measuring_s: f64,
+    /// Deriving the tables, matrices and report.
+    pub deriving_s: f64,
+    /// From the process's start to the last file written.
+    pub total_s: f64,
+}
+
+impl fmt::Display for JobTimes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let rest =
+            self.total_s - self.mpi_init_s - self.setup_s - self.measuring_s - self.deriving_s;
+        write!(
+            f,
+            "job: {:.1} s on rank 0 from its start to the last file: MPI start-up {:.1} s, \
+             placement, host facts and plan {:.1} s, measuring {:.1} s, deriving {:.1} s, the \
+             rest {:.1} s (mpirun's launch and MPI_Finalize are outside it)",
+            self.total_s,
+            self.mpi_init_s,
+            self.setup_s,
+            self.measuring_s,
+            self.deriving_s,
+            rest.max(0.0)
+        )
+    }
 }
 
 impl MeasureSummary<'_> {
@@ -97,6 +134,10 @@ impl fmt::Display for MeasureSummary<'_> {
             "wrote {}/ ({})",
             self.report.run_dir.display(),
             files.join(", ")
-        )
+        )?;
+        match &self.job {
+            Some(job) => writeln!(f, "{job}"),
+            None => Ok(()),
+        }
     }
 }

@@ -183,6 +183,7 @@ impl Collector {
             run_dir: self.prepared.run.path().to_path_buf(),
             summary,
             resumed_pairs,
+            setup_s: 0.0,
         })
     }
 }

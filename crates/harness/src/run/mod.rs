@@ -87,6 +87,7 @@ pub fn run(
                 .into(),
         ));
     }
+    let entered = Instant::now();
     let info = placement::this_rank(t);
     let infos = gather(t, &info)?;
     let hosts = gather_host_facts(t, &info.host, infos.as_deref())?;
@@ -106,7 +107,18 @@ pub fn run(
     let Plan::Go(go) = plan else {
         return Err(HarnessError::Aborted);
     };
-    measure(t, test, options, prepared, &go).map_err(|e| HarnessError::Measuring(Box::new(e)))
+    measure(t, test, options, prepared, &go, entered)
+        .map_err(|e| HarnessError::Measuring(Box::new(e)))
+}
+
+/// Every rank but rank 0 waits here, sleeping, until rank 0 has derived the run's outputs and
+/// arrives too: waiting in MPI_Finalize instead, ranks that outnumber the cores spin or yield on
+/// the cores rank 0 derives on (256 ranks on 2 cores made a 0.5 s derivation take a minute).
+/// Every rank calls it once, rank 0 also when its derivation failed.
+pub fn wait_for_rank_0(t: &dyn Transport) -> Result<(), HarnessError> {
+    let all: Vec<Rank> = (0..t.size()).collect();
+    let everyone = SubsetBarrier::new(&all, t.rank()).expect("every rank is in the job");
+    everyone.wait::<HarnessError>(t, u64::MAX - 2, &mut || Ok(()))
 }
 
 /// One step of a rank's program, whichever plan made it.
@@ -260,12 +272,14 @@ fn measure(
     options: &RunOptions,
     prepared: Option<Prepared>,
     go: &Go,
+    entered: Instant,
 ) -> Result<Option<RunReport>, HarnessError> {
     let (rank, size) = (t.rank(), t.size());
     let (topology, _) = format::parse(&go.topology, Some(TopologyFormat::Json), Some(size))?;
     let all: Vec<Rank> = (0..size).collect();
     let everyone = SubsetBarrier::new(&all, rank).expect("every rank is in the job");
     everyone.wait::<HarnessError>(t, u64::MAX - 1, &mut || Ok(()))?;
+    let setup_s = entered.elapsed().as_secs_f64();
     let mut walker = Walker {
         t,
         go,
@@ -356,7 +370,9 @@ fn measure(
     )?);
     everyone.wait(t, u64::MAX, &mut || drain(t, collector.as_mut()))?;
     match collector {
-        Some(c) => c.finish(walker.t0.elapsed(), rank_time).map(Some),
+        Some(c) => c
+            .finish(walker.t0.elapsed(), rank_time)
+            .map(|report| Some(RunReport { setup_s, ..report })),
         None => Ok(None),
     }
 }

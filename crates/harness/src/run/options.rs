@@ -145,4 +145,7 @@ pub struct RunReport {
     pub summary: RunSummary,
     /// Pairs that a previous invocation had measured.
     pub resumed_pairs: usize,
+    /// Seconds from entering the run to its first test: every rank's placement, the hosts'
+    /// facts, the plan and the run directory.
+    pub setup_s: f64,
 }
