@@ -133,24 +133,35 @@ impl MpiTransport {
     /// measured hands its core to any other runnable rank (measured on 8 ranks over 2 cores:
     /// pair tests 2-10x slower and noisier). Waiting ranks do not need it: they sleep in
     /// [`PoliteWait`], outside MPI. Two ranks bound to the same CPU do: the harness turns it
-    /// on for their tests ([`Transport::yield_when_idle`]). Call this before any other thread
-    /// starts.
+    /// on for their tests ([`Transport::yield_when_idle`]). It is turned off once MPI has
+    /// started, with Open MPI's run-time switch, and on again before MPI_Finalize: MPI's own
+    /// start-up and finalize wait in collectives of every rank, which without yielding spin
+    /// on the cores the others need (256 ranks on 2 cores: MPI_Init took 61-68 s against a whole
+    /// hello world's 39 s). Without the switch, the variable is set to 0 before MPI starts.
+    /// Call this before any other thread starts.
     pub fn init_for_pair_tests() -> Result<Self, MpiError> {
-        let idle_yield = match std::env::var(IDLE_YIELD_VARIABLE) {
-            Ok(value) => IdleYield {
+        let from_environment = std::env::var(IDLE_YIELD_VARIABLE).ok();
+        let switch = open_mpi_yield_switch();
+        if from_environment.is_none() && switch.is_none() {
+            // Single-threaded here: nothing else reads the environment while it changes.
+            std::env::set_var(IDLE_YIELD_VARIABLE, "0");
+        }
+        let idle_yield = match from_environment {
+            Some(value) => IdleYield {
                 value,
                 set_by: "environment",
             },
-            Err(_) => {
-                // Single-threaded here: nothing else reads the environment while it changes.
-                std::env::set_var(IDLE_YIELD_VARIABLE, "0");
-                IdleYield {
-                    value: "0".into(),
-                    set_by: "lgate-plogp",
-                }
-            }
+            None => IdleYield {
+                value: "0".into(),
+                set_by: "lgate-plogp",
+            },
         };
-        Self::start(Some(idle_yield))
+        let transport = Self::start(Some(idle_yield))?;
+        // Off for the pair tests, now that MPI has started (yielding through its start-up).
+        if transport.yield_switch.is_some() {
+            transport.yield_when_idle(false);
+        }
+        Ok(transport)
     }
 
     fn start(idle_yield: Option<IdleYield>) -> Result<Self, MpiError> {
@@ -183,6 +194,13 @@ impl MpiTransport {
         })
     }
 
+    /// Yielding on again for MPI_Finalize, which waits for every rank, when it was turned off.
+    fn yield_for_finalize(&mut self) {
+        if self._universe.is_some() && !self.yielding.get() {
+            self.yield_when_idle(true);
+        }
+    }
+
     /// Uses a communicator of a program that started MPI itself (and finalises it), for
     /// example a duplicate of its world, so that these messages never mix with its own.
     pub fn from_communicator(comm: SimpleCommunicator) -> Self {
@@ -212,6 +230,13 @@ impl MpiTransport {
             });
         }
         Ok(self.world.process_at_rank(rank as i32))
+    }
+}
+
+impl Drop for MpiTransport {
+    fn drop(&mut self) {
+        // Before the fields, and so before the universe finalises MPI.
+        self.yield_for_finalize();
     }
 }
 
