@@ -207,6 +207,19 @@ fn four_ranks_measure_every_pair_with_complete_metadata() {
     let err = stderr(&out);
     assert!(err.contains("measured 6 pairs in"), "{err}");
     assert!(err.contains("the harness took"), "{err}");
+    // The whole job by phase, from rank 0's start to the last file.
+    let job = err
+        .lines()
+        .find(|l| l.starts_with("job: "))
+        .expect("a job line");
+    for phase in [
+        "MPI start-up",
+        "placement, host facts and plan",
+        "measuring",
+        "deriving",
+    ] {
+        assert!(job.contains(phase), "{job}");
+    }
     // Every rank's waiting and testing time, and the waiting share in the summary.
     let times = summary["rank_time"].as_array().unwrap();
     assert_eq!(times.len(), 4, "{summary}");
@@ -592,6 +605,8 @@ fn a_dry_run_prints_the_plan_and_its_cost_and_writes_nothing() {
         "inside a host",
         "between hosts",
         "estimated wall time:",
+        "the whole job: about",
+        "deriving about",
     ] {
         assert!(text.contains(line), "{line}: {text}");
     }

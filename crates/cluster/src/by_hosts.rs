@@ -260,7 +260,7 @@ fn slow_hosts(
         .collect();
     let mut all: Vec<(f64, usize)> = medians.iter().zip(sizes).map(|(&m, &s)| (m, s)).collect();
     let usual = weighted_median(&mut all);
-    if !(usual > 0.0) {
+    if usual.is_nan() || usual <= 0.0 {
         return Vec::new();
     }
     let slow: Vec<(usize, f64)> = medians

@@ -111,6 +111,16 @@ impl Write for AtomicFile {
     }
 }
 
+/// A CSV field, quoted when it holds a comma, a quote or a line break, or starts with `#`
+/// (which would start a comment line).
+pub fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) || s.starts_with('#') {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,15 +173,5 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let err = write_atomic(&dir.path().join("no/such/out.txt"), b"x").unwrap_err();
         assert!(err.to_string().contains("cannot create a file in"), "{err}");
-    }
-}
-
-/// A CSV field, quoted when it holds a comma, a quote or a line break, or starts with `#`
-/// (which would start a comment line).
-pub fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) || s.starts_with('#') {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
     }
 }

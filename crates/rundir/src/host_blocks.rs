@@ -280,6 +280,9 @@ impl LongTableWriter {
     }
 }
 
+/// Rows of `blocks.parquet` waiting to be written: host, i, j, size and value.
+type BlockRows = (Vec<usize>, Vec<usize>, Vec<usize>, Vec<i64>, Vec<f64>);
+
 fn int32(v: impl Iterator<Item = usize>) -> Column {
     Column::Int32(v.map(|x| x as i32).collect())
 }
@@ -309,10 +312,8 @@ impl HostBlocks {
             .with(col::SIZE_BYTES, Column::Int64(Vec::new()))
             .with(col::RTT_US, Column::Float64(Vec::new()));
         let mut out = LongTableWriter::new(run, BLOCKS_FILE, &shape)?;
-        let mut rows: (Vec<usize>, Vec<usize>, Vec<usize>, Vec<i64>, Vec<f64>) = Default::default();
-        let flush = |rows: &mut (Vec<usize>, Vec<usize>, Vec<usize>, Vec<i64>, Vec<f64>),
-                     out: &mut LongTableWriter|
-         -> Result<(), RunDirError> {
+        let mut rows = BlockRows::default();
+        let flush = |rows: &mut BlockRows, out: &mut LongTableWriter| -> Result<(), RunDirError> {
             let piece = Table::new()
                 .with(col::HOST, int32(rows.0.drain(..)))
                 .with(col::I, int32(rows.1.drain(..)))
