@@ -81,8 +81,10 @@ pub struct HostBlocksBuilder {
     blocks: Vec<HostBlock>,
     /// Inside pairs measured more than once: (host, a, b, size) -> every value.
     repeated: HashMap<(u32, u32, u32, u32), Vec<f64>>,
-    /// Between hosts, one row per test: the pair, then per size value, p10 and p90.
-    between: Vec<(Pair, Vec<f64>)>,
+    /// Between hosts, one row per test: the pair (two u32, 8 bytes).
+    between: Vec<(u32, u32)>,
+    /// Per row of `between`, per size: value, p10 and p90 (flat, 3 x sizes a row).
+    between_values: Vec<f64>,
 }
 
 impl HostBlocksBuilder {
@@ -129,6 +131,7 @@ impl HostBlocksBuilder {
             blocks,
             repeated: HashMap::new(),
             between: Vec::new(),
+            between_values: Vec::new(),
         }
     }
 
@@ -161,7 +164,9 @@ impl HostBlocksBuilder {
                 }
             }
         } else {
-            let mut row = vec![f64::NAN; 3 * s];
+            let start = self.between_values.len();
+            self.between_values.resize(start + 3 * s, f64::NAN);
+            let row = &mut self.between_values[start..];
             for t in trips {
                 if let Ok(k) = self.sizes.binary_search(&t.size) {
                     row[3 * k] = US * self.estimator.of(&t.rtt);
@@ -169,7 +174,7 @@ impl HostBlocksBuilder {
                     row[3 * k + 2] = US * t.rtt.p90;
                 }
             }
-            self.between.push((pair, row));
+            self.between.push((i as u32, j as u32));
         }
     }
 
@@ -192,7 +197,9 @@ impl HostBlocksBuilder {
                 }
             }
         }
-        self.between.sort_unstable_by_key(|(p, _)| (p.i, p.j));
+        // The rows in pair order, through a permutation (the values stay where they are).
+        let mut order: Vec<u32> = (0..self.between.len() as u32).collect();
+        order.sort_unstable_by_key(|&r| self.between[r as usize]);
         let mut between = BetweenPairs {
             rtt_us: vec![Vec::new(); s],
             p10_us: vec![Vec::new(); s],
@@ -200,8 +207,10 @@ impl HostBlocksBuilder {
             ..BetweenPairs::default()
         };
         let mut values: Vec<f64> = Vec::new();
-        for run in self.between.chunk_by(|x, y| x.0 == y.0) {
-            let Pair { i, j } = run[0].0;
+        let row = |r: u32| &self.between_values[3 * s * r as usize..3 * s * (r as usize + 1)];
+        for run in order.chunk_by(|&x, &y| self.between[x as usize] == self.between[y as usize]) {
+            let (i, j) = self.between[run[0] as usize];
+            let (i, j) = (i as usize, j as usize);
             between.host_i.push(self.group_of[i]);
             between.host_j.push(self.group_of[j]);
             between.i.push(i as u32);
@@ -217,12 +226,18 @@ impl HostBlocksBuilder {
                 .enumerate()
                 {
                     values.clear();
-                    values.extend(run.iter().map(|r| r.1[3 * k + q]).filter(|x| !x.is_nan()));
+                    values.extend(
+                        run.iter()
+                            .map(|&r| row(r)[3 * k + q])
+                            .filter(|x| !x.is_nan()),
+                    );
                     out.push(median(&mut values).unwrap_or(f64::NAN));
                 }
             }
         }
-        drop(self.between);
+        drop(order);
+        drop(std::mem::take(&mut self.between));
+        drop(std::mem::take(&mut self.between_values));
         let between = sorted_by_hosts(between);
         let links = links_of(&self.blocks, &between, s);
         let mut index = HostIndex::new(self.group_of.len(), self.estimator, self.sizes, self.hosts);

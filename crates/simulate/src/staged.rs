@@ -153,7 +153,9 @@ impl Simulation<'_> {
         sizes.dedup();
         let mut screening = StagedScreening::new(run, &meta, sizes.clone(), &o.outputs)?;
         let mut counts = [0usize; Stage::ALL.len()];
-        let mut screened: Vec<ScreenedPair> = Vec::new();
+        // One value a test, 32 bytes: reserved whole (doubling would hold up to twice that).
+        let mut screened: Vec<ScreenedPair> =
+            Vec::with_capacity((inside + between) * o.sweeps as usize);
         let screen = |stage, sweep, pair| {
             self.screen(pair, sweep, stage, &staged.screen_sizes, staged.screen_reps)
         };
