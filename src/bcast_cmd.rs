@@ -97,8 +97,7 @@ pub struct CheckArgs {
         value_name = "LIST"
     )]
     sizes: Vec<MessageSize>,
-    /// Segment sizes of the pipelines (333 divides no default size and leaves 1 and 7 inside
-    /// one segment, in 300 segments at 100000 bytes, not 3-byte segments' 33 334 a hop).
+    /// Segment sizes of the pipelines (333 divides no default size; 300 segments at 100000 B).
     #[arg(
         long,
         value_delimiter = ',',
