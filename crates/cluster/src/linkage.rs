@@ -230,6 +230,13 @@ fn gram_profiles(m: &Array2<f64>) -> Array2<f64> {
 /// out the largest differences keeps one slow pair or outlier entry, which corrupts a single
 /// coordinate, from setting its two ranks apart; real structure changes many coordinates.
 pub fn profile_distances(m: &Array2<f64>) -> Array2<f64> {
+    let owned;
+    let m = if m.is_standard_layout() {
+        m
+    } else {
+        owned = m.as_standard_layout().into_owned();
+        &owned
+    };
     let n = m.nrows();
     let mut out = Array2::zeros((n, n));
     if n < 3 {
@@ -245,22 +252,31 @@ pub fn profile_distances(m: &Array2<f64>) -> Array2<f64> {
         0
     };
     let mut largest = vec![0.0f64; trim];
+    let mut squares = vec![0.0f64; n];
+    let rows: Vec<&[f64]> = (0..n).map(|i| row_of(m, i)).collect();
     for i in 0..n {
         for j in i + 1..n {
-            let mut sum = 0.0;
+            // Every square in one pass (the two mutual coordinates as 0, which change neither
+            // the sum nor the largest), summed in order.
+            for ((q, &a), &b) in squares.iter_mut().zip(rows[i]).zip(rows[j]) {
+                let diff = a - b;
+                *q = diff * diff;
+            }
+            squares[i] = 0.0;
+            squares[j] = 0.0;
+            let sum: f64 = squares.iter().sum();
+            // Keep the `trim` largest squares, smallest first.
             largest.iter_mut().for_each(|x| *x = 0.0);
-            for k in 0..n {
-                if k == i || k == j {
-                    continue;
-                }
-                let diff = m[[i, k]] - m[[j, k]];
-                let sq = diff * diff;
-                sum += sq;
-                // Keep the `trim` largest squares, smallest first.
-                if trim > 0 && sq > largest[0] {
-                    let pos = largest.partition_point(|&x| x < sq);
-                    largest.copy_within(1..pos, 0);
-                    largest[pos - 1] = sq;
+            if trim > 0 {
+                for &sq in &squares {
+                    if sq > largest[0] {
+                        let mut pos = 0;
+                        while pos + 1 < trim && largest[pos + 1] < sq {
+                            largest[pos] = largest[pos + 1];
+                            pos += 1;
+                        }
+                        largest[pos] = sq;
+                    }
                 }
             }
             let kept: f64 = sum - largest.iter().sum::<f64>();
@@ -270,6 +286,12 @@ pub fn profile_distances(m: &Array2<f64>) -> Array2<f64> {
         }
     }
     out
+}
+
+/// Row `i` of a matrix in standard layout, as a slice.
+fn row_of(m: &Array2<f64>, i: usize) -> &[f64] {
+    let n = m.ncols();
+    &m.as_slice().expect("standard layout")[i * n..(i + 1) * n]
 }
 
 #[cfg(test)]

@@ -427,6 +427,9 @@ pub(crate) const INSIDE_QUANTILE: f64 = 0.75;
 /// How many nearest groups (by mean distance) of each group are compared by median.
 pub(crate) const NEAR_GROUPS: usize = 3;
 
+/// Items from which a matrix's groups are looked at on every core.
+const PARALLEL_ITEMS: usize = 1024;
+
 /// The pairs of groups whose median distance may be the least: each group with its
 /// [`NEAR_GROUPS`] nearest groups by mean distance (all pairs when there are few groups). A
 /// median is below the mean unless a few pairs are far slower than the rest, so the least
@@ -443,37 +446,47 @@ pub(crate) fn near_group_pairs(
             .flat_map(|a| (a + 1..k).map(move |b| (a, b)))
             .collect();
     }
-    let mut pairs: Vec<(usize, usize)> = members
-        .par_iter()
-        .enumerate()
-        .map_init(
-            || vec![0.0f64; k],
-            |sums, (g, group)| {
-                sums.iter_mut().for_each(|x| *x = 0.0);
-                let step = group.len().div_ceil(MEAN_ROWS).max(1);
-                let rows = group.len().div_ceil(step);
-                for &i in group.iter().step_by(step) {
-                    for (j, &x) in m.row(i).iter().enumerate() {
-                        sums[labels[j]] += x;
-                    }
-                }
-                let mut near: Vec<(f64, usize)> = (0..k)
-                    .filter(|&h| h != g && !members[h].is_empty())
-                    .map(|h| (sums[h] / (rows * members[h].len()) as f64, h))
-                    .collect();
-                let take = NEAR_GROUPS.min(near.len());
-                if take == 0 {
-                    return Vec::new();
-                }
-                near.select_nth_unstable_by(take - 1, |a, b| a.0.total_cmp(&b.0));
-                near[..take]
-                    .iter()
-                    .map(|&(_, h)| (g.min(h), g.max(h)))
-                    .collect::<Vec<_>>()
-            },
-        )
-        .flatten()
-        .collect();
+    // Each group's nearest groups by mean distance, from up to MEAN_ROWS of its rows.
+    let nearest = |sums: &mut Vec<f64>, (g, group): (usize, &Vec<usize>)| {
+        sums.iter_mut().for_each(|x| *x = 0.0);
+        let step = group.len().div_ceil(MEAN_ROWS).max(1);
+        let rows = group.len().div_ceil(step);
+        for &i in group.iter().step_by(step) {
+            for (j, &x) in m.row(i).iter().enumerate() {
+                sums[labels[j]] += x;
+            }
+        }
+        let mut near: Vec<(f64, usize)> = (0..k)
+            .filter(|&h| h != g && !members[h].is_empty())
+            .map(|h| (sums[h] / (rows * members[h].len()) as f64, h))
+            .collect();
+        let take = NEAR_GROUPS.min(near.len());
+        if take == 0 {
+            return Vec::new();
+        }
+        near.select_nth_unstable_by(take - 1, |a, b| a.0.total_cmp(&b.0));
+        near[..take]
+            .iter()
+            .map(|&(_, h)| (g.min(h), g.max(h)))
+            .collect::<Vec<_>>()
+    };
+    // On every core when the matrix is large; a small one (a host's block, clustered beside
+    // the other hosts') costs less than sharing out its groups.
+    let mut pairs: Vec<(usize, usize)> = if labels.len() >= PARALLEL_ITEMS {
+        members
+            .par_iter()
+            .enumerate()
+            .map_init(|| vec![0.0f64; k], nearest)
+            .flatten()
+            .collect()
+    } else {
+        let mut sums = vec![0.0f64; k];
+        members
+            .iter()
+            .enumerate()
+            .flat_map(|x| nearest(&mut sums, x))
+            .collect()
+    };
     pairs.sort_unstable();
     pairs.dedup();
     pairs

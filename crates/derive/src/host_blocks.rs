@@ -81,10 +81,12 @@ pub struct HostBlocksBuilder {
     blocks: Vec<HostBlock>,
     /// Inside pairs measured more than once: (host, a, b, size) -> every value.
     repeated: HashMap<(u32, u32, u32, u32), Vec<f64>>,
-    /// Between hosts, one row per test: the pair (two u32, 8 bytes).
-    between: Vec<(u32, u32)>,
-    /// Per row of `between`, per size: value, p10 and p90 (flat, 3 x sizes a row).
-    between_values: Vec<f64>,
+    /// Between hosts, one row per test: the smaller rank.
+    between_i: Vec<u32>,
+    /// The larger rank.
+    between_j: Vec<u32>,
+    /// Per size, value, p10 and p90: 3 x sizes columns of one entry per row.
+    between_values: Vec<Vec<f64>>,
 }
 
 impl HostBlocksBuilder {
@@ -130,8 +132,19 @@ impl HostBlocksBuilder {
             hosts,
             blocks,
             repeated: HashMap::new(),
-            between: Vec::new(),
-            between_values: Vec::new(),
+            between_i: Vec::new(),
+            between_j: Vec::new(),
+            between_values: vec![Vec::new(); 3 * sizes.len()],
+        }
+    }
+
+    /// Room for `tests` more tests between hosts, taken exactly (a growing column would hold
+    /// up to twice its rows while it doubles).
+    pub fn reserve_between(&mut self, tests: usize) {
+        self.between_i.reserve_exact(tests);
+        self.between_j.reserve_exact(tests);
+        for column in &mut self.between_values {
+            column.reserve_exact(tests);
         }
     }
 
@@ -144,7 +157,6 @@ impl HostBlocksBuilder {
         if gi == u32::MAX || gj == u32::MAX {
             return;
         }
-        let s = self.sizes.len();
         if gi == gj {
             let (a, b) = (self.at[i].min(self.at[j]), self.at[i].max(self.at[j]));
             for t in trips {
@@ -164,17 +176,20 @@ impl HostBlocksBuilder {
                 }
             }
         } else {
-            let start = self.between_values.len();
-            self.between_values.resize(start + 3 * s, f64::NAN);
-            let row = &mut self.between_values[start..];
+            let row = self.between_i.len();
+            for column in &mut self.between_values {
+                column.push(f64::NAN);
+            }
             for t in trips {
                 if let Ok(k) = self.sizes.binary_search(&t.size) {
-                    row[3 * k] = US * self.estimator.of(&t.rtt);
-                    row[3 * k + 1] = US * t.rtt.p10;
-                    row[3 * k + 2] = US * t.rtt.p90;
+                    let c = &mut self.between_values[3 * k..3 * k + 3];
+                    c[0][row] = US * self.estimator.of(&t.rtt);
+                    c[1][row] = US * t.rtt.p10;
+                    c[2][row] = US * t.rtt.p90;
                 }
             }
-            self.between.push((i as u32, j as u32));
+            self.between_i.push(i as u32);
+            self.between_j.push(j as u32);
         }
     }
 
@@ -197,48 +212,7 @@ impl HostBlocksBuilder {
                 }
             }
         }
-        // The rows in pair order, through a permutation (the values stay where they are).
-        let mut order: Vec<u32> = (0..self.between.len() as u32).collect();
-        order.sort_unstable_by_key(|&r| self.between[r as usize]);
-        let mut between = BetweenPairs {
-            rtt_us: vec![Vec::new(); s],
-            p10_us: vec![Vec::new(); s],
-            p90_us: vec![Vec::new(); s],
-            ..BetweenPairs::default()
-        };
-        let mut values: Vec<f64> = Vec::new();
-        let row = |r: u32| &self.between_values[3 * s * r as usize..3 * s * (r as usize + 1)];
-        for run in order.chunk_by(|&x, &y| self.between[x as usize] == self.between[y as usize]) {
-            let (i, j) = self.between[run[0] as usize];
-            let (i, j) = (i as usize, j as usize);
-            between.host_i.push(self.group_of[i]);
-            between.host_j.push(self.group_of[j]);
-            between.i.push(i as u32);
-            between.j.push(j as u32);
-            between.sweeps.push(run.len() as u32);
-            for k in 0..s {
-                for (q, out) in [
-                    &mut between.rtt_us[k],
-                    &mut between.p10_us[k],
-                    &mut between.p90_us[k],
-                ]
-                .into_iter()
-                .enumerate()
-                {
-                    values.clear();
-                    values.extend(
-                        run.iter()
-                            .map(|&r| row(r)[3 * k + q])
-                            .filter(|x| !x.is_nan()),
-                    );
-                    out.push(median(&mut values).unwrap_or(f64::NAN));
-                }
-            }
-        }
-        drop(order);
-        drop(std::mem::take(&mut self.between));
-        drop(std::mem::take(&mut self.between_values));
-        let between = sorted_by_hosts(between);
+        let between = self.between_pairs();
         let links = links_of(&self.blocks, &between, s);
         let mut index = HostIndex::new(self.group_of.len(), self.estimator, self.sizes, self.hosts);
         index.pairs.inside_measured = inside_measured;
@@ -253,34 +227,111 @@ impl HostBlocksBuilder {
             between,
         }
     }
+
+    /// The pairs between hosts, ordered by their pair of hosts then by ranks, each the median
+    /// over its tests (sweeps); the rows are taken column by column, so that about one
+    /// column more than the rows is held at a time (128 000 rows of 2 sizes: 72 bytes a row).
+    fn between_pairs(&mut self) -> BetweenPairs {
+        let s = self.sizes.len();
+        let (ri, rj) = (
+            std::mem::take(&mut self.between_i),
+            std::mem::take(&mut self.between_j),
+        );
+        let group_of = &self.group_of;
+        let hosts = |r: usize| {
+            let (a, b) = (group_of[ri[r] as usize], group_of[rj[r] as usize]);
+            (a.min(b), a.max(b))
+        };
+        // The order: by pair of hosts (one u64 key), then by ranks inside each pair of hosts.
+        let order: Vec<u32> = {
+            let mut keyed: Vec<(u64, u32)> = (0..ri.len())
+                .map(|r| {
+                    let (a, b) = hosts(r);
+                    ((u64::from(a) << 32) | u64::from(b), r as u32)
+                })
+                .collect();
+            keyed.sort_unstable();
+            let mut order: Vec<u32> = keyed.iter().map(|k| k.1).collect();
+            let mut start = 0;
+            while start < keyed.len() {
+                let end = start + keyed[start..].partition_point(|k| k.0 == keyed[start].0);
+                order[start..end].sort_unstable_by_key(|&r| (ri[r as usize], rj[r as usize]));
+                start = end;
+            }
+            order
+        };
+        // Runs of one pair (its sweeps), by their first position in `order`.
+        let same =
+            |x: u32, y: u32| (ri[x as usize], rj[x as usize]) == (ri[y as usize], rj[y as usize]);
+        let mut starts: Vec<u32> = Vec::new();
+        let mut once = true;
+        for (n, w) in order.windows(2).enumerate() {
+            if starts.is_empty() {
+                starts.push(0);
+            }
+            if !same(w[0], w[1]) {
+                starts.push(n as u32 + 1);
+            } else {
+                once = false;
+            }
+        }
+        if starts.is_empty() && !order.is_empty() {
+            starts.push(0);
+        }
+        let runs = || {
+            (0..starts.len()).map(|k| {
+                let end = starts.get(k + 1).map_or(order.len(), |&e| e as usize);
+                &order[starts[k] as usize..end]
+            })
+        };
+        let first = |v: &[u32]| runs().map(|run| v[run[0] as usize]).collect::<Vec<u32>>();
+        let mut between = BetweenPairs {
+            host_i: runs()
+                .map(|run| group_of[ri[run[0] as usize] as usize])
+                .collect(),
+            host_j: runs()
+                .map(|run| group_of[rj[run[0] as usize] as usize])
+                .collect(),
+            i: first(&ri),
+            j: first(&rj),
+            sweeps: runs().map(|run| run.len() as u32).collect(),
+            ..BetweenPairs::default()
+        };
+        let mut columns = std::mem::take(&mut self.between_values);
+        let mut out: Vec<Vec<f64>> = Vec::with_capacity(3 * s);
+        let mut values: Vec<f64> = Vec::new();
+        for column in columns.iter_mut() {
+            let column = std::mem::take(column);
+            out.push(if once {
+                order.iter().map(|&r| column[r as usize]).collect()
+            } else {
+                runs()
+                    .map(|run| {
+                        values.clear();
+                        values.extend(
+                            run.iter()
+                                .map(|&r| column[r as usize])
+                                .filter(|x| !x.is_nan()),
+                        );
+                        median(&mut values).unwrap_or(f64::NAN)
+                    })
+                    .collect()
+            });
+        }
+        let mut out = out.into_iter();
+        for _ in 0..s {
+            between.rtt_us.extend(out.next());
+            between.p10_us.extend(out.next());
+            between.p90_us.extend(out.next());
+        }
+        between
+    }
 }
 
 /// The unordered pair of hosts of a pair between hosts.
 fn host_key(p: &BetweenPairs, n: usize) -> (u32, u32) {
     let (a, b) = (p.host_i[n], p.host_j[n]);
     (a.min(b), a.max(b))
-}
-
-/// The pairs between hosts ordered by their pair of hosts, then by ranks.
-fn sorted_by_hosts(p: BetweenPairs) -> BetweenPairs {
-    let mut order: Vec<usize> = (0..p.len()).collect();
-    order.sort_unstable_by_key(|&n| (host_key(&p, n), p.i[n], p.j[n]));
-    let pick_u32 = |v: &[u32]| order.iter().map(|&n| v[n]).collect::<Vec<_>>();
-    let pick_f64 = |v: &[Vec<f64>]| {
-        v.iter()
-            .map(|v| order.iter().map(|&n| v[n]).collect())
-            .collect::<Vec<Vec<f64>>>()
-    };
-    BetweenPairs {
-        host_i: pick_u32(&p.host_i),
-        host_j: pick_u32(&p.host_j),
-        i: pick_u32(&p.i),
-        j: pick_u32(&p.j),
-        sweeps: pick_u32(&p.sweeps),
-        rtt_us: pick_f64(&p.rtt_us),
-        p10_us: pick_f64(&p.p10_us),
-        p90_us: pick_f64(&p.p90_us),
-    }
 }
 
 /// The host x host summary: per host its block's measured pairs, per two hosts the pairs
@@ -307,12 +358,15 @@ fn links_of(blocks: &[HostBlock], between: &BetweenPairs, s: usize) -> HostLinks
     };
     // The entries in (a, b) order: host a's block, then its pairs with hosts after it.
     let mut starts: Vec<(u32, u32, usize, usize)> = Vec::new();
-    for run in (0..between.len())
-        .collect::<Vec<_>>()
-        .chunk_by(|&x, &y| host_key(between, x) == host_key(between, y))
-    {
-        let (a, b) = host_key(between, run[0]);
-        starts.push((a, b, run[0], run.len()));
+    let mut start = 0;
+    while start < between.len() {
+        let key = host_key(between, start);
+        let mut end = start + 1;
+        while end < between.len() && host_key(between, end) == key {
+            end += 1;
+        }
+        starts.push((key.0, key.1, start, end - start));
+        start = end;
     }
     let mut next = starts.iter().peekable();
     let mut values: Vec<Vec<f64>> = vec![Vec::new(); s];
@@ -497,6 +551,35 @@ mod tests {
         assert_eq!(m[[1, 2]], 4.0);
         assert_eq!(f.mask[[0, 3]], 0.0);
         assert_eq!(f.mask[[2, 0]], 1.0);
+        // A pair measured in two sweeps is one row, the median of its tests; rows stay in
+        // host-pair then rank order whatever order the tests came in.
+        let again = trips(0, 7.0);
+        let mut twice = tests.clone();
+        twice.insert(
+            0,
+            ScreenedTest {
+                pair: Pair::new(1, 3),
+                trips: &again,
+            },
+        );
+        twice.reverse();
+        let by2 = by_hosts(
+            &ranks(&["a", "a", "b", "b"]),
+            &groups,
+            &[0],
+            Estimator::Median,
+            &twice,
+        );
+        assert_eq!(
+            (by2.between.i.clone(), by2.between.j.clone()),
+            (vec![0, 1], vec![2, 3])
+        );
+        assert_eq!(by2.between.sweeps, [1, 2]);
+        assert_eq!(
+            by2.between.rtt_us[0],
+            [3.0, lgate_stats::median(&mut [5.0, 7.0])]
+        );
+        assert_eq!(by2.between.rtt_us[0].len(), by2.between.p90_us[0].len());
         // A pair of hosts with nothing measured cannot be filled.
         let by = by_hosts(
             &ranks(&["a", "a", "b", "b"]),

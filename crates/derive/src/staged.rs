@@ -55,6 +55,12 @@ pub fn derive_staged(
     };
     let size = meta.ranks.len();
     let mut screening = StagedScreening::new(run, meta, sizes, options)?;
+    if let Some(plan) = &meta.schedule.plan {
+        // The plan's count, at most one per 64 bytes of journal (a line is longer).
+        let sweeps = meta.schedule.sweeps as usize;
+        let lines = std::fs::metadata(&path).map_or(0, |m| m.len() / 64) as usize;
+        screening.reserve_between(plan.screening_tests[1].saturating_mul(sweeps).min(lines));
+    }
     let mut sampled = Vec::new();
     let mut alone: Vec<(u32, Pair, Vec<RoundTrips>)> = Vec::new();
     lgate_rundir::for_each_journal_entry(&path, |e| {
@@ -186,6 +192,12 @@ impl StagedScreening {
             table: options.dense.wanted(meta.ranks.len()).then(Vec::new),
             tests: BTreeMap::new(),
         })
+    }
+
+    /// Room for `tests` more tests between hosts (the plan's count: the rows are held until the
+    /// end, and a growing column would hold up to twice its rows).
+    pub fn reserve_between(&mut self, tests: usize) {
+        self.builder.reserve_between(tests);
     }
 
     /// Adds one screening test (any stage but `sample`).

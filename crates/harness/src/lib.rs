@@ -51,8 +51,8 @@ pub use run::{
 };
 pub use schedule::{turn, unit_barrier_time, Pair, Schedule, ScheduleError, Step, SweepPair, Turn};
 pub use staged::{
-    choose_follow_up, FollowUp, FollowUpCounts, ScreenedPair, StagedOptions, StagedPlan,
-    StagedStep, StagedTest,
+    choose_follow_up, FollowUp, FollowUpCounts, ScreenedPair, ScreenedValues, StagedOptions,
+    StagedPlan, StagedStep, StagedTest,
 };
 pub use summary::{JobTimes, MeasureSummary};
 

@@ -124,6 +124,115 @@ pub struct ScreenedPair {
     pub value: f64,
 }
 
+/// One screening value as [`ScreenedValues`] holds it: 16 bytes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Screened {
+    value: f64,
+    i: u32,
+    j: u32,
+}
+
+impl Screened {
+    fn pair(&self) -> Pair {
+        Pair::new(self.i as usize, self.j as usize)
+    }
+
+    /// By value, ties by pair: the order does not depend on the order results came in.
+    fn order(&self, other: &Self) -> std::cmp::Ordering {
+        (self.value.total_cmp(&other.value)).then((self.i, self.j).cmp(&(other.i, other.j)))
+    }
+}
+
+/// The screening values rank 0 keeps to choose stages 3-5: 16 bytes per test of stages 1-2
+/// (200 million tests at 1 048 576 ranks), tests of other stages left out.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ScreenedValues {
+    hosts: Vec<Screened>,
+    between: Vec<Screened>,
+}
+
+impl ScreenedValues {
+    /// Room for `hosts` tests inside groups and `between` tests between them.
+    pub fn with_capacity(hosts: usize, between: usize) -> Self {
+        ScreenedValues {
+            hosts: Vec::with_capacity(hosts),
+            between: Vec::with_capacity(between),
+        }
+    }
+
+    /// Keeps one screened pair (of stage 1 or 2; others are left out).
+    pub fn push(&mut self, s: ScreenedPair) {
+        let (Ok(i), Ok(j)) = (u32::try_from(s.pair.i), u32::try_from(s.pair.j)) else {
+            return;
+        };
+        let kept = Screened {
+            value: s.value,
+            i,
+            j,
+        };
+        match s.stage {
+            Stage::Hosts => self.hosts.push(kept),
+            Stage::Between => self.between.push(kept),
+            _ => {}
+        }
+    }
+
+    /// The values kept.
+    pub fn len(&self) -> usize {
+        self.hosts.len() + self.between.len()
+    }
+
+    /// Whether none are kept.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn of_stage(&mut self, stage: Stage) -> &mut [Screened] {
+        match stage {
+            Stage::Between => &mut self.between,
+            _ => &mut self.hosts,
+        }
+    }
+}
+
+impl Extend<ScreenedPair> for ScreenedValues {
+    fn extend<T: IntoIterator<Item = ScreenedPair>>(&mut self, iter: T) {
+        iter.into_iter().for_each(|s| self.push(s));
+    }
+}
+
+impl FromIterator<ScreenedPair> for ScreenedValues {
+    fn from_iter<T: IntoIterator<Item = ScreenedPair>>(iter: T) -> Self {
+        let mut v = ScreenedValues::default();
+        v.extend(iter);
+        v
+    }
+}
+
+/// The elements at `positions` (ascending, into `v` counted from `offset`) of `v` in
+/// [`Screened::order`], by selection, not sorting: `v` is reordered.
+fn select_at(
+    v: &mut [Screened],
+    positions: &[usize],
+    offset: usize,
+    out: &mut Vec<(usize, Screened)>,
+) {
+    if positions.is_empty() || v.is_empty() {
+        return;
+    }
+    let mid = positions.len() / 2;
+    let at = positions[mid];
+    let (left, nth, right) = v.select_nth_unstable_by(at - offset, Screened::order);
+    out.push((at, *nth));
+    select_at(left, &positions[..mid], offset, out);
+    let after: Vec<usize> = positions[mid + 1..]
+        .iter()
+        .copied()
+        .filter(|&p| p > at)
+        .collect();
+    select_at(right, &after, at + 1, out);
+}
+
 /// The pairs rank 0 chose for stages 3-5, the same on every rank.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FollowUp {
@@ -583,36 +692,44 @@ impl StagedPlan {
 /// pairs of groups whose samples disagree (see [`refinement`]); for each kind of pair (inside
 /// groups, between groups), `samples` pairs at evenly spread quantiles of its distances, and
 /// the slowest pair between groups; `alone` pairs spread the same way over both kinds.
-pub fn choose_follow_up(screened: &[ScreenedPair], plan: &StagedPlan) -> FollowUp {
+pub fn choose_follow_up(screened: &mut ScreenedValues, plan: &StagedPlan) -> FollowUp {
     let options = plan.options();
-    let spread = |stage: Stage, count: usize| -> Vec<Pair> {
-        let mut of_stage: Vec<&ScreenedPair> =
-            screened.iter().filter(|s| s.stage == stage).collect();
-        // Ties broken by pair, so the choice does not depend on the order results came in.
-        of_stage.sort_by(|a, b| a.value.total_cmp(&b.value).then(a.pair.cmp(&b.pair)));
+    let mut spread = |stage: Stage, count: usize| -> Vec<Pair> {
+        let of_stage = screened.of_stage(stage);
         let n = of_stage.len();
-        let mut out: Vec<Pair> = (0..count.min(n))
-            .map(|k| of_stage[((2 * k + 1) * n / (2 * count)).min(n - 1)].pair)
+        let positions: Vec<usize> = (0..count.min(n))
+            .map(|k| ((2 * k + 1) * n / (2 * count)).min(n - 1))
+            .collect();
+        let mut unique = positions.clone();
+        unique.dedup();
+        let mut found = Vec::with_capacity(unique.len());
+        select_at(of_stage, &unique, 0, &mut found);
+        let mut out: Vec<Pair> = positions
+            .iter()
+            .filter_map(|p| found.iter().find(|f| f.0 == *p).map(|f| f.1.pair()))
             .collect();
         out.dedup();
         out
     };
     let mut sample = spread(Stage::Hosts, options.samples);
     sample.extend(spread(Stage::Between, options.samples));
+    let mut alone = spread(Stage::Hosts, plan.follow_up_counts().alone_inside);
+    alone.extend(spread(
+        Stage::Between,
+        plan.follow_up_counts().alone_between,
+    ));
     if options.samples > 0 {
-        if let Some(slowest) = screened
-            .iter()
-            .filter(|s| s.stage == Stage::Between)
-            .max_by(|a, b| a.value.total_cmp(&b.value).then(b.pair.cmp(&a.pair)))
-        {
-            if !sample.contains(&slowest.pair) {
-                sample.push(slowest.pair);
+        // The slowest, of equal values the least pair.
+        if let Some(slowest) = screened.between.iter().max_by(|a, b| {
+            a.value
+                .total_cmp(&b.value)
+                .then((b.i, b.j).cmp(&(a.i, a.j)))
+        }) {
+            if !sample.contains(&slowest.pair()) {
+                sample.push(slowest.pair());
             }
         }
     }
-    let counts = plan.follow_up_counts();
-    let mut alone = spread(Stage::Hosts, counts.alone_inside);
-    alone.extend(spread(Stage::Between, counts.alone_between));
     FollowUp {
         refine: refinement(screened, plan),
         alone,
@@ -627,29 +744,40 @@ const DISAGREE: f64 = 1.25;
 /// More pairs for the pairs of groups whose K samples disagree (the slowest over the fastest
 /// above 1.25, and more than twice the usual excess), the most disagreeing first, each given
 /// as many new pairs as it had samples, within `options.refine` tests.
-pub fn refinement(screened: &[ScreenedPair], plan: &StagedPlan) -> Vec<Pair> {
+pub fn refinement(screened: &ScreenedValues, plan: &StagedPlan) -> Vec<Pair> {
     let budget = plan.options().refine;
     if budget == 0 {
         return Vec::new();
     }
     let group_of = plan.group_of();
-    let mut by_groups: std::collections::BTreeMap<(usize, usize), Vec<f64>> = Default::default();
-    for s in screened.iter().filter(|s| s.stage == Stage::Between) {
-        let (a, b) = (group_of[s.pair.i], group_of[s.pair.j]);
-        by_groups
-            .entry((a.min(b), a.max(b)))
-            .or_default()
-            .push(s.value);
+    // Per pair of groups (a < b, flat in (a, b) order): the least and largest sample and how
+    // many; 20 bytes a pair of groups, which stage 2 gives K samples each.
+    let g = plan.groups().len();
+    let at = |a: usize, b: usize| a * g - a * (a + 1) / 2 + (b - a - 1);
+    let slots = g * g.saturating_sub(1) / 2;
+    let mut lo = vec![f64::INFINITY; slots];
+    let mut hi = vec![0.0f64; slots];
+    let mut count = vec![0u32; slots];
+    for s in &screened.between {
+        let (a, b) = (group_of[s.i as usize], group_of[s.j as usize]);
+        if a == b || a >= g || b >= g {
+            continue;
+        }
+        let e = at(a.min(b), a.max(b));
+        lo[e] = lo[e].min(s.value);
+        hi[e] = hi[e].max(s.value);
+        count[e] += 1;
     }
-    let spreads: Vec<((usize, usize), f64, usize)> = by_groups
-        .iter()
-        .filter(|(_, v)| v.len() >= 2)
-        .map(|(&k, v)| {
-            let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
-            let hi = v.iter().copied().fold(0.0, f64::max);
-            (k, if lo > 0.0 { hi / lo } else { 1.0 }, v.len())
+    let spreads: Vec<((usize, usize), f64, usize)> = (0..g)
+        .flat_map(|a| (a + 1..g).map(move |b| (a, b)))
+        .filter(|&(a, b)| count[at(a, b)] >= 2)
+        .map(|(a, b)| {
+            let e = at(a, b);
+            let ratio = if lo[e] > 0.0 { hi[e] / lo[e] } else { 1.0 };
+            ((a, b), ratio, count[e] as usize)
         })
         .collect();
+    drop((lo, hi, count));
     if spreads.is_empty() {
         return Vec::new();
     }
@@ -916,7 +1044,7 @@ mod tests {
         }
         let two = tree("cluster { group { 0-29 } group { 30-59 } }");
         let plan = StagedPlan::new(&two, 60, 1, &StagedOptions::default()).unwrap();
-        let f = choose_follow_up(&screened, &plan);
+        let f = choose_follow_up(&mut screened.iter().copied().collect(), &plan);
         assert!(
             f.refine.is_empty(),
             "one pair of groups: nothing to compare it with"
@@ -936,9 +1064,35 @@ mod tests {
         assert_eq!(f.alone.len(), 8);
         let mut shuffled = screened.clone();
         shuffled.reverse();
-        assert_eq!(choose_follow_up(&shuffled, &plan), f);
+        assert_eq!(
+            choose_follow_up(&mut shuffled.into_iter().collect(), &plan),
+            f
+        );
         let members = f.members();
         assert!(members.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn selection_finds_what_sorting_finds() {
+        // Values with many ties, so the pair decides between equals.
+        let mut v: Vec<Screened> = (0..1000u32)
+            .map(|k| Screened {
+                value: f64::from((k * 7919) % 13),
+                i: (k * 31) % 97,
+                j: 100 + k,
+            })
+            .collect();
+        let mut sorted = v.clone();
+        sorted.sort_by(Screened::order);
+        let positions = [0, 1, 1, 250, 499, 500, 998, 999];
+        let mut unique = positions.to_vec();
+        unique.dedup();
+        let mut found = Vec::new();
+        select_at(&mut v, &unique, 0, &mut found);
+        assert_eq!(found.len(), unique.len());
+        for (at, s) in found {
+            assert_eq!(s, sorted[at], "position {at}");
+        }
     }
 
     #[test]
@@ -959,6 +1113,7 @@ mod tests {
                 });
             }
         }
+        let screened: ScreenedValues = screened.into_iter().collect();
         let refine = refinement(&screened, &plan);
         assert_eq!(refine.len(), 4, "as many as it had samples: {refine:?}");
         let measured = plan.meeting_pairs(1, 2);

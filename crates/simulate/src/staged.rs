@@ -13,7 +13,8 @@ use std::time::Instant;
 use lgate_derive::StagedScreening;
 use lgate_harness::pair_test::{PingPongResult, RoundTrips};
 use lgate_harness::{
-    choose_follow_up, Pair, ScreenedPair, StagedPlan, StagedPlanOptions, StagedTest, Summary,
+    choose_follow_up, Pair, ScreenedPair, ScreenedValues, StagedPlan, StagedPlanOptions,
+    StagedTest, Summary,
 };
 use lgate_rundir::{
     JournalEntry, PlanInfo, RunDir, RunStatus, RunSummary, ScheduleInfo, Stage, StageSummary,
@@ -152,10 +153,11 @@ impl Simulation<'_> {
         sizes.sort_unstable();
         sizes.dedup();
         let mut screening = StagedScreening::new(run, &meta, sizes.clone(), &o.outputs)?;
+        screening.reserve_between(between * o.sweeps as usize);
         let mut counts = [0usize; Stage::ALL.len()];
-        // One value a test, 32 bytes: reserved whole (doubling would hold up to twice that).
-        let mut screened: Vec<ScreenedPair> =
-            Vec::with_capacity((inside + between) * o.sweeps as usize);
+        // One value a test, 16 bytes: reserved whole (doubling would hold up to twice that).
+        let sweeps = o.sweeps as usize;
+        let mut screened = ScreenedValues::with_capacity(inside * sweeps, between * sweeps);
         let screen = |stage, sweep, pair| {
             self.screen(pair, sweep, stage, &staged.screen_sizes, staged.screen_reps)
         };
@@ -181,7 +183,7 @@ impl Simulation<'_> {
                 screening.add(t.stage, t.test.sweep, t.test.pair, &r.sizes);
             }
         }
-        let follow_up = choose_follow_up(&screened, &plan);
+        let follow_up = choose_follow_up(&mut screened, &plan);
         drop(screened);
         let mut sampled = Vec::new();
         // The alone tests, and the side-by-side tests of the same pairs drawn again (each

@@ -12,7 +12,7 @@ pub(super) struct Collector {
     /// Per stage of a staged run: tests and the span from first start to last end.
     pub(super) stages: Vec<(Stage, usize, f64, f64)>,
     /// The screening distances, resumed and new, for the follow-up's choice.
-    pub(super) screened: Vec<ScreenedPair>,
+    pub(super) screened: ScreenedValues,
     pub(super) progress: Progress,
     pub(super) stop_after: Option<usize>,
 }

@@ -21,7 +21,8 @@ use crate::pair_test::{PairTest, PingPong, PingPongResult, Role};
 use crate::placement;
 use crate::schedule::{Pair, Schedule, Step, SweepPair};
 use crate::staged::{
-    choose_follow_up, FollowUp, ScreenedPair, StagedOptions, StagedPlan, StagedStep, StagedTest,
+    choose_follow_up, FollowUp, ScreenedPair, ScreenedValues, StagedOptions, StagedPlan,
+    StagedStep, StagedTest,
 };
 use crate::HarnessError;
 
@@ -341,7 +342,7 @@ fn measure(
             let follow_up: FollowUp = match collector.as_mut() {
                 Some(c) => {
                     c.collect_all(t, &mut walker.clock)?;
-                    let chosen = choose_follow_up(&c.screened, &plan);
+                    let chosen = choose_follow_up(&mut c.screened, &plan);
                     let left = (0..options.sweeps)
                         .flat_map(|sweep| follow_up_tests(&chosen, sweep).collect::<Vec<_>>())
                         .filter(|x| !done.contains(x))

@@ -34,7 +34,7 @@ pub(super) struct Prepared {
     /// The tests a resumed run has already: staged plan.
     pub(super) staged_done: Vec<StagedTest>,
     /// The screening distances a resumed run has already.
-    pub(super) screened: Vec<ScreenedPair>,
+    pub(super) screened: ScreenedValues,
     /// The staged plan's choices for this machine.
     pub(super) staged: Option<StagedOptions>,
     /// A finished run's end and summary, kept when resuming it measures nothing more.
@@ -217,7 +217,7 @@ pub(super) fn prepare(
         topology,
         done: Vec::new(),
         staged_done: Vec::new(),
-        screened: Vec::new(),
+        screened: ScreenedValues::default(),
         staged: settled,
         finished: None,
     };
