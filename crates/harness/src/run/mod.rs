@@ -342,7 +342,8 @@ fn measure(
             let follow_up: FollowUp = match collector.as_mut() {
                 Some(c) => {
                     c.collect_all(t, &mut walker.clock)?;
-                    let chosen = choose_follow_up(&mut c.screened, &plan);
+                    // Chosen once: the values are let go (16 bytes a screening test).
+                    let chosen = choose_follow_up(&mut std::mem::take(&mut c.screened), &plan);
                     let left = (0..options.sweeps)
                         .flat_map(|sweep| follow_up_tests(&chosen, sweep).collect::<Vec<_>>())
                         .filter(|x| !done.contains(x))
