@@ -145,15 +145,11 @@ fn diff(args: DiffPlotArgs) -> Result<()> {
         ..lgate_diff::DiffOptions::default()
     };
     let diff = lgate_diff::diff(&args.a, &args.b, &options)?;
-    let (name, z, labels) = diff.headline_z().context("no matrix was compared")?;
-    let title = format!(
-        "{} -> {}: {name}, change over noise (z)",
-        args.a.display(),
-        args.b.display()
-    );
-    let hosts = diff.hosts_a();
-    let note = diff.headline();
-    let figure = lgate_plot::diff_heatmap(&z, &labels, hosts.as_deref(), &title, note)?;
+    let p = diff.headline_z().context("no matrix was compared")?;
+    let title = p.title(&format!("{} -> {}", args.a.display(), args.b.display()));
+    let (hosts, note) = (diff.hosts_a(), diff.headline());
+    let figure =
+        lgate_plot::diff_heatmap(&p.z, &p.labels, (hosts.as_deref(), p.rows), &title, note)?;
     save_and_say(&figure, &output)?;
     Ok(())
 }

@@ -80,8 +80,8 @@ pub fn report(args: ReportArgs) -> Result<()> {
         None => None,
     };
     let section = match (&diff, &z, &args.since) {
-        (Some(d), Some((name, values, labels)), Some(earlier)) => {
-            let title = format!("since {}: {name}, change over noise (z)", earlier.display());
+        (Some(d), Some(p), Some(earlier)) => {
+            let title = p.title(&format!("since {}", earlier.display()));
             let hosts = d.hosts_a();
             Some(lgate_plot::ReportDiff {
                 earlier: earlier.display().to_string(),
@@ -92,9 +92,9 @@ pub fn report(args: ReportArgs) -> Result<()> {
                     .collect(),
                 summary: d.summary(),
                 figure: lgate_plot::diff_heatmap(
-                    values,
-                    labels,
-                    hosts.as_deref(),
+                    &p.z,
+                    &p.labels,
+                    (hosts.as_deref(), p.rows),
                     &title,
                     d.headline(),
                 )?,

@@ -296,3 +296,69 @@ fn matrix_files_with_host_labels_compare_by_host() {
         "{json:#}"
     );
 }
+
+#[test]
+fn runs_kept_as_host_blocks_compare_without_a_dense_matrix() {
+    // 40 hosts of 128 ranks (5120, above the dense limit): the staged runs keep host blocks
+    // only, and diff compares the pairs each measured.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let run = |out: &str, extra: &[&str]| {
+        let mut args = vec![
+            "simulate",
+            "--preset",
+            "betzy",
+            "--machine",
+            "node=40,socket=2,core=64",
+            "--quiet",
+            "--output",
+            out,
+        ];
+        args.extend_from_slice(extra);
+        success(lgate_plogp_in(d, &args));
+    };
+    run("before", &[]);
+    assert!(d.join("before/hosts/index.json").is_file());
+    assert!(!d.join("before/matrices").exists(), "no dense matrices");
+    run("again", &["--rerun", "1"]);
+    let (out, json) = diff(d, "before", "again", &[]);
+    assert_eq!(out.status.code(), Some(0), "{json:#}");
+    assert!(changes(&json).is_empty(), "{json:#}");
+    assert_eq!(json["ranks"]["matched"], 5120);
+    // Other noise was drawn: the same machine, not the same numbers.
+    let machine = json["machine"].as_array().unwrap();
+    assert!(
+        machine.iter().all(|m| m["pairs"].as_u64() > Some(300_000)),
+        "{json:#}"
+    );
+
+    run("slow-node", &["--rerun", "1", "--slow-host", "5=1.15"]);
+    let (out, json) = diff(d, "before", "slow-node", &[]);
+    assert_eq!(out.status.code(), Some(1), "{json:#}");
+    assert_eq!(
+        changes(&json),
+        vec![("host".to_string(), "betzy-n05".to_string())],
+        "{json:#}"
+    );
+    // Its picture is host by host (a 5120 x 5120 one would not scale), and so is the report's.
+    success(lgate_plogp_in(
+        d,
+        &["plot", "diff", "before", "slow-node", "-o", "d.png"],
+    ));
+    assert!(std::fs::metadata(d.join("d.png")).unwrap().len() > 1000);
+    let args = ["report", "slow-node", "--since", "before", "-o", "r.html"];
+    success(lgate_plogp_in(d, &args));
+    let html = std::fs::read_to_string(d.join("r.html")).unwrap();
+    assert!(html.contains("median change over the noise per two hosts"));
+
+    run("slow-link", &["--rerun", "1", "--slow-link", "2:7=2"]);
+    let (out, json) = diff(d, "before", "slow-link", &[]);
+    assert_eq!(out.status.code(), Some(1), "{json:#}");
+    assert_eq!(
+        changes(&json),
+        vec![("host pair".to_string(), "betzy-n02 - betzy-n07".to_string())],
+        "{json:#}"
+    );
+    let change = json["changes"][0]["change"].as_f64().unwrap();
+    assert!((0.8..1.2).contains(&change), "{json:#}");
+}

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use lgate_stats::median;
 
-use crate::side::{RunSide, SideMatrix};
+use crate::side::{RunSide, SideMatrix, SideValues};
 
 /// Where a side's noise came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,52 +83,103 @@ fn class(side: &RunSide, k: usize, l: usize) -> usize {
     }
 }
 
-/// Each pair's noise in one side's matrix (row-major, n x n): its repetitions' where known,
-/// else its class's median of those, else its class's robust spread of values.
-fn noise_of(side: &RunSide, m: &SideMatrix) -> (Vec<f64>, NoiseSource) {
-    let n = side.len();
+/// A side's measured pairs of one matrix: (row, row, value, known noise or NaN), the smaller
+/// row first.
+fn measured_pairs<'a>(
+    side: &'a RunSide,
+    m: &'a SideMatrix,
+) -> Box<dyn Iterator<Item = (usize, usize, f64, f32)> + 'a> {
+    match &m.values {
+        SideValues::Dense { values, noise } => {
+            let n = side.len();
+            Box::new(
+                (0..n)
+                    .flat_map(move |k| (k + 1..n).map(move |l| (k, l)))
+                    .filter(|&(k, l)| side.is_measured(k, l))
+                    .map(move |(k, l)| {
+                        let known = noise.as_ref().map_or(f32::NAN, |s| s[k * n + l]);
+                        (k, l, values.get(k, l), known)
+                    }),
+            )
+        }
+        SideValues::Pairs(p) => Box::new(p.iter()),
+    }
+}
+
+/// The value and known noise (NaN where unknown) of the pair of rows (k, l), when measured.
+fn lookup(side: &RunSide, m: &SideMatrix, k: usize, l: usize) -> Option<(f64, f32)> {
+    match &m.values {
+        SideValues::Dense { values, noise } => side.is_measured(k, l).then(|| {
+            let n = side.len();
+            let known = noise.as_ref().map_or(f32::NAN, |s| s[k * n + l]);
+            (values.get(k, l), known)
+        }),
+        SideValues::Pairs(p) => p.get(k, l),
+    }
+}
+
+/// The noise a pair without its own takes, per class: the median of its class's known noise;
+/// when its class has none, the median of all pairs' (or, `relative`, their noise over their
+/// value times the class's median value: a run's host blocks keep no repetitions, and the
+/// pairs between hosts are slower and noisier than those inside); else, when no pair has
+/// noise of its own, its class's robust spread of values.
+fn class_noise(side: &RunSide, m: &SideMatrix, relative: bool) -> ([f64; 3], NoiseSource) {
     let mut known: [Vec<f64>; 3] = Default::default();
     let mut values: [Vec<f64>; 3] = Default::default();
-    for k in 0..n {
-        for l in k + 1..n {
-            if !side.is_measured(k, l) {
-                continue;
-            }
-            let c = class(side, k, l);
-            values[c].push(m.values.get(k, l));
-            if let Some(s) = &m.noise {
-                let x = f64::from(s[k * n + l]);
-                if x.is_finite() {
-                    known[c].push(x);
-                }
+    let mut ratios: Vec<f64> = Vec::new();
+    for (k, l, x, sigma) in measured_pairs(side, m) {
+        let c = class(side, k, l);
+        values[c].push(x);
+        if sigma.is_finite() {
+            known[c].push(f64::from(sigma));
+            if relative && x > 0.0 {
+                ratios.push(f64::from(sigma) / x);
             }
         }
     }
     let any_known = known.iter().any(|v| !v.is_empty());
     let all_known: Vec<f64> = known.iter().flatten().copied().collect();
-    let fallback: Vec<f64> = (0..3)
-        .map(|c| {
-            if any_known {
+    let mut fallback = [0.0; 3];
+    for (c, f) in fallback.iter_mut().enumerate() {
+        *f = if any_known {
+            if known[c].is_empty() && !ratios.is_empty() && !values[c].is_empty() {
+                median(&mut ratios.clone()) * median(&mut values[c].clone())
+            } else {
                 let v = if known[c].is_empty() {
                     all_known.clone()
                 } else {
                     known[c].clone()
                 };
                 median(&mut v.clone())
-            } else {
-                let mut v = values[c].clone();
-                let center = median(&mut v);
-                let mut dev: Vec<f64> = v.iter().map(|x| (x - center).abs()).collect();
-                1.4826 * median(&mut dev)
             }
-        })
-        .collect();
+        } else {
+            let mut v = values[c].clone();
+            let center = median(&mut v);
+            let mut dev: Vec<f64> = v.iter().map(|x| (x - center).abs()).collect();
+            1.4826 * median(&mut dev)
+        };
+    }
+    let source = if any_known {
+        NoiseSource::Repeats
+    } else {
+        NoiseSource::PairSpread
+    };
+    (fallback, source)
+}
+
+/// Each pair's noise in one side's dense matrix (row-major, n x n): its repetitions' where
+/// known, else its class's (see [`class_noise`]).
+fn noise_of(side: &RunSide, values: &SideMatrix) -> (Vec<f64>, NoiseSource) {
+    let n = side.len();
+    let (fallback, source) = class_noise(side, values, false);
+    let known = match &values.values {
+        SideValues::Dense { noise, .. } => noise.as_ref(),
+        SideValues::Pairs(_) => None,
+    };
     let mut out = vec![0.0; n * n];
     for k in 0..n {
         for l in k + 1..n {
-            let x = m
-                .noise
-                .as_ref()
+            let x = known
                 .map(|s| f64::from(s[k * n + l]))
                 .filter(|x| x.is_finite())
                 .unwrap_or(fallback[class(side, k, l)]);
@@ -136,11 +187,6 @@ fn noise_of(side: &RunSide, m: &SideMatrix) -> (Vec<f64>, NoiseSource) {
             out[l * n + k] = x;
         }
     }
-    let source = if any_known {
-        NoiseSource::Repeats
-    } else {
-        NoiseSource::PairSpread
-    };
     (out, source)
 }
 
@@ -164,34 +210,102 @@ pub fn compare_matrices(a: &RunSide, b: &RunSide, rows: &[(usize, usize)]) -> Ve
         let Some(mb) = b.matrices.iter().find(|m| m.name == ma.name) else {
             continue;
         };
-        let (na, sa) = noise_of(a, ma);
-        let (nb, sb) = noise_of(b, mb);
-        let (la, lb) = (a.len(), b.len());
-        let mut pairs = Vec::new();
-        for (x, &(ka, kb)) in rows.iter().enumerate() {
-            for &(la_row, lb_row) in &rows[x + 1..] {
-                if !a.is_measured(ka, la_row) || !b.is_measured(kb, lb_row) {
-                    continue;
-                }
-                let (va, vb) = (ma.values.get(ka, la_row), mb.values.get(kb, lb_row));
-                let (sa_p, sb_p) = (na[ka * la + la_row], nb[kb * lb + lb_row]);
-                let combined = (sa_p * sa_p + sb_p * sb_p).sqrt();
-                pairs.push(PairChange {
-                    rows: (ka.min(la_row), ka.max(la_row)),
-                    values: (va, vb),
-                    z: z_of(vb - va, combined),
-                    change: if va > 0.0 { vb / va - 1.0 } else { 0.0 },
-                    spread_ratio: if sa_p > 0.0 { sb_p / sa_p } else { f64::NAN },
-                });
-            }
-        }
+        let both_dense = matches!(
+            (&ma.values, &mb.values),
+            (SideValues::Dense { .. }, SideValues::Dense { .. })
+        );
+        let (pairs, noise) = if both_dense {
+            compare_dense(a, b, ma, mb, rows)
+        } else {
+            compare_pairs(a, b, ma, mb, rows)
+        };
         out.push(MatrixDiff {
             name: ma.name.clone(),
             pairs,
-            noise: (sa, sb),
+            noise,
         });
     }
     out
+}
+
+/// One pair's change from (value, noise) in A to (value, noise) in B.
+fn change_of(rows: (usize, usize), (va, sa): (f64, f64), (vb, sb): (f64, f64)) -> PairChange {
+    let combined = (sa * sa + sb * sb).sqrt();
+    PairChange {
+        rows: (rows.0.min(rows.1), rows.0.max(rows.1)),
+        values: (va, vb),
+        z: z_of(vb - va, combined),
+        change: if va > 0.0 { vb / va - 1.0 } else { 0.0 },
+        spread_ratio: if sa > 0.0 { sb / sa } else { f64::NAN },
+    }
+}
+
+/// Two dense matrices, pair by pair in the order of the matched rows.
+fn compare_dense(
+    a: &RunSide,
+    b: &RunSide,
+    ma: &SideMatrix,
+    mb: &SideMatrix,
+    rows: &[(usize, usize)],
+) -> (Vec<PairChange>, (NoiseSource, NoiseSource)) {
+    let (na, sa) = noise_of(a, ma);
+    let (nb, sb) = noise_of(b, mb);
+    let (la, lb) = (a.len(), b.len());
+    let mut pairs = Vec::new();
+    for (x, &(ka, kb)) in rows.iter().enumerate() {
+        for &(la_row, lb_row) in &rows[x + 1..] {
+            let (Some((va, _)), Some((vb, _))) =
+                (lookup(a, ma, ka, la_row), lookup(b, mb, kb, lb_row))
+            else {
+                continue;
+            };
+            pairs.push(change_of(
+                (ka, la_row),
+                (va, na[ka * la + la_row]),
+                (vb, nb[kb * lb + lb_row]),
+            ));
+        }
+    }
+    (pairs, (sa, sb))
+}
+
+/// A side kept as measured pairs (host blocks): the pairs of A measured in both, in A's
+/// order, each without noise of its own taking its class's; no n x n array.
+fn compare_pairs(
+    a: &RunSide,
+    b: &RunSide,
+    ma: &SideMatrix,
+    mb: &SideMatrix,
+    rows: &[(usize, usize)],
+) -> (Vec<PairChange>, (NoiseSource, NoiseSource)) {
+    let (fa, sa) = class_noise(a, ma, true);
+    let (fb, sb) = class_noise(b, mb, true);
+    let mut in_b = vec![None; a.len()];
+    for &(ka, kb) in rows {
+        in_b[ka] = Some(kb);
+    }
+    let noise = |side: &RunSide, fallback: &[f64; 3], k, l, known: f32| {
+        if known.is_finite() {
+            f64::from(known)
+        } else {
+            fallback[class(side, k, l)]
+        }
+    };
+    let mut pairs = Vec::new();
+    for (ka, la, va, known_a) in measured_pairs(a, ma) {
+        let (Some(kb), Some(lb)) = (in_b[ka], in_b[la]) else {
+            continue;
+        };
+        let Some((vb, known_b)) = lookup(b, mb, kb, lb) else {
+            continue;
+        };
+        pairs.push(change_of(
+            (ka, la),
+            (va, noise(a, &fa, ka, la, known_a)),
+            (vb, noise(b, &fb, kb, lb, known_b)),
+        ));
+    }
+    (pairs, (sa, sb))
 }
 
 /// What a unit of the machine is.
@@ -494,7 +608,7 @@ pub fn pair_name(a: &RunSide, (k, l): (usize, usize)) -> String {
 mod tests {
     use super::*;
     use crate::matching::RankPlace;
-    use crate::side::SideMatrix;
+    use crate::side::{PairValues, SideMatrix};
     use lgate_matrix::DistanceMatrix;
     use ndarray::Array2;
 
@@ -528,11 +642,89 @@ mod tests {
                 .collect(),
             matrices: vec![SideMatrix {
                 name: "t:0".into(),
-                values: DistanceMatrix::new(v, None).unwrap(),
-                noise,
+                values: SideValues::Dense {
+                    values: DistanceMatrix::new(v, None).unwrap(),
+                    noise,
+                },
             }],
             measured: None,
         }
+    }
+
+    fn values_of(side: &RunSide) -> Array2<f64> {
+        match &side.matrices[0].values {
+            SideValues::Dense { values, .. } => values.values().clone(),
+            SideValues::Pairs(_) => panic!("dense"),
+        }
+    }
+
+    fn set_values(side: &mut RunSide, v: Array2<f64>) {
+        if let SideValues::Dense { values, .. } = &mut side.matrices[0].values {
+            *values = DistanceMatrix::new(v, None).unwrap();
+        }
+    }
+
+    fn noise_mut(side: &mut RunSide) -> &mut Vec<f32> {
+        match &mut side.matrices[0].values {
+            SideValues::Dense { noise, .. } => noise.as_mut().unwrap(),
+            SideValues::Pairs(_) => panic!("dense"),
+        }
+    }
+
+    /// `side` as a run of host blocks keeps it: its pairs, those inside a host without noise
+    /// of their own.
+    fn as_pairs(side: &RunSide) -> RunSide {
+        let n = side.len();
+        let v = values_of(side);
+        let noise = match &side.matrices[0].values {
+            SideValues::Dense { noise, .. } => noise.clone(),
+            SideValues::Pairs(_) => None,
+        };
+        let rows = (0..n)
+            .flat_map(|k| (k + 1..n).map(move |l| (k, l)))
+            .map(|(k, l)| {
+                let inside = side.host(k) == side.host(l);
+                let sigma = match &noise {
+                    Some(s) if !inside => s[k * n + l],
+                    _ => f32::NAN,
+                };
+                (PairValues::key(k, l), v[[k, l]], sigma)
+            })
+            .collect();
+        let mut out = side.clone();
+        out.matrices[0].values = SideValues::Pairs(PairValues::new(rows));
+        out
+    }
+
+    #[test]
+    fn host_blocks_compare_as_dense_matrices_do() {
+        // A host 30 % slower, every pair measured: as pairs, the same host is found.
+        let rows: Vec<(usize, usize)> = (0..8).map(|k| (k, k)).collect();
+        let (a, b) = (side(1.0, true), side(1.3, true));
+        let dense = &compare_matrices(&a, &b, &rows)[0];
+        let (pa, pb) = (as_pairs(&a), as_pairs(&b));
+        for (x, y) in [(&pa, &pb), (&a, &pb), (&pa, &b)] {
+            let m = &compare_matrices(x, y, &rows)[0];
+            assert_eq!(m.pairs.len(), dense.pairs.len());
+            assert_eq!(m.noise, (NoiseSource::Repeats, NoiseSource::Repeats));
+            let units = Units::of(x, m);
+            let flagged = flag_units(x, &units, m, bars(), (0.0, 0.0));
+            let names: Vec<(UnitKind, &str)> =
+                flagged.iter().map(|f| (f.kind, f.name.as_str())).collect();
+            assert_eq!(names, vec![(UnitKind::Host, "h1")]);
+        }
+        // A pair measured in one run only is left out.
+        let mut fewer = pa.clone();
+        if let SideValues::Pairs(p) = &mut fewer.matrices[0].values {
+            let kept = p.iter().filter(|&(k, l, _, _)| (k, l) != (0, 5));
+            *p = PairValues::new(
+                kept.map(|(k, l, v, s)| (PairValues::key(k, l), v, s))
+                    .collect(),
+            );
+        }
+        let m = &compare_matrices(&fewer, &pb, &rows)[0];
+        assert_eq!(m.pairs.len(), dense.pairs.len() - 1);
+        assert!(m.pairs.iter().all(|p| p.rows != (0, 5)));
     }
 
     fn bars() -> (Bar, &'static [Bar]) {
@@ -579,8 +771,8 @@ mod tests {
     fn against_the_machine_a_uniform_change_is_no_local_change() {
         // Every pair 30 % slower: against the machine's own shift nothing stands out.
         let mut b = side(1.0, true);
-        let v = b.matrices[0].values.values() * 1.3;
-        b.matrices[0].values = DistanceMatrix::new(v, None).unwrap();
+        let v = values_of(&b) * 1.3;
+        set_values(&mut b, v);
         let a = side(1.0, true);
         let rows: Vec<(usize, usize)> = (0..8).map(|k| (k, k)).collect();
         let m = &compare_matrices(&a, &b, &rows)[0];
@@ -607,10 +799,10 @@ mod tests {
     fn one_pair_far_off_is_flagged_alone() {
         let a = side(1.0, true);
         let mut b = side(1.0, true);
-        let mut v = b.matrices[0].values.values().clone();
+        let mut v = values_of(&b);
         v[[0, 5]] *= 3.0;
         v[[5, 0]] *= 3.0;
-        b.matrices[0].values = DistanceMatrix::new(v, None).unwrap();
+        set_values(&mut b, v);
         let rows: Vec<(usize, usize)> = (0..8).map(|k| (k, k)).collect();
         let m = &compare_matrices(&a, &b, &rows)[0];
         let units = Units::of(&a, m);
@@ -629,11 +821,11 @@ mod tests {
         let a = side(1.0, true);
         for (factor, flagged) in [(10.0, true), (5.0, false)] {
             let mut b = side(1.0, true);
-            let mut v = b.matrices[0].values.values().clone();
+            let mut v = values_of(&b);
             v[[0, 5]] *= factor;
             v[[5, 0]] *= factor;
-            b.matrices[0].values = DistanceMatrix::new(v, None).unwrap();
-            let noise = b.matrices[0].noise.as_mut().unwrap();
+            set_values(&mut b, v);
+            let noise = noise_mut(&mut b);
             noise[5] = 4.0;
             noise[5 * 8] = 4.0;
             let rows: Vec<(usize, usize)> = (0..8).map(|k| (k, k)).collect();

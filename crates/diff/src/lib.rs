@@ -32,6 +32,8 @@ pub mod side;
 mod summary;
 
 use std::collections::{BTreeSet, HashMap};
+
+use lgate_stats::median;
 use std::path::{Path, PathBuf};
 
 pub use compare::{Bar, MatrixDiff, NoiseSource, PairChange, UnitChange, UnitKind, Units};
@@ -155,6 +157,34 @@ impl DiffOptions {
             )));
         }
         Ok(())
+    }
+}
+
+/// Ranks up to which a diff's picture is pair by pair (a P x P picture); above, host by host.
+pub const DENSE_PICTURE_RANKS: usize = 4096;
+
+/// A diff's picture: z per pair, or per pair of hosts.
+#[derive(Debug, Clone)]
+pub struct ZPicture {
+    /// The matrix compared.
+    pub matrix: String,
+    /// z, or the median z of each two hosts' pairs.
+    pub z: ndarray::Array2<f64>,
+    /// Per row, its rank number or host name.
+    pub labels: Vec<String>,
+    /// What a row is: `rank` or `host`.
+    pub rows: &'static str,
+}
+
+impl ZPicture {
+    /// Its title after `what` (`A -> B`, `since A`): the matrix, and what a cell is.
+    pub fn title(&self, what: &str) -> String {
+        let per_hosts = if self.rows == "host" {
+            ", median per two hosts"
+        } else {
+            ""
+        };
+        format!("{what}: {}, change over noise (z{per_hosts})", self.matrix)
     }
 }
 
@@ -531,12 +561,64 @@ impl RunDiff {
         Some((z, self.rows_a.iter().map(|(r, _)| r.to_string()).collect()))
     }
 
-    /// The headline matrix's name and every pair's z in it ([`Diff::z_matrix`]); `None` when
-    /// no matrix was compared.
-    pub fn headline_z(&self) -> Option<(String, ndarray::Array2<f64>, Vec<String>)> {
+    /// The median z of the pairs between each two hosts of run A in one matrix (inside each
+    /// host on the diagonal; NaN where none was compared), with the host names as labels;
+    /// `None` for a matrix not compared or a run that does not name every host.
+    pub fn z_by_hosts(&self, name: &str) -> Option<(ndarray::Array2<f64>, Vec<String>)> {
+        let m = self.matrices.iter().find(|m| m.name == name)?;
+        let mut hosts: Vec<String> = Vec::new();
+        let mut at: HashMap<&str, usize> = HashMap::new();
+        let mut host_of = Vec::with_capacity(self.rows_a.len());
+        for (_, host) in &self.rows_a {
+            let host = host.as_deref()?;
+            let k = *at.entry(host).or_insert_with(|| {
+                hosts.push(host.to_string());
+                hosts.len() - 1
+            });
+            host_of.push(k);
+        }
+        // (pair of hosts, z) sorted by hosts, then each run's median.
+        let mut keyed: Vec<(u64, f64)> = (m.pairs.iter())
+            .filter(|p| !p.z.is_nan())
+            .map(|p| {
+                let (a, b) = (host_of[p.rows.0], host_of[p.rows.1]);
+                (((a.min(b) as u64) << 32) | a.max(b) as u64, p.z)
+            })
+            .collect();
+        keyed.sort_unstable_by(|x, y| x.0.cmp(&y.0).then(x.1.total_cmp(&y.1)));
+        let h = hosts.len();
+        let mut z = ndarray::Array2::from_elem((h, h), f64::NAN);
+        for run in keyed.chunk_by(|x, y| x.0 == y.0) {
+            let (a, b) = ((run[0].0 >> 32) as usize, (run[0].0 & 0xffff_ffff) as usize);
+            let mut values: Vec<f64> = run.iter().map(|x| x.1).collect();
+            let mid = median(&mut values);
+            z[[a, b]] = mid;
+            z[[b, a]] = mid;
+        }
+        Some((z, hosts))
+    }
+
+    /// The headline matrix's name and its z picture: every pair's ([`RunDiff::z_matrix`],
+    /// rows `rank`), or above [`DENSE_PICTURE_RANKS`] ranks each two hosts' median
+    /// ([`RunDiff::z_by_hosts`], rows `host`); `None` when no matrix was compared.
+    pub fn headline_z(&self) -> Option<ZPicture> {
         let name = self.headline_matrix()?;
-        let (z, labels) = self.z_matrix(name)?;
-        Some((name.to_string(), z, labels))
+        let by_hosts = (self.rows_a.len() > DENSE_PICTURE_RANKS)
+            .then(|| self.z_by_hosts(name))
+            .flatten();
+        let (z, labels, rows) = match by_hosts {
+            Some((z, labels)) => (z, labels, "host"),
+            None => {
+                let (z, labels) = self.z_matrix(name)?;
+                (z, labels, "rank")
+            }
+        };
+        Some(ZPicture {
+            matrix: name.to_string(),
+            z,
+            labels,
+            rows,
+        })
     }
 
     /// The host of each row of run A, when run A names every host.

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use lgate_cluster::input::InputError;
 use lgate_matrix::DistanceMatrix;
 use lgate_rundir::table_layout::MEASUREMENTS_FILE;
+use lgate_rundir::HostBlocks;
 
 use crate::matching::RankPlace;
 use crate::DiffError;
@@ -22,11 +23,80 @@ pub const COMPARED_KINDS: [&str; 7] = ["latency", "t", "rtt", "os", "or", "g", "
 pub struct SideMatrix {
     /// `latency`, `t:1KiB`, ...; `matrix` for a matrix file.
     pub name: String,
-    /// The values, one row per tested rank.
-    pub values: DistanceMatrix,
-    /// Per pair (row-major, n x n): the standard deviation of one repetition, from the p10-p90
-    /// range of the pair's repetitions; NaN where the table has no row for the pair.
-    pub noise: Option<Vec<f32>>,
+    /// The values.
+    pub values: SideValues,
+}
+
+/// A side's matrix: dense, or the pairs a run's host blocks hold.
+#[derive(Debug, Clone)]
+pub enum SideValues {
+    /// A dense matrix, one row per tested rank.
+    Dense {
+        /// The values.
+        values: DistanceMatrix,
+        /// Per pair (row-major, n x n): the standard deviation of one repetition, from the
+        /// p10-p90 range of the pair's repetitions; NaN where the table has no row for it.
+        noise: Option<Vec<f32>>,
+    },
+    /// The pairs measured, for a run that keeps host blocks and no dense matrix.
+    Pairs(PairValues),
+}
+
+/// The pairs of one matrix a run measured (rows, smaller first), sorted, with each pair's
+/// noise (NaN where unknown): 20 bytes a pair, no P x P array.
+#[derive(Debug, Clone, Default)]
+pub struct PairValues {
+    keys: Vec<u64>,
+    values: Vec<f64>,
+    noise: Vec<f32>,
+}
+
+impl PairValues {
+    /// The pairs of `(row, row, value, noise)` rows in any order (a pair given twice keeps
+    /// one of its values).
+    pub fn new(mut rows: Vec<(u64, f64, f32)>) -> Self {
+        rows.sort_unstable_by_key(|r| r.0);
+        rows.dedup_by_key(|r| r.0);
+        PairValues {
+            keys: rows.iter().map(|r| r.0).collect(),
+            values: rows.iter().map(|r| r.1).collect(),
+            noise: rows.iter().map(|r| r.2).collect(),
+        }
+    }
+
+    /// The key of the pair of rows `k` and `l`, in either order.
+    pub fn key(k: usize, l: usize) -> u64 {
+        ((k.min(l) as u64) << 32) | k.max(l) as u64
+    }
+
+    /// The value and noise of the pair of rows `k` and `l`, when measured.
+    pub fn get(&self, k: usize, l: usize) -> Option<(f64, f32)> {
+        let at = self.keys.binary_search(&Self::key(k, l)).ok()?;
+        Some((self.values[at], self.noise[at]))
+    }
+
+    /// Every pair: (row, row, value, noise), the smaller row first.
+    pub fn iter(&self) -> impl Iterator<Item = (usize, usize, f64, f32)> + '_ {
+        (0..self.keys.len()).map(|n| {
+            let key = self.keys[n];
+            (
+                (key >> 32) as usize,
+                (key & 0xffff_ffff) as usize,
+                self.values[n],
+                self.noise[n],
+            )
+        })
+    }
+
+    /// The number of pairs.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Whether it has none.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
 }
 
 /// A run (or matrix file) as `diff` reads it.
@@ -98,9 +168,127 @@ fn read_file(path: &Path) -> Result<RunSide, DiffError> {
         places,
         matrices: vec![SideMatrix {
             name: "matrix".into(),
-            values: input.into_dense("diff")?,
-            noise: None,
+            values: SideValues::Dense {
+                values: input.into_dense("diff")?,
+                noise: None,
+            },
         }],
+        measured: None,
+    })
+}
+
+/// Where each of `ranks` ran, from the run's meta.json.
+fn places_of(meta: &lgate_rundir::RunMeta, ranks: &[usize]) -> Vec<RankPlace> {
+    ranks
+        .iter()
+        .map(|&rank| {
+            let info = &meta.ranks[rank];
+            let single = info
+                .cpuset
+                .as_deref()
+                .and_then(lgate_rundir::parse_cpu_list)
+                .filter(|cpus| cpus.len() == 1)
+                .map(|cpus| cpus[0]);
+            RankPlace {
+                rank,
+                host: Some(info.host.clone()),
+                bound_cpu: single,
+            }
+        })
+        .collect()
+}
+
+/// A run that keeps host blocks and no dense matrix: per screening size (`rtt:SIZE`) the pairs
+/// inside each host and those measured between hosts, the latter with their repetitions'
+/// noise (a block keeps none: the sampled pairs' repetitions give the noise inside hosts).
+fn read_hosts(
+    run: &lgate_rundir::RunDir,
+    meta: &lgate_rundir::RunMeta,
+    only: Option<&[String]>,
+) -> Result<RunSide, DiffError> {
+    let blocks = HostBlocks::read(run)?;
+    let index = &blocks.index;
+    if index.ranks != meta.ranks.len() {
+        return Err(DiffError::Invalid {
+            path: run.file(lgate_rundir::files::HOST_INDEX_FILE),
+            message: format!(
+                "{} ranks, but meta.json has {}",
+                index.ranks,
+                meta.ranks.len()
+            ),
+        });
+    }
+    let between = HostBlocks::read_between(run, index)?;
+    // The sampled pairs' repetitions (the full test of a few pairs, inside hosts and between):
+    // the only noise a pair inside a host has.
+    let mut sampled: HashMap<(u64, usize), f32> = HashMap::new();
+    let table = run.file(MEASUREMENTS_FILE);
+    if table.is_file() {
+        lgate_rundir::for_each_measurement(&table, |row| {
+            let range = row.p90_us - row.p10_us;
+            if row.parameter == "rtt" && range.is_finite() && range >= 0.0 {
+                sampled.insert(
+                    (PairValues::key(row.i, row.j), row.size_bytes),
+                    (range / P10_P90_SIGMAS) as f32,
+                );
+            }
+        })?;
+    }
+    let names: Vec<String> = (index.sizes.iter())
+        .map(|&m| format!("rtt:{}", lgate_rundir::MessageSize(m)))
+        .collect();
+    let mut matrices = Vec::new();
+    for (k, name) in names.iter().enumerate() {
+        if only.is_some_and(|o| !o.contains(name)) {
+            continue;
+        }
+        let mut rows: Vec<(u64, f64, f32)> = Vec::new();
+        for (host, block) in index.hosts.iter().zip(&blocks.blocks) {
+            let m = &block.values[k];
+            for (a, &i) in host.ranks.iter().enumerate() {
+                for (b, &j) in host.ranks.iter().enumerate().skip(a + 1) {
+                    if m[[a, b]].is_finite() {
+                        let key = PairValues::key(i, j);
+                        let sigma = sampled.get(&(key, index.sizes[k])).copied();
+                        rows.push((key, m[[a, b]], sigma.unwrap_or(f32::NAN)));
+                    }
+                }
+            }
+        }
+        for n in 0..between.len() {
+            let (i, j) = (between.i[n] as usize, between.j[n] as usize);
+            let x = between.rtt_us[k][n];
+            if x.is_finite() {
+                let range = between.p90_us[k][n] - between.p10_us[k][n];
+                let sigma = if range >= 0.0 {
+                    (range / P10_P90_SIGMAS) as f32
+                } else {
+                    f32::NAN
+                };
+                rows.push((PairValues::key(i, j), x, sigma));
+            }
+        }
+        matrices.push(SideMatrix {
+            name: name.clone(),
+            values: SideValues::Pairs(PairValues::new(rows)),
+        });
+    }
+    if matrices.is_empty() {
+        return Err(DiffError::Invalid {
+            path: run.file(lgate_rundir::files::HOST_INDEX_FILE),
+            message: format!(
+                "none of the matrices {} is in this run; it has {}",
+                only.unwrap_or_default().join(", "),
+                names.join(", ")
+            ),
+        });
+    }
+    let ranks: Vec<usize> = (0..index.ranks).collect();
+    Ok(RunSide {
+        path: run.path().to_path_buf(),
+        places: places_of(meta, &ranks),
+        ranks,
+        matrices,
         measured: None,
     })
 }
@@ -108,6 +296,9 @@ fn read_file(path: &Path) -> Result<RunSide, DiffError> {
 fn read_run(path: &Path, only: Option<&[String]>) -> Result<RunSide, DiffError> {
     let run = lgate_rundir::RunDir::open(path)?;
     let meta = run.read_meta()?;
+    if HostBlocks::exist(&run) && !run.file(lgate_rundir::MATRIX_INDEX_FILE).is_file() {
+        return read_hosts(&run, &meta, only);
+    }
     let index = lgate_rundir::MatrixIndex::read(&run)?;
     let entries: Vec<&lgate_rundir::MatrixEntry> = index
         .matrices
@@ -144,29 +335,15 @@ fn read_run(path: &Path, only: Option<&[String]>) -> Result<RunSide, DiffError> 
         }
         matrices.push(SideMatrix {
             name: e.name.clone(),
-            values: input.into_dense("diff")?,
-            noise: None,
+            values: SideValues::Dense {
+                values: input.into_dense("diff")?,
+                noise: None,
+            },
         });
     }
     let ranks = ranks.unwrap_or_default();
     let n = ranks.len();
-    let places = ranks
-        .iter()
-        .map(|&rank| {
-            let info = &meta.ranks[rank];
-            let single = info
-                .cpuset
-                .as_deref()
-                .and_then(lgate_rundir::parse_cpu_list)
-                .filter(|cpus| cpus.len() == 1)
-                .map(|cpus| cpus[0]);
-            RankPlace {
-                rank,
-                host: Some(info.host.clone()),
-                bound_cpu: single,
-            }
-        })
-        .collect();
+    let places = places_of(&meta, &ranks);
     let measured = match &index.measured {
         Some(mask) if mask.filled_pairs > 0 => {
             let file = run.file(&format!("{}/{}", lgate_rundir::MATRICES_DIR, mask.file));
@@ -190,7 +367,9 @@ fn read_run(path: &Path, only: Option<&[String]>) -> Result<RunSide, DiffError> 
         let sweeps = meta.schedule.sweeps.max(1) as usize;
         let noise = read_noise(&table, &ranks, &sizes, sweeps)?;
         for (m, sigma) in matrices.iter_mut().zip(noise) {
-            m.noise = sigma;
+            if let SideValues::Dense { noise, .. } = &mut m.values {
+                *noise = sigma;
+            }
         }
     }
     Ok(RunSide {

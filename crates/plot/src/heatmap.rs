@@ -76,6 +76,16 @@ impl<'a> Heatmap<'a> {
         self
     }
 
+    /// What a row is: `rank`, or `host`.
+    pub fn items(&self) -> &'static str {
+        self.item
+    }
+
+    /// Whether the diagonal holds values: a host's median inside it, not a rank's own 0.
+    fn diagonal(&self) -> bool {
+        self.item == "host"
+    }
+
     /// A heat map of signed values (rows labelled by rank number), blue below 0 and red above,
     /// symmetric about 0 and clipped at a high quantile of |value|; NaN entries are grey.
     /// `values` must be square with one label per row.
@@ -211,8 +221,9 @@ impl<'a> Heatmap<'a> {
         let n = self.len();
         let mut v: Vec<f64> = Vec::with_capacity(n * n.saturating_sub(1) / 2);
         let m = self.values;
+        let first = usize::from(!self.diagonal());
         for i in 0..n {
-            for j in i + 1..n {
+            for j in i + first..n {
                 let x = m[[i, j]];
                 if x.is_finite() {
                     v.push(if self.signed { x.abs() } else { x });
@@ -342,7 +353,7 @@ impl<'a> Heatmap<'a> {
                 for a in rows.clone() {
                     for b in cols.clone() {
                         let (i, j) = (self.order[a], self.order[b]);
-                        if i != j && m[[i, j]].is_finite() {
+                        if (i != j || self.diagonal()) && m[[i, j]].is_finite() {
                             let x = m[[i, j]];
                             sum += if self.signed {
                                 x.clamp(lo, hi)
@@ -368,15 +379,18 @@ impl<'a> Heatmap<'a> {
 
 /// The heat map of a `diff`: each pair's z in run A's rank order (`labels`, rank numbers), red
 /// where run B is slower; with `hosts` (one per row, rows being ranks 0, 1, ...), ordered
-/// and bounded by host.
+/// and bounded by host. `rows` names a row: `rank`, or `host` for each two hosts' median z.
 pub fn diff_heatmap<'a>(
     z: &'a ndarray::Array2<f64>,
     labels: &'a [String],
-    hosts: Option<&[String]>,
+    (hosts, rows): (Option<&[String]>, &'static str),
     title: &str,
     note: String,
 ) -> Result<Heatmap<'a>, PlotError> {
-    let mut figure = Heatmap::signed(z, labels, title, "z")?.with_note(Some(note));
+    let mut figure = Heatmap::signed(z, labels, title, "z")?
+        .with_note(Some(note))
+        .with_items(rows);
+    let hosts = hosts.filter(|_| rows == "rank");
     let in_rank_order = labels
         .iter()
         .enumerate()

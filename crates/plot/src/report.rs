@@ -537,10 +537,12 @@ fn diff_section(html: &mut String, diff: &ReportDiff) -> Result<(), PlotError> {
         }
         html.push_str("</table>\n");
     }
-    html.push_str(&img(
-        &diff.figure,
-        "heat map of each pair's change over the noise",
-    )?);
+    let alt = if diff.figure.items() == "host" {
+        "heat map of the median change over the noise per two hosts"
+    } else {
+        "heat map of each pair's change over the noise"
+    };
+    html.push_str(&img(&diff.figure, alt)?);
     let _ = writeln!(html, "\n<pre>{}</pre>", escape(&diff.summary));
     Ok(())
 }

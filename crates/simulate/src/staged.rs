@@ -44,8 +44,9 @@ impl Simulation<'_> {
         reps: usize,
     ) -> PingPongResult {
         let o = self.options();
+        // The noise's seed: a rerun (the same machine measured again) draws other noise.
         let stream = splitmix(
-            o.seed
+            o.noise_seed()
                 ^ 0x5343_5245_454e_0000
                 ^ (stage as u64) << 56
                 ^ splitmix(sweep as u64 ^ splitmix((pair.i as u64) << 32 | pair.j as u64)),
