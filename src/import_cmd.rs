@@ -92,6 +92,12 @@ fn pairs(args: PairsArgs) -> Result<()> {
     let table = read_pairs_file(&args.file)?;
     crate::output::refuse_inputs(&args.output.out, &[args.file.as_path()])?;
     lgate_derive::write_imported_pairs(&table, &origin(&args.file, &args.output))?;
+    if let (Some((lines, first)), false) = (table.self_pairs, args.output.quiet) {
+        eprintln!(
+            "warning: {}: {lines} line(s) pair a rank with itself (the first: line {first});              left out: a rank's distance to itself is 0",
+            args.file.display()
+        );
+    }
     if !args.output.quiet {
         eprintln!(
             "imported {} ({}): {} ranks{}, {} size(s), at most {} repeat(s) of a pair",

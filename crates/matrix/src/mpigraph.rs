@@ -38,6 +38,7 @@ pub fn is_mpigraph(text: &str) -> bool {
 
 /// Reads mpiGraph's output (`path` names it in errors); every error names the line.
 pub fn read_mpigraph(path: &Path, text: &str) -> Result<MpiGraphRun, ReadError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let shape = |line: usize, message: String| ReadError::Shape {
         path: path.to_path_buf(),
         line,

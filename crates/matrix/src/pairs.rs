@@ -43,6 +43,8 @@ pub struct PairTable {
     pub hosts: Option<Vec<String>>,
     /// One matrix per size, ascending (one with no size when the list has none).
     pub sizes: Vec<PairMatrix>,
+    /// Lines that pair a rank with itself, left out: how many, and the first one's number.
+    pub self_pairs: Option<(usize, usize)>,
 }
 
 /// The columns of a CSV pair list.
@@ -68,6 +70,8 @@ struct Row<'a> {
 
 /// Reads a pair list (`path` names it in errors).
 pub fn read_pairs(path: &Path, text: &str) -> Result<PairTable, ReadError> {
+    // A byte-order mark (spreadsheets save one) is not part of the header.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let shape = |line: usize, message: String| ReadError::Shape {
         path: path.to_path_buf(),
         line,
@@ -445,8 +449,11 @@ fn build(path: &Path, layout: &'static str, rows: Vec<Row>) -> Result<PairTable,
     }
     // The values of each pair, per size.
     let mut by_size: BTreeMap<Option<usize>, PairValues> = BTreeMap::new();
+    let mut self_pairs: Option<(usize, usize)> = None;
     for r in &rows {
         if r.i == r.j {
+            let seen = self_pairs.get_or_insert((0, r.line));
+            seen.0 += 1;
             continue;
         }
         by_size
@@ -528,6 +535,7 @@ fn build(path: &Path, layout: &'static str, rows: Vec<Row>) -> Result<PairTable,
         ranks: n,
         hosts,
         sizes,
+        self_pairs,
     })
 }
 

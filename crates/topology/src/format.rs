@@ -103,6 +103,8 @@ pub fn parse(
     format: Option<TopologyFormat>,
     ranks: Option<usize>,
 ) -> Result<(Topology, TopologyFormat), TopologyError> {
+    // A byte-order mark (editors on Windows save one) is not part of the text.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let format = match format {
         Some(f) => f,
         None => TopologyFormat::detect(text)?,

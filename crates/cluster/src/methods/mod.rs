@@ -299,6 +299,11 @@ pub fn search(
 /// Refuses a number of groups above the item count.
 fn check_k(method: &'static str, k: Option<usize>, items: usize) -> Result<(), ParamError> {
     match k {
+        // 0 groups would put every rank in one.
+        Some(0) => Err(ParamError::Invalid {
+            method,
+            message: "--k must be at least 1".into(),
+        }),
         Some(k) if k > items => Err(ParamError::Invalid {
             method,
             message: format!("--k {k} is more groups than the {items} ranks"),

@@ -375,6 +375,9 @@ pub(super) fn read_csv_from(
     read_csv_in_blocks(path, source, BLOCK_BYTES)
 }
 
+/// UTF-8's byte-order mark.
+const BOM: &[u8] = b"\xef\xbb\xbf";
+
 /// [`read_csv_from`] with blocks of about `block_bytes`.
 pub(super) fn read_csv_in_blocks(
     path: &Path,
@@ -397,6 +400,8 @@ pub(super) fn read_csv_in_blocks(
     let mut pending: Vec<u8> = Vec::new();
     // The file's line number of the first line in `pending`.
     let mut line = 1;
+    // A byte-order mark (spreadsheets save one) is not part of the first cell.
+    let mut at_start = true;
     loop {
         let old = pending.len();
         pending.resize(old + block_bytes, 0);
@@ -411,6 +416,12 @@ pub(super) fn read_csv_in_blocks(
         }
         pending.truncate(old + got);
         let eof = got == 0;
+        if at_start && (pending.len() >= BOM.len() || eof) {
+            if pending.starts_with(BOM) {
+                pending.drain(..BOM.len());
+            }
+            at_start = false;
+        }
         let end = if eof {
             pending.len()
         } else {

@@ -290,6 +290,17 @@ mod tests {
     }
 
     #[test]
+    fn a_byte_order_mark_is_left_out_in_blocks_of_any_size() {
+        let plain = "0,1,5\n1,0,5\n5,5,0\n";
+        let whole = format!("{:?}", read_csv(Path::new("m.csv"), plain));
+        let marked = format!("\u{feff}{plain}");
+        for block in [1, 2, 3, 5, 64] {
+            let part = read_csv_in_blocks(Path::new("m.csv"), marked.as_bytes(), block);
+            assert_eq!(format!("{part:?}"), whole, "blocks of {block}");
+        }
+    }
+
+    #[test]
     fn one_by_one() {
         let m = csv("0\n").unwrap();
         assert_eq!(m.matrix.len(), 1);

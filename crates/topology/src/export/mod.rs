@@ -41,7 +41,7 @@ pub struct ExportContext<'a> {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ExportError {
     /// The format needs the ranks' host names and none were given.
-    #[error("--format {format} needs host names, which a run directory has and a matrix file or a topology without labels does not")]
+    #[error("the {format} format needs host names, which a run directory has and a matrix file or a topology without labels does not")]
     NeedsHosts {
         /// The format.
         format: &'static str,

@@ -1,0 +1,74 @@
+//! Inputs that once gave a wrong answer with exit 0 and no word (issue 47): a byte-order mark
+//! that ate a rank, a pair of a rank with itself dropped silently, `--k 0` taken as one group.
+
+mod common;
+
+use common::{lgate_plogp_in, success};
+
+/// A 4 x 4 matrix of two pairs, as a spreadsheet saves it: headerless, with or without a
+/// UTF-8 byte-order mark.
+const MATRIX: &[u8] = b"0,1,5,5\n1,0,5,5\n5,5,0,1\n5,5,1,0\n";
+const BOM: &[u8] = b"\xef\xbb\xbf";
+
+fn with_bom(bytes: &[u8]) -> Vec<u8> {
+    [BOM, bytes].concat()
+}
+
+#[test]
+fn a_byte_order_mark_is_not_part_of_the_first_cell() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("plain.csv"), MATRIX).unwrap();
+    std::fs::write(d.join("bom.csv"), with_bom(MATRIX)).unwrap();
+    let plain = success(lgate_plogp_in(
+        d,
+        &["cluster", "plain.csv", "--format", "json"],
+    ));
+    let out = lgate_plogp_in(d, &["cluster", "bom.csv", "--format", "json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(stderr.contains("(4 ranks)"), "{stderr}");
+    assert_eq!(success(out), plain, "the same answer as without the mark");
+
+    // A pair list and a topology file, likewise.
+    let pairs = b"i,j,value\n0,1,1\n0,2,5\n0,3,5\n1,2,5\n1,3,5\n2,3,1\n";
+    std::fs::write(d.join("pairs.csv"), with_bom(pairs)).unwrap();
+    success(lgate_plogp_in(
+        d,
+        &["import", "pairs", "pairs.csv", "-o", "run"],
+    ));
+    let topology = b"cluster {\n  group { 0-1 }\n  group { 2-3 }\n}\n";
+    std::fs::write(d.join("t.lgate"), with_bom(topology)).unwrap();
+    let shown = success(lgate_plogp_in(d, &["topology", "show", "t.lgate"]));
+    assert!(shown.contains("4 ranks"), "{shown}");
+}
+
+#[test]
+fn a_pair_of_a_rank_with_itself_is_said_to_be_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let pairs = b"i,j,value\n0,0,0\n0,1,1\n0,2,5\n0,3,5\n1,2,5\n1,3,5\n2,3,1\n3,3,0\n";
+    std::fs::write(d.join("pairs.csv"), pairs).unwrap();
+    let out = lgate_plogp_in(d, &["import", "pairs", "pairs.csv", "-o", "run"]);
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(
+        stderr.contains("2 line(s) pair a rank with itself (the first: line 2)"),
+        "{stderr}"
+    );
+    success(out);
+}
+
+#[test]
+fn zero_groups_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("m.csv"), MATRIX).unwrap();
+    for algo in ["agglomerative", "kmedoids", "kmeans", "spectral"] {
+        let out = lgate_plogp_in(d, &["cluster", "m.csv", "--algo", algo, "--k", "0"]);
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(out.status.code(), Some(1), "{algo}: {stderr}");
+        assert!(
+            stderr.contains("--k must be at least 1"),
+            "{algo}: {stderr}"
+        );
+    }
+}
