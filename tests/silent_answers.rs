@@ -72,3 +72,29 @@ fn zero_groups_are_refused() {
         );
     }
 }
+
+#[test]
+fn messages_say_what_the_file_is_and_where_to_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Semicolons, as spreadsheets in many locales save: the separator is named.
+    std::fs::write(d.join("semi.csv"), b"0;1;5;5\n1;0;5;5\n5;5;0;1\n5;5;1;0\n").unwrap();
+    std::fs::write(d.join("semi-pairs.csv"), b"i;j;value\n0;1;1\n").unwrap();
+    for (args, says) in [
+        (
+            &["cluster", "semi.csv"][..],
+            "semi.csv:1: cells separated by `;`",
+        ),
+        (
+            &["import", "pairs", "semi-pairs.csv", "-o", "run"],
+            "semi-pairs.csv:1: fields separated by `;`",
+        ),
+        (&["cluster", "-"], "standard input is not read"),
+    ] {
+        let out = lgate_plogp_in(d, args);
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+}

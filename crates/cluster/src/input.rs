@@ -502,6 +502,12 @@ pub fn load(path: &Path, matrix: Option<&str>) -> Result<ClusterInput, InputErro
                 "--matrix picks a matrix of a run directory; this is a file".into(),
             ));
         }
+        if path == Path::new("-") && !path.exists() {
+            return Err(invalid(
+                path,
+                "standard input is not read: save the matrix to a file and give its name".into(),
+            ));
+        }
         let read = read_matrix(path)?;
         let n = read.matrix.len();
         return Ok(ClusterInput {

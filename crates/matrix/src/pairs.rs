@@ -85,6 +85,17 @@ pub fn read_pairs(path: &Path, text: &str) -> Result<PairTable, ReadError> {
     let Some((first_line, first)) = lines.next() else {
         return Err(shape(1, "no pairs: the file holds no data line".into()));
     };
+    // One field: nothing split it, neither commas nor blanks.
+    let one_field = !first.contains(',') && first.split_whitespace().count() == 1;
+    if let Some(sep) = crate::read::other_separator(first, if one_field { 1 } else { 2 }) {
+        return Err(shape(
+            first_line,
+            format!(
+                "fields separated by `{sep}`: a pair list is CSV (commas) with a header naming \
+                 i, j and value, or mmpi's .dat (blanks)"
+            ),
+        ));
+    }
     // mmpi on Blue Gene names each task with its torus coordinates, commas and all.
     let csv = first.contains(',') && !is_task_line(first);
     let mut rows = Vec::new();

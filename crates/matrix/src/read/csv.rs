@@ -125,6 +125,14 @@ pub(super) fn is_comment_or_blank(line: &str) -> bool {
     t.is_empty() || t.starts_with('#')
 }
 
+/// A separator the tool does not take (`;` as spreadsheets in many locales write, `|`), when a
+/// line of `cells` cells (one: nothing split it) holds one.
+pub(crate) fn other_separator(line: &str, cells: usize) -> Option<char> {
+    (cells == 1)
+        .then(|| [';', '|'].into_iter().find(|&c| line.contains(c)))
+        .flatten()
+}
+
 /// The separator the first line with cells in `text` shows, if there is one.
 pub(super) fn separator_of(text: &str) -> Option<Separator> {
     let line = text
@@ -471,6 +479,15 @@ pub(super) fn build_from_rows(table: CsvRows<'_>) -> Result<ReadMatrix, ReadErro
         ));
     };
     let first_cells = split_csv_line(&first_text);
+    if let Some(sep) = other_separator(&first_text, first_cells.len()) {
+        return Err(shape(
+            rows.first().map_or(1, |r| r.line),
+            format!(
+                "cells separated by `{sep}`: a matrix's cells are separated by commas, tabs or \
+                 blanks (save it as comma-separated)"
+            ),
+        ));
+    }
     // A label column: the rows after the first all start with a cell that is not a number.
     let label_column = rows.len() > 1 && rows[1..].iter().all(|r| label_cell(&r.first));
     // A header: a first row with text where numbers would be.

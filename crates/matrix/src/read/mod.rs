@@ -8,6 +8,7 @@ use ndarray::Array2;
 use crate::{DistanceMatrix, MatrixError};
 
 mod csv;
+pub(crate) use csv::other_separator;
 mod npy;
 
 pub use self::csv::read_csv;
