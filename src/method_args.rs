@@ -18,46 +18,76 @@ pub struct MethodArgs {
     pub space: Space,
     /// auto: the least separation of a level (least median distance between two groups over
     /// the largest upper quartile inside a group).
-    #[arg(long, default_value_t = AutoParams::default().min_ratio, value_name = "R")]
+    #[arg(long, default_value_t = AutoParams::default().min_ratio, value_name = "R", allow_negative_numbers = true)]
     min_ratio: f64,
     /// auto: the least gap between groups, as a share of the median distance.
-    #[arg(long, default_value_t = AutoParams::default().min_gap, value_name = "G")]
+    #[arg(long, default_value_t = AutoParams::default().min_gap, value_name = "G", allow_negative_numbers = true)]
     min_gap: f64,
     /// agglomerative: how clusters are joined.
     #[arg(long, value_enum, default_value_t = LinkageArg::Average)]
     linkage: LinkageArg,
     /// agglomerative, kmedoids, spectral, kmeans: the number of groups (kmedoids without it:
     /// by medoid silhouette; spectral and kmeans: from the eigengaps).
-    #[arg(long, value_name = "K")]
+    #[arg(long, value_name = "K", allow_negative_numbers = true)]
     k: Option<usize>,
     /// agglomerative: cut where merges pass this distance.
-    #[arg(long, value_name = "H")]
+    #[arg(long, value_name = "H", allow_negative_numbers = true)]
     height: Option<f64>,
     /// components: join items closer than this.
-    #[arg(long, value_name = "T")]
+    #[arg(long, value_name = "T", allow_negative_numbers = true)]
     threshold: Option<f64>,
     /// dbscan: the neighbourhood radius.
-    #[arg(long, value_name = "E")]
+    #[arg(long, value_name = "E", allow_negative_numbers = true)]
     eps: Option<f64>,
     /// dbscan: items within eps (itself included) that make a core item.
-    #[arg(long, default_value_t = 2, value_name = "M")]
+    #[arg(
+        long,
+        default_value_t = 2,
+        value_name = "M",
+        allow_negative_numbers = true
+    )]
     min_points: usize,
     /// kmedoids: the largest k tried when k is chosen by silhouette; spectral and kmeans: the
     /// eigengaps are first looked for among this many + 1 eigenvalues (the window doubles while
     /// its last eigenvalue is above one half).
-    #[arg(long, default_value_t = 16, value_name = "K")]
+    #[arg(
+        long,
+        default_value_t = 16,
+        value_name = "K",
+        allow_negative_numbers = true
+    )]
     max_k: usize,
     /// hdbscan: the least ranks of a cluster.
-    #[arg(long, default_value_t = 4, value_name = "M")]
+    #[arg(
+        long,
+        default_value_t = 4,
+        value_name = "M",
+        allow_negative_numbers = true
+    )]
     min_cluster_size: usize,
     /// hdbscan: the neighbourhood of the core distance, the rank itself counted.
-    #[arg(long, default_value_t = 4, value_name = "M")]
+    #[arg(
+        long,
+        default_value_t = 4,
+        value_name = "M",
+        allow_negative_numbers = true
+    )]
     min_samples: usize,
     /// ssstree: a new center opens at this share of twice the cluster's radius.
-    #[arg(long, default_value_t = 0.5, value_name = "A")]
+    #[arg(
+        long,
+        default_value_t = 0.5,
+        value_name = "A",
+        allow_negative_numbers = true
+    )]
     alpha: f64,
     /// ssstree: clusters with fewer items are not split.
-    #[arg(long, default_value_t = 2, value_name = "M")]
+    #[arg(
+        long,
+        default_value_t = 2,
+        value_name = "M",
+        allow_negative_numbers = true
+    )]
     min_children: usize,
     /// spectral, kmeans: one Gaussian kernel scale for every rank, in the matrix's unit
     /// [default: each rank's distance to its --scale-neighbour-th nearest rank].
@@ -65,14 +95,19 @@ pub struct MethodArgs {
     scale: Option<f64>,
     /// spectral, kmeans: the neighbour whose distance is a rank's kernel scale (local scaling,
     /// Zelnik-Manor and Perona).
-    #[arg(long, default_value_t = 7, value_name = "N")]
+    #[arg(
+        long,
+        default_value_t = 7,
+        value_name = "N",
+        allow_negative_numbers = true
+    )]
     scale_neighbour: usize,
     /// Try N values of the algorithm's main parameter across its range (the thesis's linear
     /// search: components --threshold and dbscan --eps between the least and largest distance,
     /// ssstree --alpha in (0, 5), kmedoids, agglomerative, spectral and kmeans --k in 2..=--max-k, hdbscan
     /// --min-cluster-size in 2..=P/2) and keep the value whose top-level partition has the best
     /// separation, as `auto` measures it.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub search: Option<usize>,
 }
 

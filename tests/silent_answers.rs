@@ -71,6 +71,33 @@ fn zero_groups_are_refused() {
             "{algo}: {stderr}"
         );
     }
+    // Negative numbers are read as numbers (not as unknown flags) and refused where they
+    // mean nothing, never taken as singletons.
+    for (args, says) in [
+        (
+            &["--algo", "agglomerative", "--k", "-1"][..],
+            "invalid value '-1' for '--k <K>'",
+        ),
+        (
+            &["--algo", "agglomerative", "--height", "-1"],
+            "--height -1 must be a positive distance",
+        ),
+        (
+            &["--algo", "dbscan", "--eps", "-2"],
+            "--eps -2 must be a positive distance",
+        ),
+        (
+            &["--algo", "components", "--threshold", "0"],
+            "--threshold 0 must be a positive distance",
+        ),
+    ] {
+        let mut all = vec!["cluster", "m.csv"];
+        all.extend_from_slice(args);
+        let out = lgate_plogp_in(d, &all);
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_ne!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
 }
 
 #[test]

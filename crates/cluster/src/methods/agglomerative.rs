@@ -30,10 +30,13 @@ fn build(p: &MethodParams) -> Result<Box<dyn ClusterMethod>, ParamError> {
             message: "needs --k or --height".into(),
         });
     }
+    let height = (p.height)
+        .map(|h| super::positive_distance(SPEC.name, "--height", h))
+        .transpose()?;
     Ok(Box::new(Agglomerative {
         linkage: p.linkage,
         k: p.k,
-        height: p.height,
+        height,
     }))
 }
 

@@ -23,6 +23,7 @@ fn build(p: &MethodParams) -> Result<Box<dyn ClusterMethod>, ParamError> {
         method: SPEC.name,
         message: "needs --threshold".into(),
     })?;
+    let t = super::positive_distance(SPEC.name, "--threshold", t)?;
     Ok(Box::new(Components(t)))
 }
 

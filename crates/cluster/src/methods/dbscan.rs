@@ -26,6 +26,7 @@ fn build(p: &MethodParams) -> Result<Box<dyn ClusterMethod>, ParamError> {
         method: SPEC.name,
         message: "needs --eps".into(),
     })?;
+    let eps = super::positive_distance(SPEC.name, "--eps", eps)?;
     Ok(Box::new(Dbscan {
         eps,
         min_points: p.min_points,

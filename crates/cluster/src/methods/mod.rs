@@ -297,6 +297,19 @@ pub fn search(
 }
 
 /// Refuses a number of groups above the item count.
+/// A distance given on the command line (`--height`, `--eps`, `--threshold`): a positive
+/// number, or the error naming `flag`.
+fn positive_distance(method: &'static str, flag: &str, x: f64) -> Result<f64, ParamError> {
+    if x.is_finite() && x > 0.0 {
+        Ok(x)
+    } else {
+        Err(ParamError::Invalid {
+            method,
+            message: format!("{flag} {x} must be a positive distance (in the matrix's unit)"),
+        })
+    }
+}
+
 fn check_k(method: &'static str, k: Option<usize>, items: usize) -> Result<(), ParamError> {
     match k {
         // 0 groups would put every rank in one.
