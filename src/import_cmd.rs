@@ -29,7 +29,8 @@ pub struct ImportOutput {
     /// The run directory to create.
     #[arg(long = "output", short, alias = "out", value_name = "DIR")]
     out: PathBuf,
-    /// Replace an existing run in --output.
+    /// Replace an existing run in --output: its files and the report and pictures made from it
+    /// go, other files stay.
     #[arg(long)]
     force: bool,
     /// No summary on stderr.

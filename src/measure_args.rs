@@ -18,7 +18,8 @@ pub struct MeasureArgs {
         conflicts_with = "resume"
     )]
     pub(crate) out: Option<PathBuf>,
-    /// Replace an existing run in --output (only the files a run writes are removed).
+    /// Replace an existing run in --output: its files and the report and pictures made from it
+    /// go, other files stay.
     #[arg(long, conflicts_with = "resume")]
     pub(crate) force: bool,
     /// Continue the run in DIR, measuring only the pairs its journal lacks, with the run's own

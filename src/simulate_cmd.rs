@@ -46,7 +46,8 @@ pub struct SimulateArgs {
     /// The run directory to create [default: sim-<model>-<seed>] (`--out` is an alias).
     #[arg(long = "output", short, alias = "out", value_name = "DIR")]
     out: Option<PathBuf>,
-    /// Replace an existing run in --output (only the files a run writes are removed).
+    /// Replace an existing run in --output: its files and the report and pictures made from it
+    /// go, other files stay.
     #[arg(long)]
     force: bool,
     /// Seed of the placement, the noise and the artifacts.

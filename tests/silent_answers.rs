@@ -125,3 +125,35 @@ fn messages_say_what_the_file_is_and_where_to_go() {
         assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn force_replaces_a_run_whole() {
+    // A staged run with its screening table, host blocks and report, replaced by a full run:
+    // nothing of the first is left beside the second.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let machine = [
+        "--preset",
+        "fram",
+        "--machine",
+        "node=2,socket=2,core=2",
+        "--quiet",
+    ];
+    let mut staged = vec!["simulate", "--output", "run"];
+    staged.extend_from_slice(&machine);
+    success(lgate_plogp_in(d, &staged));
+    success(lgate_plogp_in(d, &["report", "run"]));
+    for name in ["screen.csv", "hosts", "report.html"] {
+        assert!(d.join("run").join(name).exists(), "{name}");
+    }
+    let mut full = vec!["simulate", "--plan", "full", "--force", "--output", "run"];
+    full.extend_from_slice(&machine);
+    success(lgate_plogp_in(d, &full));
+    for name in ["screen.csv", "hosts", "report.html"] {
+        assert!(
+            !d.join("run").join(name).exists(),
+            "{name} of the replaced run"
+        );
+    }
+    assert!(d.join("run/measurements.parquet").is_file());
+}

@@ -61,3 +61,24 @@ pub const RUN_FILES: &[&str] = &[
     SCREEN_TABLE,
     PINGPONG_TABLE,
 ];
+
+/// What replacing a run (`--force`) removes: the run's own files, its derived folders, and
+/// the report and pictures made from it by default.
+pub const REPLACED_WITH_THE_RUN: &[&str] = &[
+    META_FILE,
+    JOURNAL_FILE,
+    MEASUREMENTS_FILE,
+    MEASUREMENTS_CSV_FILE,
+    RAW_FILE,
+    RAW_CSV_FILE,
+    REPORT_FILE,
+    SCREEN_TABLE,
+    PINGPONG_TABLE,
+    MATRICES_DIR,
+    HOSTS_DIR,
+    REPORT_HTML,
+    HEATMAP_PNG,
+    CURVES_PNG,
+    DENDROGRAM_PNG,
+    DIFF_PNG,
+];

@@ -139,9 +139,13 @@ impl RunDir {
                         path: path.to_path_buf(),
                     });
                 }
-                for name in [META_FILE, JOURNAL_FILE] {
+                // Everything the run held and everything made from it goes, so that the folder
+                // never mixes two runs (other files stay).
+                for name in files::REPLACED_WITH_THE_RUN {
                     let file = path.join(name);
-                    if file.exists() {
+                    if file.is_dir() {
+                        std::fs::remove_dir_all(&file).map_err(io_error(&file))?;
+                    } else if file.exists() {
                         std::fs::remove_file(&file).map_err(io_error(&file))?;
                     }
                 }
@@ -217,6 +221,7 @@ impl RunDir {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::files::{HEATMAP_PNG, HOSTS_DIR, REPORT_HTML, SCREEN_TABLE};
 
     #[test]
     fn create_refuses_to_overwrite() {
@@ -231,8 +236,16 @@ mod tests {
             Err(RunDirError::Exists { .. })
         ));
         std::fs::write(run.join("matrix.csv"), "keep").unwrap();
+        // What the old run held and what was made from it goes with it.
+        for name in [SCREEN_TABLE, REPORT_HTML, HEATMAP_PNG, "hosts/index.json"] {
+            std::fs::create_dir_all(run.join(name).parent().unwrap()).unwrap();
+            std::fs::write(run.join(name), "old").unwrap();
+        }
         RunDir::create(&run, true).unwrap();
         assert!(!run.join(META_FILE).exists());
+        for name in [SCREEN_TABLE, REPORT_HTML, HEATMAP_PNG, HOSTS_DIR] {
+            assert!(!run.join(name).exists(), "{name} of the old run");
+        }
         assert!(
             run.join("matrix.csv").exists(),
             "only run files are removed"
