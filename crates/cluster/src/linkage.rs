@@ -230,13 +230,6 @@ fn gram_profiles(m: &Array2<f64>) -> Array2<f64> {
 /// out the largest differences keeps one slow pair or outlier entry, which corrupts a single
 /// coordinate, from setting its two ranks apart; real structure changes many coordinates.
 pub fn profile_distances(m: &Array2<f64>) -> Array2<f64> {
-    let owned;
-    let m = if m.is_standard_layout() {
-        m
-    } else {
-        owned = m.as_standard_layout().into_owned();
-        &owned
-    };
     let n = m.nrows();
     let mut out = Array2::zeros((n, n));
     if n < 3 {
@@ -253,12 +246,13 @@ pub fn profile_distances(m: &Array2<f64>) -> Array2<f64> {
     };
     let mut largest = vec![0.0f64; trim];
     let mut squares = vec![0.0f64; n];
-    let rows: Vec<&[f64]> = (0..n).map(|i| row_of(m, i)).collect();
+    // The rows as slices (at most TRIMMED_UP_TO + 2 of them: a small copy).
+    let rows: Vec<Vec<f64>> = m.rows().into_iter().map(|r| r.to_vec()).collect();
     for i in 0..n {
         for j in i + 1..n {
             // Every square in one pass (the two mutual coordinates as 0, which change neither
             // the sum nor the largest), summed in order.
-            for ((q, &a), &b) in squares.iter_mut().zip(rows[i]).zip(rows[j]) {
+            for ((q, &a), &b) in squares.iter_mut().zip(&rows[i]).zip(&rows[j]) {
                 let diff = a - b;
                 *q = diff * diff;
             }
@@ -286,12 +280,6 @@ pub fn profile_distances(m: &Array2<f64>) -> Array2<f64> {
         }
     }
     out
-}
-
-/// Row `i` of a matrix in standard layout, as a slice.
-fn row_of(m: &Array2<f64>, i: usize) -> &[f64] {
-    let n = m.ncols();
-    &m.as_slice().expect("standard layout")[i * n..(i + 1) * n]
 }
 
 #[cfg(test)]
