@@ -62,18 +62,9 @@ pub const RUN_FILES: &[&str] = &[
     PINGPONG_TABLE,
 ];
 
-/// What replacing a run (`--force`) removes: the run's own files, its derived folders, and
+/// What replacing a run (`--force`) removes besides [`RUN_FILES`]: its derived folders, and
 /// the report and pictures made from it by default.
-pub const REPLACED_WITH_THE_RUN: &[&str] = &[
-    META_FILE,
-    JOURNAL_FILE,
-    MEASUREMENTS_FILE,
-    MEASUREMENTS_CSV_FILE,
-    RAW_FILE,
-    RAW_CSV_FILE,
-    REPORT_FILE,
-    SCREEN_TABLE,
-    PINGPONG_TABLE,
+pub const MADE_FROM_THE_RUN: &[&str] = &[
     MATRICES_DIR,
     HOSTS_DIR,
     REPORT_HTML,

@@ -141,7 +141,7 @@ impl RunDir {
                 }
                 // Everything the run held and everything made from it goes, so that the folder
                 // never mixes two runs (other files stay).
-                for name in files::REPLACED_WITH_THE_RUN {
+                for name in files::RUN_FILES.iter().chain(files::MADE_FROM_THE_RUN) {
                     let file = path.join(name);
                     if file.is_dir() {
                         std::fs::remove_dir_all(&file).map_err(io_error(&file))?;
