@@ -1,5 +1,6 @@
 //! Inputs that once gave a wrong answer with exit 0 and no word (issue 47): a byte-order mark
-//! that ate a rank, a pair of a rank with itself dropped silently, `--k 0` taken as one group.
+//! that ate a rank, a pair of a rank with itself dropped silently, `--k 0` taken as one group,
+//! a resume without its journal measuring everything again.
 
 mod common;
 
@@ -156,4 +157,33 @@ fn force_replaces_a_run_whole() {
         );
     }
     assert!(d.join("run/measurements.parquet").is_file());
+}
+
+#[test]
+fn a_resume_without_its_journal_is_refused_not_measured_again() {
+    // Item 4: a finished run whose journal is gone measured everything again and then said
+    // "120 pairs measured of 60".
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let args = [
+        "measure", "--plan", "full", "--out", "run", "--reps", "2", "--sizes", "0", "--quiet",
+    ];
+    success(common::mpirun(3, &args, d));
+    let run = d.join("run");
+    let meta = std::fs::read(run.join("meta.json")).unwrap();
+    std::fs::remove_file(run.join("journal.jsonl")).unwrap();
+    let out = common::mpirun(3, &["measure", "--resume", "run", "--quiet"], d);
+    // Said once, by rank 0; mpirun adds its own lines about the exit status.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let said = "meta.json records 3 tests measured but";
+    assert_eq!(stderr.matches(said).count(), 1, "{stderr}");
+    assert!(stderr.contains("journal.jsonl holds 0"), "{stderr}");
+    assert_eq!(
+        std::fs::read(run.join("meta.json")).unwrap(),
+        meta,
+        "the refused resume leaves the run's record as it was"
+    );
+    assert!(!run.join("journal.jsonl").exists());
 }

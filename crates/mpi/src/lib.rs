@@ -51,6 +51,9 @@ pub struct MpiTransport {
     yield_switch: Option<YieldSwitch>,
     /// Whether the library's waits yield now (see [`Transport::yields_while_waiting`]).
     yielding: std::cell::Cell<bool>,
+    /// Sends started by [`Transport::send_detached`] and not yet seen complete; each owns its
+    /// buffer, given back when the send completes.
+    detached: std::cell::RefCell<Vec<mpi::request::Request<'static, [u8]>>>,
 }
 
 /// `opal_progress_set_yield_when_idle` of the Open MPI library this process runs with.
@@ -185,6 +188,7 @@ impl MpiTransport {
             rank,
             size,
             yielding: std::cell::Cell::new(yielding),
+            detached: std::cell::RefCell::new(Vec::new()),
             yield_switch: idle_yield
                 .as_ref()
                 .filter(|y| is_open_mpi && y.set_by == "lgate-plogp")
@@ -214,6 +218,7 @@ impl MpiTransport {
             doorbells: None,
             yield_switch: None,
             yielding: std::cell::Cell::new(true),
+            detached: std::cell::RefCell::new(Vec::new()),
         }
     }
 
@@ -237,6 +242,11 @@ impl Drop for MpiTransport {
     fn drop(&mut self) {
         // Before the fields, and so before the universe finalises MPI.
         self.yield_for_finalize();
+        // A run that failed may leave sends nobody will take: left to MPI, not waited for
+        // (an incomplete request panics when dropped).
+        for request in self.detached.get_mut().drain(..) {
+            std::mem::forget(request);
+        }
     }
 }
 
@@ -277,6 +287,33 @@ impl Transport for MpiTransport {
         });
         self.notify(to);
         Ok(())
+    }
+
+    fn send_detached(&self, to: Rank, tag: Tag, data: Vec<u8>) -> Result<(), TransportError> {
+        let peer = self.peer(to)?;
+        // Given back in `detached_sent` once the send no longer reads it.
+        let buffer: &'static [u8] = Box::leak(data.into_boxed_slice());
+        let request = peer.immediate_send_with_tag(mpi::request::StaticScope, buffer, tag.0);
+        self.notify(to);
+        self.detached.borrow_mut().push(request);
+        self.detached_sent().map(|_| ())
+    }
+
+    fn detached_sent(&self) -> Result<bool, TransportError> {
+        let mut pending = self.detached.borrow_mut();
+        let mut left = Vec::with_capacity(pending.len());
+        for request in pending.drain(..) {
+            match request.test_with_data() {
+                Ok((_, buffer)) => {
+                    // SAFETY: `buffer` was leaked from a Box in `send_detached` and this
+                    // request, now complete and consumed, was its only reader.
+                    drop(unsafe { Box::from_raw(std::ptr::from_ref(buffer).cast_mut()) });
+                }
+                Err(request) => left.push(request),
+            }
+        }
+        *pending = left;
+        Ok(pending.is_empty())
     }
 
     fn recv(&self, from: Rank, tag: Tag, buf: &mut [u8]) -> Result<usize, TransportError> {

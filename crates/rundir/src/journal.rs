@@ -127,6 +127,19 @@ impl Journal {
         Ok(())
     }
 
+    /// Appends whole lines (each ending in a newline, as [`Journal::append`] writes them) as
+    /// a single write, and syncs to disk every few seconds.
+    pub fn append_lines(&mut self, lines: &[u8]) -> Result<(), RunDirError> {
+        if lines.is_empty() {
+            return Ok(());
+        }
+        self.file.write_all(lines).map_err(io_error(&self.path))?;
+        if self.last_sync.elapsed() >= SYNC_EVERY {
+            self.sync()?;
+        }
+        Ok(())
+    }
+
     /// Forces everything appended so far to disk.
     pub fn sync(&mut self) -> Result<(), RunDirError> {
         self.last_sync = Instant::now();

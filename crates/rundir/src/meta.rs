@@ -269,11 +269,12 @@ pub struct RankTime {
     pub testing_s: f64,
     /// CPU time used in pair tests, seconds.
     pub testing_cpu_s: f64,
-    /// Rank 0: wall time spent collecting the others' results (receiving, journalling),
-    /// seconds; absent on other ranks.
+    /// Rank 0 and each host's first rank: wall time spent collecting the others' results
+    /// (receiving and journalling them, or relaying them to rank 0), seconds; absent on other
+    /// ranks.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub collecting_s: f64,
-    /// Rank 0: CPU time used collecting, seconds.
+    /// Rank 0 and each host's first rank: CPU time used collecting, seconds.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub collecting_cpu_s: f64,
 }
@@ -457,6 +458,18 @@ impl RunMeta {
             parts: Vec::new(),
             simulation: None,
         }
+    }
+
+    /// The tests this record says its journal holds: those of the parts that ended (a part cut
+    /// short records none), or a finished run's total.
+    pub fn recorded_tests(&self) -> usize {
+        let ended: usize = self
+            .parts
+            .iter()
+            .filter(|p| p.end.is_some())
+            .map(|p| p.pairs_measured)
+            .sum();
+        ended.max(self.summary.as_ref().map_or(0, |s| s.pairs_total))
     }
 
     /// The parts of this run as a resume finds them: a part left open was killed, and is

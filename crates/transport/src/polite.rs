@@ -41,6 +41,12 @@ impl<T: Transport + ?Sized> Transport for SleepingReceives<'_, T> {
     fn send_polite(&self, to: Rank, tag: Tag, data: &[u8]) -> Result<(), TransportError> {
         self.inner.send_polite(to, tag, data)
     }
+    fn send_detached(&self, to: Rank, tag: Tag, data: Vec<u8>) -> Result<(), TransportError> {
+        self.inner.send_detached(to, tag, data)
+    }
+    fn detached_sent(&self) -> Result<bool, TransportError> {
+        self.inner.detached_sent()
+    }
     fn recv(&self, from: Rank, tag: Tag, buf: &mut [u8]) -> Result<usize, TransportError> {
         let mut wait = PoliteWait::new(self.inner.wait_limit());
         while self.inner.probe(from, tag)?.is_none() {

@@ -186,6 +186,19 @@ pub trait Transport {
         false
     }
 
+    /// Starts sending `data` to `to` and returns without waiting for the receiver to take it
+    /// (MPI_Isend, the buffer kept until done); [`Transport::detached_sent`] says when every
+    /// such send has completed. The default sends politely, which is the same only for a
+    /// transport whose sends never wait for the receiver.
+    fn send_detached(&self, to: Rank, tag: Tag, data: Vec<u8>) -> Result<(), TransportError> {
+        self.send_polite(to, tag, &data)
+    }
+    /// Whether every send started by [`Transport::send_detached`] has completed; asking moves
+    /// them on.
+    fn detached_sent(&self) -> Result<bool, TransportError> {
+        Ok(true)
+    }
+
     /// Receives the next message from `from` with `tag` whatever its length.
     fn recv_vec(&self, from: Rank, tag: Tag) -> Result<Vec<u8>, TransportError> {
         let mut wait = PoliteWait::new(self.wait_limit());

@@ -17,7 +17,7 @@ pub struct TimeSplit {
     pub busy_s: f64,
     /// CPU time used while busy.
     pub busy_cpu_s: f64,
-    /// Wall time spent collecting other ranks' results (rank 0's bookkeeping).
+    /// Wall time spent collecting other ranks' results (rank 0's bookkeeping, a relay's).
     pub collecting_s: f64,
     /// CPU time used while collecting.
     pub collecting_cpu_s: f64,
@@ -30,7 +30,8 @@ pub enum Activity {
     Waiting,
     /// Running a pair test, a timed broadcast or another timed step.
     Busy,
-    /// Rank 0's bookkeeping: receiving results, writing them to the journal, choosing stages.
+    /// Rank 0's bookkeeping (receiving results, writing them to the journal, choosing stages),
+    /// and a host's first rank relaying its host's results.
     Collecting,
 }
 

@@ -15,6 +15,8 @@ pub(super) struct Collector {
     pub(super) screened: ScreenedValues,
     pub(super) progress: Progress,
     pub(super) stop_after: Option<usize>,
+    /// Journal lines taken in and not yet written: written once per message drained.
+    pending: Vec<u8>,
 }
 
 impl Collector {
@@ -49,6 +51,7 @@ impl Collector {
             stages: Vec::new(),
             progress: Progress::new(style),
             stop_after,
+            pending: Vec::new(),
         })
     }
 
@@ -65,45 +68,71 @@ impl Collector {
         crate::interrupt::record(resumed + self.received, resumed + self.expected);
     }
 
-    pub(super) fn accept(&mut self, entry: JournalEntry) -> Result<(), HarnessError> {
-        self.journal.append(&entry)?;
-        self.intervals.push((entry.start_s, entry.end_s));
-        if let Some(stage) = entry.stage {
-            match self.stages.iter_mut().find(|s| s.0 == stage) {
-                Some(s) => {
-                    s.1 += 1;
-                    s.2 = s.2.min(entry.start_s);
-                    s.3 = s.3.max(entry.end_s);
+    /// Takes in rank 0's own result.
+    pub(super) fn accept(&mut self, entry: &JournalEntry) -> Result<(), HarnessError> {
+        let mut bytes = Vec::new();
+        relay::encode(entry, &mut bytes);
+        self.accept_message(&bytes, 0)?;
+        self.write_pending()
+    }
+
+    /// Takes in the records of one message from `from` (a rank of rank 0's host or a relay),
+    /// their lines kept for the journal.
+    fn accept_message(&mut self, bytes: &[u8], from: Rank) -> Result<(), HarnessError> {
+        for record in relay::records(bytes) {
+            let record = record.map_err(|message| TransportError::Protocol {
+                rank: 0,
+                message: format!("rank {from} sent results that do not parse: {message}"),
+            })?;
+            self.pending.extend_from_slice(record.line);
+            self.intervals.push((record.start_s, record.end_s));
+            if let Some(stage) = record.stage {
+                match self.stages.iter_mut().find(|s| s.0 == stage) {
+                    Some(s) => {
+                        s.1 += 1;
+                        s.2 = s.2.min(record.start_s);
+                        s.3 = s.3.max(record.end_s);
+                    }
+                    None => self.stages.push((stage, 1, record.start_s, record.end_s)),
                 }
-                None => self.stages.push((stage, 1, entry.start_s, entry.end_s)),
+                if let Some(value) = record.screened {
+                    self.screened.push(ScreenedPair {
+                        stage,
+                        pair: record.pair,
+                        value,
+                    });
+                }
             }
-            self.screened.extend(screened_pair(&entry));
-        }
-        self.received += 1;
-        self.record_for_interrupt();
-        self.progress.advance(self.received as u64, entry.stage);
-        if self.stop_after == Some(self.received) {
-            self.journal.sync()?;
-            return Err(HarnessError::Setup(format!(
-                "stopped after {} pairs, as --stop-after asked",
-                self.received
-            )));
+            self.received += 1;
+            self.progress.advance(self.received as u64, record.stage);
+            if self.stop_after == Some(self.received) {
+                self.write_pending()?;
+                self.journal.sync()?;
+                return Err(HarnessError::Setup(format!(
+                    "stopped after {} pairs, as --stop-after asked",
+                    self.received
+                )));
+            }
         }
         Ok(())
     }
 
-    pub(super) fn drain(&mut self, t: &dyn Transport) -> Result<(), HarnessError> {
-        while let Some((from, len)) = t.probe_any(Tag::RESULT)? {
-            let mut buf = vec![0; len];
-            t.recv(from, Tag::RESULT, &mut buf)?;
-            let entry: JournalEntry =
-                serde_json::from_slice(&buf).map_err(|e| TransportError::Protocol {
-                    rank: 0,
-                    message: format!("rank {from} sent a result that does not parse: {e}"),
-                })?;
-            self.accept(entry)?;
-        }
+    /// Writes the lines taken in; only then are they counted as kept if the run is interrupted.
+    fn write_pending(&mut self) -> Result<(), HarnessError> {
+        self.journal.append_lines(&self.pending)?;
+        self.pending.clear();
+        self.record_for_interrupt();
         Ok(())
+    }
+
+    pub(super) fn drain(&mut self, t: &dyn Transport) -> Result<(), HarnessError> {
+        let mut buf = Vec::new();
+        while let Some((from, len)) = t.probe_any(Tag::RESULT)? {
+            buf.resize(len, 0);
+            let n = t.recv(from, Tag::RESULT, &mut buf)?;
+            self.accept_message(&buf[..n], from)?;
+        }
+        self.write_pending()
     }
 
     /// Waits, politely, until every expected result is in.
@@ -131,11 +160,11 @@ impl Collector {
         self.progress.done();
         let wall_s = wall.as_secs_f64();
         let testing_s = union_length(&mut self.intervals);
-        let journal = self.prepared.run.read_journal()?;
+        // Every entry of a resumed journal is a test done (or the run would not resume).
         let resumed_pairs = self.prepared.resumed_tests();
         let summary = RunSummary {
             pairs_measured: self.received,
-            pairs_total: journal.entries.len(),
+            pairs_total: resumed_pairs + self.received,
             wall_s,
             testing_s,
             overhead_share: RunSummary::overhead_share(wall_s, testing_s),

@@ -1,7 +1,7 @@
 //! Running a pair test over every pair of a job and recording it in a run directory.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
@@ -30,6 +30,7 @@ mod collectives;
 mod collector;
 mod options;
 mod prepare;
+mod relay;
 
 pub use self::collectives::broadcast;
 use self::collectives::*;
@@ -39,11 +40,12 @@ pub use self::options::*;
 pub(crate) use self::prepare::settle_staged;
 use self::prepare::*;
 pub use self::prepare::{resolve_topology, topology_by_host};
+use self::relay::Relay;
 
 /// What rank 0 tells every rank before measuring starts.
 #[derive(Debug, Serialize, Deserialize)]
 enum Plan {
-    Go(Go),
+    Go(Box<Go>),
     Abort,
 }
 
@@ -67,6 +69,57 @@ struct Go {
     /// Per rank, its host and the CPUs its tests are pinned to (see `placement::test_cpus`).
     #[serde(default)]
     test_cpus: Vec<Option<(usize, usize, usize)>>,
+    /// Per rank, the rank its results go to: its host's first (see `relay::relays`).
+    relays: Vec<Rank>,
+}
+
+/// Where a rank's results go, and what it does with the results of others.
+enum Sink {
+    /// Rank 0: every result in, the journal out.
+    Root(Box<Collector>),
+    /// A host's first rank: its host's results in, batches out to rank 0.
+    Relay(Relay),
+    /// Every other rank: its results to its relay (or rank 0).
+    Member(Rank),
+}
+
+impl Sink {
+    /// Takes in what has arrived, charging the wait before it to waiting.
+    fn collect(&mut self, t: &dyn Transport, clock: &mut RankClock) -> Result<(), HarnessError> {
+        match self {
+            Sink::Root(c) => collect(t, Some(c), clock),
+            Sink::Relay(r) => {
+                if r.has_mail(t)? {
+                    clock.charge(Activity::Waiting);
+                    r.drain(t)?;
+                    clock.charge(Activity::Collecting);
+                    Ok(())
+                } else {
+                    r.forward_if_due(t)
+                }
+            }
+            Sink::Member(_) => Ok(()),
+        }
+    }
+
+    /// Waits until this rank's part of the results of what every rank has run so far is on
+    /// its way: rank 0 has every result, a relay has forwarded its host's, a member has told
+    /// its relay it is done.
+    fn end_part(&mut self, t: &dyn Transport, clock: &mut RankClock) -> Result<(), HarnessError> {
+        match self {
+            Sink::Root(c) => c.collect_all(t, clock),
+            Sink::Relay(r) => r.end_part(t, clock),
+            Sink::Member(0) => Ok(()),
+            Sink::Member(to) => Ok(t.send_polite(*to, Tag::RESULT, &[])?),
+        }
+    }
+
+    fn collector(&mut self) -> Option<&mut Collector> {
+        match self {
+            Sink::Root(c) => Some(c),
+            _ => None,
+        }
+    }
 }
 
 fn pair_number(p: Pair) -> usize {
@@ -168,7 +221,7 @@ impl Walker<'_> {
         steps: impl Iterator<Item = Action<'s>>,
         full: &mut dyn PairTest,
         mut screen: Option<&mut PingPong>,
-        mut collector: Option<&mut Collector>,
+        sink: &mut Sink,
     ) -> Result<(), HarnessError> {
         let (t, rank) = (self.t, self.t.rank());
         for step in steps {
@@ -176,13 +229,12 @@ impl Walker<'_> {
                 Action::Barrier { members, id } => {
                     let barrier = SubsetBarrier::new(&members, rank).expect("rank is a member");
                     let clock = &mut self.clock;
-                    barrier.wait(t, id, &mut || collect(t, collector.as_deref_mut(), clock))?;
+                    barrier.wait(t, id, &mut || sink.collect(t, clock))?;
                 }
                 Action::Handoff { from, to, id } => {
                     let (from, to) = ([from.i, from.j], [to.i, to.j]);
                     let clock = &mut self.clock;
-                    Handoff::new(&from, &to)
-                        .pass(t, id, &mut || collect(t, collector.as_deref_mut(), clock))?;
+                    Handoff::new(&from, &to).pass(t, id, &mut || sink.collect(t, clock))?;
                 }
                 Action::Test(sp, stage) => {
                     let role = if sp.pair.i == rank {
@@ -232,9 +284,9 @@ impl Walker<'_> {
                         }
                     }
                     let result = result?;
-                    if role == Role::Receiver || collector.is_some() {
-                        // A sender other than rank 0 sends its result to rank 0 as part of the
-                        // test (charged below); rank 0 takes its own in as collecting.
+                    if role == Role::Receiver || !matches!(sink, Sink::Member(_)) {
+                        // A member sends its result on as part of the test (charged below);
+                        // rank 0 and relays take their own in as collecting.
                         self.clock.charge(Activity::Busy);
                     }
                     if role == Role::Sender {
@@ -247,14 +299,19 @@ impl Walker<'_> {
                             result,
                             stage,
                         };
-                        match collector.as_deref_mut() {
-                            Some(c) => {
-                                c.accept(entry)?;
+                        match sink {
+                            Sink::Root(c) => {
+                                c.accept(&entry)?;
                                 self.clock.charge(Activity::Collecting);
                             }
-                            None => {
-                                let bytes = serde_json::to_vec(&entry).expect("entries serialise");
-                                t.send_polite(0, Tag::RESULT, &bytes)?;
+                            Sink::Relay(r) => {
+                                r.keep(t, &entry)?;
+                                self.clock.charge(Activity::Collecting);
+                            }
+                            Sink::Member(to) => {
+                                let mut bytes = Vec::new();
+                                relay::encode(&entry, &mut bytes);
+                                t.send_polite(*to, Tag::RESULT, &bytes)?;
                                 self.clock.charge(Activity::Busy);
                             }
                         }
@@ -289,15 +346,18 @@ fn measure(
         yielding: false,
         mask: placement::CpuMask::current(),
     };
-    let mut collector = match prepared {
+    let mut sink = match prepared {
         Some(p) => {
             let c = Collector::new(p, options.progress, options.stop_after)?;
             walker.clock.charge(Activity::Collecting);
-            Some(c)
+            Sink::Root(Box::new(c))
         }
         None => {
             crate::interrupt::arm_behind_rank_0();
-            None
+            match go.relays.get(rank).copied().unwrap_or(0) {
+                to if to == rank => Sink::Relay(Relay::new(rank, &go.relays)),
+                to => Sink::Member(to),
+            }
         }
     };
 
@@ -314,20 +374,20 @@ fn measure(
                         .is_some_and(|w| w >> (n % 64) & 1 == 1)
                 })
                 .collect();
-            if let Some(c) = collector.as_mut() {
+            if let Some(c) = sink.collector() {
                 c.expect(schedule.pairs_per_sweep() * options.sweeps as usize - done.len());
             }
             let steps = schedule
                 .program(rank, options.sweeps, &done)
                 .map(Action::from);
-            walker.walk(steps, test, None, collector.as_mut())?;
+            walker.walk(steps, test, None, &mut sink)?;
         }
         PlanKind::Staged(staged) => {
             let choices = go.staged.as_ref().unwrap_or(&staged.plan);
             let plan = StagedPlan::new(topology.tree(), size, go.seed, choices)?;
             let mut screen = staged.screening_test()?;
             let done: HashSet<StagedTest> = go.staged_done.iter().copied().collect();
-            if let Some(c) = collector.as_mut() {
+            if let Some(c) = sink.collector() {
                 let left = plan
                     .screening_tests(options.sweeps)
                     .filter(|x| !done.contains(x))
@@ -337,11 +397,11 @@ fn measure(
             let steps = plan
                 .screening_program(rank, options.sweeps, &done)
                 .map(Action::from);
-            walker.walk(steps, test, Some(&mut screen), collector.as_mut())?;
+            walker.walk(steps, test, Some(&mut screen), &mut sink)?;
             // Rank 0 chooses the follow-up from every screening result, then tells everyone.
-            let follow_up: FollowUp = match collector.as_mut() {
+            sink.end_part(t, &mut walker.clock)?;
+            let follow_up: FollowUp = match sink.collector() {
                 Some(c) => {
-                    c.collect_all(t, &mut walker.clock)?;
                     // Chosen once: the values are let go (16 bytes a screening test).
                     let chosen = choose_follow_up(&mut std::mem::take(&mut c.screened), &plan);
                     let left = (0..options.sweeps)
@@ -359,23 +419,24 @@ fn measure(
             let steps = plan
                 .follow_up_program(rank, options.sweeps, &follow_up, &members, &done)
                 .map(Action::from);
-            walker.walk(steps, test, Some(&mut screen), collector.as_mut())?;
+            walker.walk(steps, test, Some(&mut screen), &mut sink)?;
         }
     }
-    if let Some(c) = collector.as_mut() {
-        c.collect_all(t, &mut walker.clock)?;
+    sink.end_part(t, &mut walker.clock)?;
+    if let Sink::Relay(r) = &mut sink {
+        r.finish(t)?;
     }
     walker.clock.charge(Activity::Waiting);
     let rank_time = rank_times(lgate_transport::gather_time_splits(
         t,
         walker.clock.totals(),
     )?);
-    everyone.wait(t, u64::MAX, &mut || drain(t, collector.as_mut()))?;
-    match collector {
-        Some(c) => c
+    everyone.wait(t, u64::MAX, &mut || drain(t, sink.collector()))?;
+    match sink {
+        Sink::Root(c) => c
             .finish(walker.t0.elapsed(), rank_time)
             .map(|report| Some(RunReport { setup_s, ..report })),
-        None => Ok(None),
+        _ => Ok(None),
     }
 }
 

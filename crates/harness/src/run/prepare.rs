@@ -54,7 +54,7 @@ impl Prepared {
             }
             done
         };
-        Plan::Go(Go {
+        Plan::Go(Box::new(Go {
             seed: self.meta.schedule.seed,
             topology: format::to_string(&self.topology, TopologyFormat::Json),
             done,
@@ -66,7 +66,8 @@ impl Prepared {
                 &self.topology.tree().groups(),
             ),
             test_cpus: placement::test_cpus(&self.meta.ranks, &self.topology.tree().groups()),
-        })
+            relays: relay::relays(&self.meta.ranks),
+        }))
     }
 
     pub(super) fn resumed_tests(&self) -> usize {
@@ -231,8 +232,7 @@ pub(super) fn prepare(
                 differences.join("; ")
             )));
         }
-        let journal = run.read_journal()?;
-        journal.repair(&run.file(lgate_rundir::JOURNAL_FILE))?;
+        let path = run.file(lgate_rundir::JOURNAL_FILE);
         let unscheduled =
             |e: &JournalEntry| {
                 HarnessError::Resume(format!(
@@ -244,7 +244,14 @@ pub(super) fn prepare(
                 e.stage.map(|s| format!(" (stage {})", s.name())).unwrap_or_default()
             ))
             };
-        for e in &journal.entries {
+        // One entry in memory at a time: a large run's journal holds millions.
+        let (done, staged_done, screened) = (
+            &mut prepared.done,
+            &mut prepared.staged_done,
+            &mut prepared.screened,
+        );
+        let journal = lgate_rundir::for_each_journal_entry(&path, |entry| {
+            let e = &entry;
             if e.i >= e.j || e.j >= size {
                 return Err(unscheduled(e));
             }
@@ -253,18 +260,31 @@ pub(super) fn prepare(
                 pair: Pair::new(e.i, e.j),
             };
             match (&scheduled, e.stage) {
-                (Scheduled::Full(valid), None) if valid.contains(&test) => prepared.done.push(test),
+                (Scheduled::Full(valid), None) if valid.contains(&test) => done.push(test),
                 (Scheduled::Staged(valid), Some(stage)) => {
                     let t = StagedTest { stage, test };
                     let follow_up = matches!(stage, Stage::Refine | Stage::Alone | Stage::Sample);
                     if !(valid.contains(&t) || follow_up && e.sweep < options.sweeps) {
                         return Err(unscheduled(e));
                     }
-                    prepared.staged_done.push(t);
-                    prepared.screened.extend(screened_pair(e));
+                    staged_done.push(t);
+                    screened.extend(screened_pair(e));
                 }
                 _ => return Err(unscheduled(e)),
             }
+            Ok(())
+        })?;
+        journal.repair(&path)?;
+        let in_journal = prepared.resumed_tests();
+        let recorded = old.recorded_tests();
+        if in_journal < recorded {
+            return Err(HarnessError::Resume(format!(
+                "{}: meta.json records {recorded} tests measured but {} holds {in_journal}: \
+                 resuming would measure the missing ones again as if new; put the journal back, \
+                 or measure again with --force",
+                run.path().display(),
+                path.display()
+            )));
         }
         let mut parts = old.parts_before_resume(prepared.resumed_tests());
         parts.append(&mut prepared.meta.parts);
