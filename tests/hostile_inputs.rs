@@ -134,7 +134,7 @@ fn every_hostile_input_gets_its_exit_code_and_message() {
         case("a plot into a folder", &["plot", "heatmap", "run", "--output", "out"], 1, "out: is a folder"),
         case("clustering a run not finished", &["cluster", "running"], 0, "the run has not finished (meta.json says `running`"),
         case("clustering a run stopped before deriving", &["cluster", "stopped"], 1, "stopped/matrices/index.json: not found: the run has not finished (meta.json says `running`"),
-        case("reporting a run stopped before deriving", &["report", "stopped", "--output", "stopped.html"], 1, "lgate-plogp measure --resume RUN` finishes it"),
+        case("reporting a run stopped before deriving", &["report", "stopped", "--output", "stopped.html"], 1, "a simulated run is not resumed: `lgate-plogp simulate --force --output stopped` with its options writes it again"),
         case("clustering a run whose matrices were deleted", &["cluster", "underived"], 1, "underived/matrices/index.json: not found: this run has no distance matrices yet"),
         case("clustering a run with host blocks only", &["cluster", "hosts-only"], 0, "clustered by hosts"),
         case("clustering host blocks with a method that needs the dense matrix", &["cluster", "hosts-only", "--algo", "hdbscan"], 1, "--algo hdbscan needs the dense matrix: measure or simulate with --dense"),

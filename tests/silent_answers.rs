@@ -187,3 +187,43 @@ fn a_resume_without_its_journal_is_refused_not_measured_again() {
     );
     assert!(!run.join("journal.jsonl").exists());
 }
+
+#[test]
+fn counts_beyond_what_memory_and_time_allow_are_refused_in_one_line() {
+    // Item 8: `simulate --reps 4000000000` aborted on a failed allocation with a backtrace and
+    // left a directory with only a "running" meta.json.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let machine = ["--preset", "fram", "--machine", "node=2,socket=2,core=2"];
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["--reps", "4000000000"],
+            "--reps 4000000000 is more than this tool takes",
+        ),
+        (
+            &["--screen-reps", "4000000000"],
+            "--screen-reps 4000000000 is more",
+        ),
+        (&["--sweeps", "4000000000"], "--sweeps 4000000000 is more"),
+        (
+            &["--plan", "full", "--reps", "4000000000"],
+            "32.0 GB of memory",
+        ),
+        (
+            &["--machine", "node=2,socket=2,core=100000"],
+            "a host of 200000 ranks is more than this tool takes",
+        ),
+    ];
+    for (extra, says) in cases {
+        let mut args = vec!["simulate", "--output", "run", "--quiet"];
+        if !extra.contains(&"--machine") {
+            args.extend_from_slice(&machine);
+        } else {
+            args.extend_from_slice(&machine[..2]);
+        }
+        args.extend_from_slice(extra);
+        let out = lgate_plogp_in(d, &args);
+        common::assert_clean_failure(&out, says);
+        assert!(!d.join("run").exists(), "{extra:?} left a run directory");
+    }
+}

@@ -452,10 +452,9 @@ pub fn load_by_hosts(path: &Path, matrix: Option<&str>) -> Result<Vec<ClusterInp
     if meta.status == lgate_rundir::RunStatus::Running {
         warnings.push(format!(
             "{}: the run has not finished (meta.json says `running`: still measuring, or \
-             stopped before its end); these host blocks hold what was derived before, and \
-             `mpirun -np N lgate-plogp measure --resume {}` finishes it",
+             stopped before its end); these host blocks hold what was derived before, and {}",
             path.display(),
-            path.display()
+            meta.how_to_finish(path)
         ));
     }
     if filled > 0 {
@@ -559,10 +558,9 @@ pub fn load(path: &Path, matrix: Option<&str>) -> Result<ClusterInput, InputErro
     if meta.status == lgate_rundir::RunStatus::Running {
         read.warnings.push(format!(
             "{}: the run has not finished (meta.json says `running`: still measuring, or \
-             stopped before its end); these matrices hold what was derived before, and \
-             `mpirun -np N lgate-plogp measure --resume {}` finishes it",
+             stopped before its end); these matrices hold what was derived before, and {}",
             path.display(),
-            path.display()
+            meta.how_to_finish(path)
         ));
     }
     let ranks = read

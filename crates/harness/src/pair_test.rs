@@ -89,9 +89,7 @@ impl PingPong {
 
     /// A ping-pong test; `reps` must be at least 1 and `sizes` not empty.
     pub fn new(mut sizes: Vec<usize>, reps: usize) -> Result<Self, HarnessError> {
-        if reps == 0 {
-            return Err(HarnessError::Setup("--reps must be at least 1".into()));
-        }
+        lgate_stats::check_repetitions("--reps", reps).map_err(HarnessError::Setup)?;
         sizes.sort_unstable();
         sizes.dedup();
         let largest = *sizes

@@ -195,9 +195,7 @@ impl PLogP {
     /// A PLogP test; checks the options.
     pub fn new(mut options: PLogPOptions) -> Result<Self, OptionsError> {
         let bad = |m: &str| Err(OptionsError(m.to_string()));
-        if options.reps == 0 {
-            return bad("--reps must be at least 1");
-        }
+        lgate_stats::check_repetitions("--reps", options.reps).map_err(OptionsError)?;
         if !(options.or_wait >= 1.0 && options.or_wait.is_finite()) {
             return bad(
                 "--or-wait must be at least 1 (the sender waits k x RTT before the receive)",

@@ -102,14 +102,16 @@ impl MatrixIndex {
             path: path.clone(),
             message: if e.kind() != std::io::ErrorKind::NotFound {
                 e.to_string()
-            } else if run
+            } else if let Some(m) = run
                 .read_meta()
-                .is_ok_and(|m| m.status == crate::RunStatus::Running)
+                .ok()
+                .filter(|m| m.status == crate::RunStatus::Running)
             {
-                "not found: the run has not finished (meta.json says `running`: it is still \
-                 measuring, or it stopped before its end); `mpirun -np N lgate-plogp measure \
-                 --resume RUN` finishes it and derives its matrices"
-                    .into()
+                format!(
+                    "not found: the run has not finished (meta.json says `running`: it is still \
+                     measuring, or it stopped before its end); {}",
+                    m.how_to_finish(run.path())
+                )
             } else {
                 "not found: this run has no distance matrices yet (derive them with \
                  `mpirun -np N lgate-plogp measure --resume RUN`)"

@@ -460,6 +460,22 @@ impl RunMeta {
         }
     }
 
+    /// What finishes this run when it stopped before its end, for a message: a measured run
+    /// resumes; a simulated one is written again.
+    pub fn how_to_finish(&self, path: &std::path::Path) -> String {
+        match self.simulation {
+            Some(_) => format!(
+                "a simulated run is not resumed: `lgate-plogp simulate --force --output {}` \
+                 with its options writes it again",
+                path.display()
+            ),
+            None => format!(
+                "`mpirun -np N lgate-plogp measure --resume {}` finishes it",
+                path.display()
+            ),
+        }
+    }
+
     /// The tests this record says its journal holds: those of the parts that ended (a part cut
     /// short records none), or a finished run's total.
     pub fn recorded_tests(&self) -> usize {

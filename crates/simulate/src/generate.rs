@@ -395,6 +395,10 @@ pub(crate) fn scaled(s: &Summary, f: f64) -> Summary {
     }
 }
 
+/// The most ranks one simulated host may have: a host's block is dense and every pair inside a
+/// host is measured (16 384 ranks: 2.1 GB a screening size, 134 million pairs).
+pub const MAX_HOST_RANKS: usize = 16_384;
+
 impl<'a> Simulation<'a> {
     /// Places the ranks and draws the artifacts.
     pub fn new(
@@ -405,11 +409,11 @@ impl<'a> Simulation<'a> {
         if options.sizes.first() != Some(&0) || options.sizes.windows(2).any(|w| w[0] >= w[1]) {
             return bad("the sizes must ascend and start at 0".into());
         }
-        if options.reps == 0 {
-            return bad("--reps must be at least 1".into());
-        }
-        if options.sweeps == 0 {
-            return bad("--sweeps must be at least 1".into());
+        lgate_stats::check_repetitions("--reps", options.reps).map_err(SimulateError::Options)?;
+        lgate_stats::check_sweeps(options.sweeps).map_err(SimulateError::Options)?;
+        if let Some(staged) = &options.plan {
+            lgate_stats::check_repetitions("--screen-reps", staged.screen_reps)
+                .map_err(SimulateError::Options)?;
         }
         let max = *options.sizes.last().expect("size 0 at least");
         if let Some(s) = options.outputs.matrix_sizes.iter().find(|s| s.0 > max) {
@@ -419,6 +423,22 @@ impl<'a> Simulation<'a> {
             ));
         }
         let layout = Layout::new(model, options.seed);
+        let mut per_host = vec![0usize; model.node_count()];
+        for r in 0..layout.size() {
+            if let Some(n) = per_host.get_mut(layout.node_of(r)) {
+                *n += 1;
+            }
+        }
+        let largest = per_host.iter().copied().max().unwrap_or(0);
+        if largest > MAX_HOST_RANKS {
+            return bad(format!(
+                "a host of {largest} ranks is more than this tool takes ({MAX_HOST_RANKS} at \
+                 most): its block alone takes {:.0} GB a screening size and its {} pairs are all \
+                 measured",
+                (largest as f64).powi(2) * 8.0 / 1e9,
+                largest * (largest - 1) / 2
+            ));
+        }
         let effects = Effects::new(model, &layout, options.seed);
         let mut hosts = layout.host_facts(&model.name);
         let node_named = |flag: &str, host: &str| -> Result<usize, SimulateError> {

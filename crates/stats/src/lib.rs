@@ -72,6 +72,45 @@ pub fn p10_median_p90(values: &mut [f64]) -> (f64, f64, f64) {
     )
 }
 
+/// The most repetitions of one measurement a run takes (`--reps`, `--screen-reps`): a pair's
+/// samples at one size are held together, 8 bytes each, and each takes at least a round trip.
+pub const MAX_REPETITIONS: usize = 1 << 20;
+
+/// The most sweeps (repetitions of the whole plan) a run takes (`--sweeps`): each sweep keeps
+/// its own result for every pair it measures.
+pub const MAX_SWEEPS: u32 = 1000;
+
+/// Checks the count of repetitions a user gave with `flag`: at least 1, at most
+/// [`MAX_REPETITIONS`]; the error says what the count would cost.
+pub fn check_repetitions(flag: &str, reps: usize) -> Result<(), String> {
+    if reps == 0 {
+        return Err(format!("{flag} must be at least 1"));
+    }
+    if reps > MAX_REPETITIONS {
+        return Err(format!(
+            "{flag} {reps} is more than this tool takes ({MAX_REPETITIONS} at most): a pair's \
+             samples at one size would take {:.1} GB of memory, and at 1 us a repetition at \
+             least {:.0} s of each pair's time",
+            reps as f64 * 8.0 / 1e9,
+            reps as f64 * 1e-6
+        ));
+    }
+    Ok(())
+}
+
+/// Checks the count of sweeps a user gave: at least 1, at most [`MAX_SWEEPS`].
+pub fn check_sweeps(sweeps: u32) -> Result<(), String> {
+    match sweeps {
+        0 => Err("--sweeps must be at least 1".into()),
+        s if s > MAX_SWEEPS => Err(format!(
+            "--sweeps {s} is more than this tool takes ({MAX_SWEEPS} at most): each sweep \
+             measures the whole plan again and keeps every result; for a long watch, run \
+             `measure` again and compare the runs with `diff`"
+        )),
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,5 +144,23 @@ mod tests {
         assert_eq!(p10_median_p90(&mut v), (1.4, 3.0, 4.6));
         assert_eq!(quantile_nearest_rank(&mut v, 0.9), 5.0);
         assert_eq!(quantile_nearest_rank(&mut v, 0.3), 2.0);
+    }
+
+    #[test]
+    fn counts_are_bounded_with_their_cost_said() {
+        assert!(check_repetitions("--reps", 1).is_ok());
+        assert!(check_repetitions("--reps", MAX_REPETITIONS).is_ok());
+        assert_eq!(
+            check_repetitions("--reps", 0).unwrap_err(),
+            "--reps must be at least 1"
+        );
+        let e = check_repetitions("--screen-reps", 4_000_000_000).unwrap_err();
+        assert!(e.starts_with("--screen-reps 4000000000 is more"), "{e}");
+        assert!(e.contains("32.0 GB"), "{e}");
+        assert!(check_sweeps(MAX_SWEEPS).is_ok());
+        assert!(check_sweeps(0).is_err());
+        assert!(check_sweeps(MAX_SWEEPS + 1)
+            .unwrap_err()
+            .contains("1000 at most"));
     }
 }

@@ -94,9 +94,7 @@ pub(super) fn prepare(
     host_facts: Vec<lgate_rundir::HostFacts>,
 ) -> Result<Prepared, HarnessError> {
     let size = t.size();
-    if options.sweeps == 0 {
-        return Err(HarnessError::Setup("--sweeps must be at least 1".into()));
-    }
+    lgate_stats::check_sweeps(options.sweeps).map_err(HarnessError::Setup)?;
     let hosts: Vec<String> = infos.iter().map(|i| i.host.clone()).collect();
     let topology = resolve_topology(&options.topology, &hosts)?;
     let previous = if options.resume {
