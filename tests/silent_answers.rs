@@ -227,3 +227,35 @@ fn counts_beyond_what_memory_and_time_allow_are_refused_in_one_line() {
         assert!(!d.join("run").exists(), "{extra:?} left a run directory");
     }
 }
+
+#[test]
+fn host_names_the_tool_wrote_into_an_lgate_file_are_read_back() {
+    // Item 6: `topology convert x.lgate --to slurm` said it needed host names that the tool
+    // itself had written into the file.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    success(lgate_plogp_in(
+        d,
+        &[
+            "simulate",
+            "--preset",
+            "fram",
+            "--machine",
+            "node=2,socket=1,core=2",
+            "--output",
+            "run",
+            "--quiet",
+        ],
+    ));
+    success(lgate_plogp_in(
+        d,
+        &["cluster", "run", "--output", "x.lgate", "--format", "lgate"],
+    ));
+    let lgate = std::fs::read_to_string(d.join("x.lgate")).unwrap();
+    assert!(lgate.contains("# fram-n0"), "{lgate}");
+    let slurm = success(lgate_plogp_in(
+        d,
+        &["topology", "convert", "x.lgate", "--to", "slurm"],
+    ));
+    assert!(slurm.contains("Nodes=fram-n[0-1]"), "{slurm}");
+}

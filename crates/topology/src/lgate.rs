@@ -9,7 +9,9 @@
 //! ```
 //!
 //! Ranks are separated by commas or whitespace; `a-b` is the inclusive range. `#` starts a
-//! comment that runs to the end of the line.
+//! comment that runs to the end of the line. When every group ends its own line with a
+//! comment of one name, as [`to_string`] writes a topology with host names, the names are
+//! read back as its ranks' labels.
 
 use std::fmt::Write as _;
 
@@ -25,9 +27,14 @@ pub fn parse(text: &str, ranks: Option<usize>) -> Result<Topology, TopologyError
         seen: Vec::new(),
         groups: Vec::new(),
         depth: 0,
+        closes: Vec::new(),
     };
     let tree = parser.document()?;
-    Topology::from_tree(tree, ranks)
+    let topology = Topology::from_tree(tree, ranks)?;
+    match parser.labels(topology.ranks()) {
+        Some(labels) => topology.with_labels(labels),
+        None => Ok(topology),
+    }
 }
 
 /// Writes a topology as an LGate file, with rank labels as comments when it has them.
@@ -87,6 +94,17 @@ fn push_label_comment(out: &mut String, ranks: &[Rank], labels: Option<&[String]
     }
 }
 
+/// Whether a group's comment names one label, not the several that [`push_label_comment`]
+/// lists ("a, b" or "a and 2 more").
+fn one_name(text: &str) -> bool {
+    let several = text.contains(", ")
+        || text.rsplit_once(" and ").is_some_and(|(_, more)| {
+            more.strip_suffix(" more")
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        });
+    !text.is_empty() && !several
+}
+
 #[derive(Debug, Clone, PartialEq)]
 enum Token {
     Word(String),
@@ -136,6 +154,8 @@ struct Lexer<'a> {
     chars: std::iter::Peekable<std::str::Chars<'a>>,
     pos: Pos,
     peeked: Option<(Token, Pos)>,
+    /// Each comment's line and text (after `#`, trimmed).
+    comments: Vec<(usize, String)>,
 }
 
 impl<'a> Lexer<'a> {
@@ -144,6 +164,7 @@ impl<'a> Lexer<'a> {
             chars: text.chars().peekable(),
             pos: Pos { line: 1, column: 1 },
             peeked: None,
+            comments: Vec::new(),
         }
     }
 
@@ -180,9 +201,14 @@ impl<'a> Lexer<'a> {
                     self.bump();
                 }
                 Some('#') => {
-                    while self.chars.peek().is_some_and(|&c| c != '\n') {
+                    let line = self.pos.line;
+                    let mut text = String::new();
+                    self.bump();
+                    while let Some(&c) = self.chars.peek().filter(|&&c| c != '\n') {
+                        text.push(c);
                         self.bump();
                     }
+                    self.comments.push((line, text.trim().to_string()));
                 }
                 _ => break,
             }
@@ -228,9 +254,37 @@ struct Parser<'a> {
     groups: Vec<(Rank, Rank, Pos)>,
     /// How many clusters are open.
     depth: usize,
+    /// Each group's ranks and the line its `}` is on.
+    closes: Vec<(usize, Vec<Rank>)>,
 }
 
 impl Parser<'_> {
+    /// The ranks' labels, when every group ends its own line with a comment of one name (as
+    /// [`to_string`] writes them; a comment listing several, "a, b and 2 more", is not one).
+    fn labels(&self, ranks: usize) -> Option<Vec<String>> {
+        let mut on_line: std::collections::HashMap<usize, (usize, Option<&str>)> =
+            std::collections::HashMap::new();
+        for (line, _) in &self.closes {
+            on_line.entry(*line).or_default().0 += 1;
+        }
+        for (line, text) in &self.lexer.comments {
+            if let Some(entry) = on_line.get_mut(line) {
+                entry.1 = Some(text.as_str());
+            }
+        }
+        let mut labels = vec![None; ranks];
+        for (line, members) in &self.closes {
+            let name = match on_line.get(line) {
+                Some(&(1, Some(name))) if one_name(name) => name,
+                _ => return None,
+            };
+            for &r in members {
+                *labels.get_mut(r)? = Some(name.to_string());
+            }
+        }
+        labels.into_iter().collect()
+    }
+
     fn document(&mut self) -> Result<TopologyNode, TopologyError> {
         if self.lexer.peek().0 == Token::End {
             return Err(TopologyError::at(Location::Document, Problem::EmptyInput));
@@ -362,6 +416,7 @@ impl Parser<'_> {
                     if ranks.is_empty() {
                         return Err(at.error(Problem::EmptyGroup));
                     }
+                    self.closes.push((pos.line, ranks.clone()));
                     return Ok(TopologyNode::group(ranks));
                 }
                 Token::End => return Err(pos.error(Self::unclosed(open))),
@@ -568,6 +623,37 @@ cluster {
             problem("group { -1 }", None).0,
             Problem::Unexpected { .. }
         ));
+    }
+
+    #[test]
+    fn host_names_written_as_comments_are_read_back() {
+        let hosts: Vec<String> = ["n0", "n0", "n1", "n1"].map(String::from).to_vec();
+        let t = parse("cluster { group { 0 1 } group { 2 3 } }", None)
+            .unwrap()
+            .with_labels(hosts.clone())
+            .unwrap();
+        let back = parse(&to_string(&t), None).unwrap();
+        assert_eq!(back.labels(), Some(hosts.as_slice()));
+        // Groups below a host share its name.
+        let below = "cluster {\n group { 0 }  # n0\n group { 1 }  # n0\n group { 2,3 }  # n1\n}\n";
+        assert_eq!(parse(below, None).unwrap().labels(), Some(hosts.as_slice()));
+        // Not every group named, several names in one, two groups on a line: no labels.
+        for text in [
+            "cluster {\n group { 0,1 }  # n0\n group { 2,3 }\n}\n",
+            "cluster {\n group { 0,1 }  # n0, n1\n group { 2,3 }  # n1\n}\n",
+            "cluster {\n group { 0,1 }  # n0 and 2 more\n group { 2,3 }  # n1\n}\n",
+            "cluster { group { 0,1 } group { 2,3 } }  # n0\n",
+            "# n0\ncluster { group { 0,1 } group { 2,3 } }\n",
+        ] {
+            assert_eq!(parse(text, None).unwrap().labels(), None, "{text}");
+        }
+        // A name with " and " in it is still one name.
+        let t = parse(
+            "cluster {\n group { 0,1 }  # rack and row\n group { 2,3 }  # b\n}\n",
+            None,
+        )
+        .unwrap();
+        assert_eq!(t.labels().map(|l| l[0].as_str()), Some("rack and row"));
     }
 
     #[test]
