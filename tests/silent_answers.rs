@@ -259,3 +259,35 @@ fn host_names_the_tool_wrote_into_an_lgate_file_are_read_back() {
     ));
     assert!(slurm.contains("Nodes=fram-n[0-1]"), "{slurm}");
 }
+
+#[test]
+fn the_docs_write_times_as_the_readme_says() {
+    // Item 11: the README says times are written `us` everywhere, and the docs wrote `µs`.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join("README.md")];
+    for entry in std::fs::read_dir(root.join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "md") {
+            files.push(path);
+        }
+    }
+    let readme = std::fs::read_to_string(&files[0]).unwrap();
+    assert!(
+        readme.contains("written `us`"),
+        "the README says how times are written"
+    );
+    for path in &files {
+        let text = std::fs::read_to_string(path).unwrap();
+        let lines: Vec<usize> = text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| l.contains("µs"))
+            .map(|(k, _)| k + 1)
+            .collect();
+        assert!(
+            lines.is_empty(),
+            "{}: µs on lines {lines:?}",
+            path.display()
+        );
+    }
+}

@@ -14,7 +14,7 @@ use crate::input::{load, ClusterInput, InputError};
 /// The ranks' feature vectors at one message size, and where they came from.
 #[derive(Debug, Clone)]
 pub struct FeatureVectors {
-    /// One row per tested rank: 4 values (L, o_s, o_r, g) per rank of the matrices, in µs.
+    /// One row per tested rank: 4 values (L, o_s, o_r, g) per rank of the matrices, in us.
     pub vectors: Array2<f64>,
     /// The matrix the vectors were built beside (the latency matrix), for ranks and hosts.
     pub input: ClusterInput,

@@ -32,7 +32,7 @@ impl NoiseSource {
 pub struct PairChange {
     /// The pair's rows in run A (the smaller first).
     pub rows: (usize, usize),
-    /// The value in A and in B, µs.
+    /// The value in A and in B, us.
     pub values: (f64, f64),
     /// (B - A) over the combined one-repetition standard deviation of both runs.
     pub z: f64,

@@ -8,7 +8,7 @@ pub use lgate_harness::clock::{clock_overhead, measure_clock_overhead};
 /// runnable processes on each turn, so that a peer sharing the core gets to run (and reply)
 /// instead of waiting for the next scheduler tick. Without it the wait is a pure spin: beside
 /// a CPU-bound process, each offer hands it a whole time slice, and the timed receive that
-/// follows then costs 10-40 µs instead of 1-5 (measured here with a spinner per core).
+/// follows then costs 10-40 us instead of 1-5 (measured here with a spinner per core).
 pub fn spin_until(deadline: Instant, offer_core: bool) {
     while Instant::now() < deadline {
         if offer_core {

@@ -86,11 +86,11 @@ pub struct HostLinks {
     pub host_j: Vec<u32>,
     /// The pairs measured between them.
     pub pairs: Vec<u32>,
-    /// Per size, the median of the pairs' values (µs).
+    /// Per size, the median of the pairs' values (us).
     pub median_us: Vec<Vec<f64>>,
-    /// Per size, their lower quartile (µs).
+    /// Per size, their lower quartile (us).
     pub p25_us: Vec<Vec<f64>>,
-    /// Per size, their upper quartile (µs).
+    /// Per size, their upper quartile (us).
     pub p75_us: Vec<Vec<f64>>,
 }
 
@@ -108,11 +108,11 @@ pub struct BetweenPairs {
     pub j: Vec<u32>,
     /// The sweeps that measured it.
     pub sweeps: Vec<u32>,
-    /// Per size, the pair's value (µs).
+    /// Per size, the pair's value (us).
     pub rtt_us: Vec<Vec<f64>>,
-    /// Per size, the 10th percentile of its repetitions (median over sweeps, µs).
+    /// Per size, the 10th percentile of its repetitions (median over sweeps, us).
     pub p10_us: Vec<Vec<f64>>,
-    /// Per size, the 90th percentile of its repetitions (median over sweeps, µs).
+    /// Per size, the 90th percentile of its repetitions (median over sweeps, us).
     pub p90_us: Vec<Vec<f64>>,
 }
 

@@ -15,11 +15,11 @@ pub const HOST: &str = "host";
 pub const HOST_I: &str = "host_i";
 /// In the host tables: the host of the second rank or the second host.
 pub const HOST_J: &str = "host_j";
-/// In the host tables: a pair's round trip, µs.
+/// In the host tables: a pair's round trip, us.
 pub const RTT_US: &str = "rtt_us";
-/// In the host tables: the lower quartile of the pairs, µs.
+/// In the host tables: the lower quartile of the pairs, us.
 pub const P25_US: &str = "p25_us";
-/// In the host tables: the upper quartile of the pairs, µs.
+/// In the host tables: the upper quartile of the pairs, us.
 pub const P75_US: &str = "p75_us";
 /// In the host tables: the pairs summarised.
 pub const PAIRS: &str = "pairs";
@@ -31,17 +31,17 @@ pub const SIZE_BYTES: &str = "size_bytes";
 pub const PARAMETER: &str = "parameter";
 /// How the value was found (`measured`, `saturation`, `derived`, ...).
 pub const METHOD: &str = "method";
-/// The least repetition, µs.
+/// The least repetition, us.
 pub const MIN_US: &str = "min_us";
-/// The 10th percentile of the repetitions, µs.
+/// The 10th percentile of the repetitions, us.
 pub const P10_US: &str = "p10_us";
-/// The median of the repetitions, µs.
+/// The median of the repetitions, us.
 pub const MEDIAN_US: &str = "median_us";
-/// The 90th percentile of the repetitions, µs.
+/// The 90th percentile of the repetitions, us.
 pub const P90_US: &str = "p90_us";
-/// The mean of the repetitions, µs.
+/// The mean of the repetitions, us.
 pub const MEAN_US: &str = "mean_us";
-/// The largest repetition, µs.
+/// The largest repetition, us.
 pub const MAX_US: &str = "max_us";
 /// The repetitions kept.
 pub const SAMPLES: &str = "samples";
@@ -51,5 +51,5 @@ pub const WARMUP: &str = "warmup";
 pub const OUTLIERS: &str = "outliers";
 /// In `raw.parquet`: the repetition, from 0.
 pub const REPETITION: &str = "repetition";
-/// In `raw.parquet`: the repetition's value, µs.
+/// In `raw.parquet`: the repetition's value, us.
 pub const VALUE_US: &str = "value_us";

@@ -218,7 +218,7 @@ pub trait Transport {
 ///
 /// When ranks outnumber cores, every wake-up of an idle rank lands on a core of the pair being
 /// measured: it preempts a timed operation and adds scheduler noise to its times, even though
-/// the idle rank uses little CPU (six processes waking every 100 µs made 2-rank pair tests here
+/// the idle rank uses little CPU (six processes waking every 100 us made 2-rank pair tests here
 /// 10-40x slower; every millisecond, no slower). So a waiting rank sleeps:
 /// - until woken, when the peer it waits for wakes it after sending ([`Transport::notify`]:
 ///   ranks on the same host, the ones that share cores), with [`PoliteWait::NOTIFIED_SLEEP`]
