@@ -291,3 +291,28 @@ fn the_docs_write_times_as_the_readme_says() {
         );
     }
 }
+
+#[test]
+fn a_resume_under_several_ranks_says_each_thing_once() {
+    // Item 9: `--resume` under `-np 2` printed its output twice.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let args = ["measure", "--out", "run", "--screen-reps", "2", "--quiet"];
+    success(common::mpirun(2, &args, d));
+    let out = common::mpirun(2, &["measure", "--resume", "run"], d);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "",
+        "nothing on stdout"
+    );
+    for once in [
+        "pair tests to run",
+        "nothing left to measure",
+        "wrote run/",
+        "job: ",
+    ] {
+        assert_eq!(stderr.matches(once).count(), 1, "{once:?} once: {stderr}");
+    }
+}

@@ -242,7 +242,8 @@ pub(super) fn union_length(intervals: &mut [(f64, f64)]) -> f64 {
 pub(super) enum Progress {
     Bar(indicatif::ProgressBar),
     Lines {
-        total: u64,
+        /// The tests to run, once said (`None` before).
+        total: Option<u64>,
         started: Instant,
         next: Duration,
     },
@@ -267,7 +268,7 @@ impl Progress {
                 Self::bar(indicatif::ProgressDrawTarget::stderr())
             }
             ProgressStyle::Auto | ProgressStyle::Lines => Progress::Lines {
-                total: 0,
+                total: None,
                 started: Instant::now(),
                 next: Self::FIRST_LINE,
             },
@@ -290,15 +291,18 @@ impl Progress {
             Progress::Bar(bar) => bar.set_length(new_total),
             Progress::Lines { total, .. } => {
                 // Said at once, so that a log shows the size of the job before its first line.
-                if *total == 0 {
-                    eprintln!("measure: {new_total} pair tests to run");
-                } else if new_total > *total {
-                    eprintln!(
+                match *total {
+                    None => eprintln!("measure: {new_total} pair tests to run"),
+                    Some(0) if new_total > 0 => {
+                        eprintln!("measure: {new_total} pair tests to run")
+                    }
+                    Some(old) if new_total > old => eprintln!(
                         "measure: {} more pair tests, {new_total} in all",
-                        new_total - *total
-                    );
+                        new_total - old
+                    ),
+                    _ => {}
                 }
-                *total = new_total;
+                *total = Some(new_total);
             }
             Progress::Quiet => {}
         }
@@ -319,6 +323,7 @@ impl Progress {
                 next,
             } => {
                 let elapsed = started.elapsed();
+                let total = total.unwrap_or(0);
                 if elapsed >= *next {
                     *next = elapsed + Self::LINE_EVERY;
                     let secs = elapsed.as_secs_f64();
@@ -326,7 +331,7 @@ impl Progress {
                     let eta = total.saturating_sub(done) as f64 / rate.max(1e-9);
                     eprintln!(
                         "measure: {label}{done}/{total} pairs ({:.0}%), {rate:.1} pairs/s, ETA {}",
-                        100.0 * done as f64 / (*total).max(1) as f64,
+                        100.0 * done as f64 / total.max(1) as f64,
                         humantime::format_duration(Duration::from_secs(eta.round() as u64))
                     );
                 }
