@@ -676,11 +676,12 @@ fn an_interrupted_run_says_what_it_kept_and_how_to_continue() {
         let out = child.wait_with_output().unwrap();
         assert!(!out.status.success());
         let err = stderr(&out);
-        let resume = format!("lgate-plogp measure --resume {name}");
+        // The launch as it was made, its options included, then the resume.
+        let resume = format!("{} measure --resume {name}", common::launch_line(8, false));
         assert!(
             err.contains(&format!(
                 "measure: writing {name}/ (8 ranks); if it is interrupted, continue it with: \
-                 mpirun -np 8 {resume}"
+                 {resume}"
             )),
             "{err}"
         );

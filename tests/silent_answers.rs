@@ -316,3 +316,53 @@ fn a_resume_under_several_ranks_says_each_thing_once() {
         assert_eq!(stderr.matches(once).count(), 1, "{once:?} once: {stderr}");
     }
 }
+
+#[test]
+fn a_resume_repeats_the_launch_or_is_refused() {
+    // Item 3: the interrupt hint left out the launcher's options, and a resume without the
+    // binding was taken silently, overwriting the placement.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let args = [
+        "measure",
+        "--plan",
+        "full",
+        "--out",
+        "run",
+        "--reps",
+        "2",
+        "--sizes",
+        "0",
+        "--stop-after",
+        "2",
+    ];
+    let out = common::mpirun_bound(4, &args, d);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "--stop-after stops the run: {stderr}"
+    );
+    let hint = stderr
+        .lines()
+        .find(|l| l.contains("continue it with:"))
+        .unwrap_or_else(|| panic!("a hint to continue: {stderr}"));
+    assert!(
+        hint.contains("--bind-to core:overload-allowed") && hint.ends_with("measure --resume run"),
+        "the hint repeats the launch: {hint}"
+    );
+    let meta = std::fs::read(d.join("run/meta.json")).unwrap();
+    // Unbound now: refused, naming the difference.
+    let out = common::mpirun(4, &["measure", "--resume", "run", "--quiet"], d);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    let said = "cannot resume with the ranks placed otherwise: rank 0 ran on";
+    assert_eq!(stderr.matches(said).count(), 1, "{stderr}");
+    assert!(stderr.contains("launch it as the run was"), "{stderr}");
+    assert_eq!(std::fs::read(d.join("run/meta.json")).unwrap(), meta);
+    // Launched as it was: resumed.
+    success(common::mpirun_bound(
+        4,
+        &["measure", "--resume", "run", "--quiet"],
+        d,
+    ));
+}

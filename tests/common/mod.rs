@@ -77,8 +77,38 @@ pub fn launch_bound(
     args: &[&str],
     cwd: &Path,
 ) -> std::process::Child {
+    let (launcher, flags) = launcher_and_flags(bound);
+    Command::new(&launcher)
+        .args(flags)
+        .arg(np.to_string())
+        .args(options)
+        .arg(env!("CARGO_BIN_EXE_lgate-plogp"))
+        .args(args)
+        .current_dir(cwd)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{launcher} runs (scripts/setup installs it): {e}"))
+}
+
+/// The launch [`launch_bound`] makes, up to the program, as its command line reads:
+/// `mpirun --oversubscribe --bind-to none -np 8 /path/lgate-plogp`.
+#[allow(dead_code)]
+pub fn launch_line(np: usize, bound: bool) -> String {
+    let (launcher, flags) = launcher_and_flags(bound);
+    format!(
+        "{launcher} {} {np} {}",
+        flags.join(" "),
+        env!("CARGO_BIN_EXE_lgate-plogp")
+    )
+}
+
+/// The launcher and its options before the rank count.
+fn launcher_and_flags(bound: bool) -> (String, &'static [&'static str]) {
     // Hydra runs more ranks than cores without being asked; Open MPI must be told.
-    let (launcher, flags): (String, &[&str]) = match (mpi(), bound) {
+    match (mpi(), bound) {
         (Mpi::OpenMpi, false) => (
             "mpirun".into(),
             &["--oversubscribe", "--bind-to", "none", "-np"],
@@ -96,20 +126,7 @@ pub fn launch_bound(
         ),
         (Mpi::Mpich, false) => (hydra(), &["-bind-to", "none", "-np"]),
         (Mpi::Mpich, true) => (hydra(), &["-bind-to", "core", "-np"]),
-    };
-    Command::new(&launcher)
-        .args(flags)
-        .arg(np.to_string())
-        .args(options)
-        .arg(env!("CARGO_BIN_EXE_lgate-plogp"))
-        .args(args)
-        .current_dir(cwd)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{launcher} runs (scripts/setup installs it): {e}"))
+    }
 }
 
 /// Runs `mpirun -np N lgate-plogp ARGS` (oversubscribed, unbound), failing the test after a

@@ -17,8 +17,10 @@ static TOTAL: AtomicUsize = AtomicUsize::new(0);
 /// The message before the count, between the counts, and after them.
 static MESSAGE: OnceLock<[Vec<u8>; 3]> = OnceLock::new();
 
-/// The command that continues the run in `dir`, as the launcher started it.
-pub fn resume_command(launcher: &str, ranks: usize, dir: &Path) -> String {
+/// The command that continues the run in `dir`: the launch the run was started with (its
+/// options, which place and bind the ranks, included) when its command line was read, else
+/// `srun -n N` or `mpirun -np N` by the launcher's kind.
+pub fn resume_command(launcher: &lgate_rundir::LauncherInfo, ranks: usize, dir: &Path) -> String {
     let program = std::env::args()
         .next()
         .and_then(|p| {
@@ -28,9 +30,20 @@ pub fn resume_command(launcher: &str, ranks: usize, dir: &Path) -> String {
         })
         .unwrap_or_else(|| "lgate-plogp".into());
     let dir = dir.display();
-    match launcher {
-        "slurm" => format!("srun -n {ranks} {program} measure --resume {dir}"),
-        _ => format!("mpirun -np {ranks} {program} measure --resume {dir}"),
+    // The launch up to the program, as typed: `mpirun --bind-to core -np 4 /path/lgate-plogp`.
+    let launch = launcher.command_line.as_deref().and_then(|line| {
+        let words: Vec<&str> = line.split(' ').collect();
+        let at = words.iter().position(|w| {
+            Path::new(w)
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy() == program)
+        })?;
+        Some(words[..=at].join(" "))
+    });
+    match (launch, launcher.kind.as_str()) {
+        (Some(launch), _) => format!("{launch} measure --resume {dir}"),
+        (None, "slurm") => format!("srun -n {ranks} {program} measure --resume {dir}"),
+        (None, _) => format!("mpirun -np {ranks} {program} measure --resume {dir}"),
     }
 }
 
@@ -174,12 +187,29 @@ mod tests {
     #[test]
     fn the_resume_command_follows_the_launcher() {
         let dir = Path::new("lgate-run-x");
-        assert!(resume_command("slurm", 64, dir).starts_with("srun -n 64 "));
-        let mpirun = resume_command("mpirun", 4, dir);
+        let kind = |kind: &str, line: Option<&str>| lgate_rundir::LauncherInfo {
+            kind: kind.into(),
+            command_line: line.map(String::from),
+            environment: Default::default(),
+        };
+        assert!(resume_command(&kind("slurm", None), 64, dir).starts_with("srun -n 64 "));
+        let mpirun = resume_command(&kind("mpirun", None), 4, dir);
         assert!(mpirun.starts_with("mpirun -np 4 "), "{mpirun}");
         assert!(
             mpirun.ends_with(" measure --resume lgate-run-x"),
             "{mpirun}"
         );
+        // The launch as it was typed, binding included, with this program's name in it.
+        let program = std::env::args().next().unwrap();
+        let name = Path::new(&program).file_name().unwrap().to_string_lossy();
+        let line =
+            format!("mpirun --bind-to core:overload-allowed -np 4 /opt/bin/{name} measure -o x");
+        assert_eq!(
+            resume_command(&kind("mpirun", Some(&line)), 4, dir),
+            format!("mpirun --bind-to core:overload-allowed -np 4 /opt/bin/{name} measure --resume lgate-run-x")
+        );
+        // A line without the program falls back to the launcher's kind.
+        let other = resume_command(&kind("mpirun", Some("mpirun -np 4 ./a.out")), 4, dir);
+        assert!(other.starts_with("mpirun -np 4 "), "{other}");
     }
 }

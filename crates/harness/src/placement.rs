@@ -335,6 +335,10 @@ fn launcher_command_line() -> Option<String> {
                 "prterun",
                 "srun",
                 "mpiexec.hydra",
+                "mpirun.mpich",
+                "mpiexec.mpich",
+                "mpirun.openmpi",
+                "mpiexec.openmpi",
             ]
             .contains(&p.as_str())
             {

@@ -592,6 +592,35 @@ impl RunMeta {
         text
     }
 
+    /// How the ranks of `other` (a resume) sit differently from this run's: the first rank on
+    /// another host or with other CPUs to run on, and how many differ; `None` when all agree.
+    pub fn placement_difference(&self, other: &RunMeta) -> Option<String> {
+        let place = |r: &RankInfo| {
+            format!(
+                "on {} with CPUs {}",
+                r.host,
+                r.cpuset.as_deref().unwrap_or("unknown")
+            )
+        };
+        let differ: Vec<(&RankInfo, &RankInfo)> = self
+            .ranks
+            .iter()
+            .zip(&other.ranks)
+            .filter(|(a, b)| a.host != b.host || a.cpuset != b.cpuset)
+            .collect();
+        let &(a, b) = differ.first()?;
+        let more = match differ.len() {
+            1 => String::new(),
+            n => format!(" ({n} ranks differ)"),
+        };
+        Some(format!(
+            "rank {} ran {} in the run, {} now{more}",
+            a.rank,
+            place(a),
+            place(b)
+        ))
+    }
+
     /// Why a run with `other`'s plan cannot continue this one, if it cannot.
     pub fn plan_differences(&self, other: &RunMeta) -> Vec<String> {
         let mut out = Vec::new();

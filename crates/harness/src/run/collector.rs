@@ -28,7 +28,7 @@ impl Collector {
         let journal = prepared.run.journal()?;
         let meta = &prepared.meta;
         let dir = prepared.run.path();
-        let resume = crate::interrupt::resume_command(&meta.launcher.kind, meta.ranks.len(), dir);
+        let resume = crate::interrupt::resume_command(&meta.launcher, meta.ranks.len(), dir);
         crate::interrupt::arm(dir, &resume);
         if style != ProgressStyle::Quiet {
             // Said up front as well: a launcher that kills its ranks at once leaves rank 0 no

@@ -230,6 +230,18 @@ pub(super) fn prepare(
                 differences.join("; ")
             )));
         }
+        if let Some(moved) = old.placement_difference(&prepared.meta) {
+            return Err(HarnessError::Resume(format!(
+                "{}: cannot resume with the ranks placed otherwise: {moved}; launch it as the run \
+                 was{}",
+                run.path().display(),
+                old.launcher
+                    .command_line
+                    .as_deref()
+                    .map(|line| format!(" (`{line}`)"))
+                    .unwrap_or_default()
+            )));
+        }
         let path = run.file(lgate_rundir::JOURNAL_FILE);
         let unscheduled =
             |e: &JournalEntry| {
