@@ -1,10 +1,26 @@
 //! `lgate-plogp report` opened in a real browser: Debian's Chromium, headless, loads the page
-//! from a file with no network, logs no error, and the screenshot is not blank.
+//! from a file with no network, logs no error, the screenshot is not blank, and at 1400 px
+//! the page does not scroll sideways, shows the topology in its first screen and has no
+//! empty section.
 
 mod common;
 
 use common::{lgate_plogp_in, simulate_fram32, success};
 use std::process::{Command, Output};
+
+/// A small simulated run with every pair measured (the full plan), two hosts of 16 ranks.
+const BETZY_FULL: &[&str] = &[
+    "simulate",
+    "--plan",
+    "full",
+    "--preset",
+    "betzy",
+    "--machine",
+    "node=2,socket=2,core=8",
+    "--max-size",
+    "64KiB",
+    "--quiet",
+];
 
 fn chromium(args: &[&str]) -> Output {
     Command::new("chromium")
@@ -27,23 +43,7 @@ fn chromium(args: &[&str]) -> Output {
 fn the_report_loads_in_a_headless_browser() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    success(lgate_plogp_in(
-        d,
-        &[
-            "simulate",
-            "--plan",
-            "full",
-            "--preset",
-            "betzy",
-            "--machine",
-            "node=2,socket=2,core=8",
-            "--max-size",
-            "64KiB",
-            "--out",
-            "run",
-            "--quiet",
-        ],
-    ));
+    success(lgate_plogp_in(d, &[BETZY_FULL, &["--out", "run"]].concat()));
     success(lgate_plogp_in(
         d,
         &["report", "run", "--output", "report.html"],
@@ -62,8 +62,9 @@ fn the_report_loads_in_a_headless_browser() {
 
     let url = format!("file://{}", d.join("report.html").display());
     let shot = d.join("shot.png");
+    // Tall enough to hold the heat maps, which come after the topology and the health.
     let out = chromium(&[
-        "--window-size=1280,2000",
+        "--window-size=1280,6000",
         &format!("--screenshot={}", shot.display()),
         &url,
     ]);
@@ -73,7 +74,7 @@ fn the_report_loads_in_a_headless_browser() {
         assert!(!log.contains(bad), "the page logged `{bad}`: {log}");
     }
     let image = image::open(&shot).expect("a PNG screenshot").to_rgb8();
-    assert_eq!((image.width(), image.height()), (1280, 2000));
+    assert_eq!((image.width(), image.height()), (1280, 6000));
     let white = image
         .pixels()
         .filter(|p| p.0.iter().all(|&c| c > 245))
@@ -110,6 +111,105 @@ fn the_report_loads_in_a_headless_browser() {
         "Against the placement the run recorded",
     ] {
         assert!(dom.contains(section), "the loaded page has `{section}`");
+    }
+}
+
+/// Measures the report at `path` as laid out in a 1400 x 900 window: a copy with a script
+/// that writes, into the page, the page's width against the window's, where the topology's
+/// table ends, and each heading with nothing under it. The report itself holds no script.
+fn layout_at_1400(path: &std::path::Path) -> (f64, f64, f64, Vec<String>) {
+    const PROBE: &str = r##"<script>
+window.addEventListener("load", () => {
+  const root = document.documentElement;
+  const table = document.querySelector("#topology ~ table");
+  const empty = [];
+  const heads = Array.from(document.querySelectorAll("h2, h3, h4"));
+  for (const h of heads) {
+    const rank = Number(h.tagName[1]);
+    let e = h.nextElementSibling, content = false;
+    while (e && !/^H[1-4]$/.test(e.tagName)) {
+      if (e.textContent.trim() !== "" || e.querySelector("img") || e.tagName === "IMG") content = true;
+      e = e.nextElementSibling;
+    }
+    const sub = e && /^H[2-4]$/.test(e.tagName) && Number(e.tagName[1]) > rank;
+    if (!content && !sub) empty.push(h.textContent);
+  }
+  const out = document.createElement("pre");
+  out.id = "layout";
+  out.textContent = JSON.stringify({
+    page: root.scrollWidth, window: root.clientWidth,
+    topology: table ? table.getBoundingClientRect().bottom : -1,
+    empty: empty,
+  });
+  document.body.appendChild(out);
+});
+</script></body>"##;
+    let html = std::fs::read_to_string(path).unwrap();
+    assert!(!html.contains("<script"), "the report holds no script");
+    let probe = path.with_extension("probe.html");
+    std::fs::write(&probe, html.replace("</body>", PROBE)).unwrap();
+    let out = chromium(&[
+        "--window-size=1400,900",
+        "--virtual-time-budget=5000",
+        "--dump-dom",
+        &format!("file://{}", probe.display()),
+    ]);
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let at = dom.find("<pre id=\"layout\">").expect("the probe ran") + 17;
+    let text = &dom[at..at + dom[at..].find("</pre>").unwrap()];
+    let v: serde_json::Value = serde_json::from_str(&text.replace("&quot;", "\"")).unwrap();
+    let empty = (v["empty"].as_array().unwrap().iter())
+        .map(|h| h.as_str().unwrap().to_string())
+        .collect();
+    (
+        v["page"].as_f64().unwrap(),
+        v["window"].as_f64().unwrap(),
+        v["topology"].as_f64().unwrap(),
+        empty,
+    )
+}
+
+#[test]
+fn at_1400_px_the_report_fits_the_window_shows_the_topology_first_and_no_empty_section() {
+    // A staged run of the default machine (one odd host, so the facts table is widest) and
+    // a full run: both plans' health sections differ.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    success(lgate_plogp_in(
+        d,
+        &[
+            "simulate",
+            "--preset",
+            "fram",
+            "--odd-host",
+            "1:governor=powersave",
+            "--out",
+            "staged",
+            "--quiet",
+        ],
+    ));
+    success(lgate_plogp_in(
+        d,
+        &[BETZY_FULL, &["--out", "full"]].concat(),
+    ));
+    for run in ["staged", "full"] {
+        success(lgate_plogp_in(
+            d,
+            &["report", run, "--output", &format!("{run}.html")],
+        ));
+        let (page, window, topology, empty) = layout_at_1400(&d.join(format!("{run}.html")));
+        assert!(
+            page <= window,
+            "{run}: the page is {page} px wide in a {window} px window"
+        );
+        assert!(
+            topology > 0.0 && topology <= 900.0,
+            "{run}: the topology's table ends at {topology} px, below the first screen"
+        );
+        assert!(
+            empty.is_empty(),
+            "{run}: sections with nothing under them: {empty:?}"
+        );
     }
 }
 
@@ -167,17 +267,24 @@ fn a_host_with_another_governor_is_named_in_the_summary_report_json_and_the_repo
     let dom = String::from_utf8_lossy(&dom.stdout);
     assert!(dom.contains("1 of 4 hosts differ from most"), "{dom}");
     assert!(dom.contains("fram-n2: governor powersave (performance on 3 of 4 hosts)"));
-    // The facts table: one row for the three hosts alike, one for the odd host, marked.
+    // The facts table: one column for the three hosts alike, one for the odd host, marked,
+    // and its odd value marked in the governor's row.
     let table = &dom[dom.find("id=\"host-facts\"").expect("the facts table")..];
     let table = &table[..table.find("</table>").unwrap()];
-    assert_eq!(table.matches("<tr").count(), 3, "{table}");
     assert!(
-        table.contains("<td>fram-n0, fram-n1, fram-n3</td>"),
+        table.contains("<tr><th>hosts</th><th>fram-n0, fram-n1, fram-n3</th><th class=\"warn\">fram-n2</th></tr>"),
         "{table}"
     );
     assert!(
-        table.contains("<tr class=\"warn\"><td>fram-n2</td>"),
+        table.contains(
+            "<tr><th>governor</th><td>performance</td><td class=\"warn\">powersave</td></tr>"
+        ),
         "{table}"
+    );
+    assert_eq!(
+        table.matches("<tr").count(),
+        1 + lgate_rundir::FACT_NAMES.len(),
+        "a row a fact: {table}"
     );
 }
 

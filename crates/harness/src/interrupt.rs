@@ -29,22 +29,7 @@ pub fn resume_command(launcher: &lgate_rundir::LauncherInfo, ranks: usize, dir: 
                 .map(|n| n.to_string_lossy().into_owned())
         })
         .unwrap_or_else(|| "lgate-plogp".into());
-    let dir = dir.display();
-    // The launch up to the program, as typed: `mpirun --bind-to core -np 4 /path/lgate-plogp`.
-    let launch = launcher.command_line.as_deref().and_then(|line| {
-        let words: Vec<&str> = line.split(' ').collect();
-        let at = words.iter().position(|w| {
-            Path::new(w)
-                .file_name()
-                .is_some_and(|n| n.to_string_lossy() == program)
-        })?;
-        Some(words[..=at].join(" "))
-    });
-    match (launch, launcher.kind.as_str()) {
-        (Some(launch), _) => format!("{launch} measure --resume {dir}"),
-        (None, "slurm") => format!("srun -n {ranks} {program} measure --resume {dir}"),
-        (None, _) => format!("mpirun -np {ranks} {program} measure --resume {dir}"),
-    }
+    launcher.resume_line(&program, ranks, dir)
 }
 
 /// Prints, on SIGINT, SIGTERM or SIGHUP, how much of the run in `dir` is kept and `resume`,

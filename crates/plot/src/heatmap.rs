@@ -17,9 +17,12 @@ use crate::figure::{anchored, nice_ticks, short, Figure, PlotError, FONT};
 
 /// Side of the matrix square, pixels.
 const SIDE: u32 = 760;
-/// Left and top margins, pixels.
+/// Left and top margins, pixels (the top one holds the title and two lines under it).
 const LEFT: i32 = 70;
-const TOP: i32 = 56;
+const TOP: i32 = 76;
+/// The line under the title: its font size, and the lines it may take at most.
+const NOTE_FONT: f64 = 15.0;
+const NOTE_LINES: usize = 2;
 /// The colour bar's left edge and width.
 const BAR_X: i32 = LEFT + SIDE as i32 + 30;
 const BAR_W: i32 = 22;
@@ -116,6 +119,13 @@ impl<'a> Heatmap<'a> {
             note: None,
             item: "rank",
         })
+    }
+
+    /// Whether a cell off the diagonal (or on it, for hosts) holds no value and is drawn grey.
+    fn has_gaps(&self) -> bool {
+        let m = self.values;
+        m.indexed_iter()
+            .any(|((i, j), v)| (i != j || self.diagonal()) && !v.is_finite())
     }
 
     fn len(&self) -> usize {
@@ -387,9 +397,13 @@ pub fn diff_heatmap<'a>(
     title: &str,
     note: String,
 ) -> Result<Heatmap<'a>, PlotError> {
-    let mut figure = Heatmap::signed(z, labels, title, "z")?
-        .with_note(Some(note))
-        .with_items(rows);
+    let mut figure = Heatmap::signed(z, labels, title, "z")?.with_items(rows);
+    let note = if figure.has_gaps() {
+        format!("{note}; grey: pairs not measured in both runs")
+    } else {
+        note
+    };
+    figure = figure.with_note(Some(note));
     let hosts = hosts.filter(|_| rows == "rank");
     let in_rank_order = labels
         .iter()
@@ -411,6 +425,27 @@ pub fn diff_heatmap<'a>(
     Ok(figure)
 }
 
+/// `text` in at most `lines` lines, words kept whole, each line `fits` where it can; the
+/// last line takes what is left.
+fn wrap(text: &str, lines: usize, fits: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        let longer = if line.is_empty() {
+            word.to_string()
+        } else {
+            format!("{line} {word}")
+        };
+        if line.is_empty() || fits(&longer) || out.len() + 1 == lines {
+            line = longer;
+        } else {
+            out.push(std::mem::replace(&mut line, word.to_string()));
+        }
+    }
+    out.push(line);
+    out
+}
+
 /// Whether boundaries at `starts` are far enough apart to draw
 /// ([`DENSEST_BOUNDARIES`]).
 fn legible(starts: &[usize]) -> bool {
@@ -430,7 +465,7 @@ fn collect_leaves(node: &TopologyNode, out: &mut Vec<usize>) {
 
 impl Figure for Heatmap<'_> {
     fn size(&self) -> (u32, u32) {
-        (LEFT as u32 + SIDE + 150, TOP as u32 + SIDE + 70)
+        (LEFT as u32 + SIDE + 170, TOP as u32 + SIDE + 70)
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), PlotError> {
@@ -557,16 +592,26 @@ impl Figure for Heatmap<'_> {
             anchored(15.0, HPos::Left, VPos::Bottom),
         ))
         .map_err(e)?;
-        root.draw(&Text::new(
-            if self.signed {
-                "red: slower in B"
+        let mut legend = vec![if self.signed {
+            "red: slower in B"
+        } else {
+            "lower: closer"
+        }];
+        if self.has_gaps() {
+            legend.push(if self.signed {
+                "grey: not compared"
             } else {
-                "lower: closer"
-            },
-            (BAR_X, TOP + end + 6),
-            anchored(14.0, HPos::Left, VPos::Top),
-        ))
-        .map_err(e)?;
+                "grey: no value"
+            });
+        }
+        for (k, text) in legend.into_iter().enumerate() {
+            root.draw(&Text::new(
+                text,
+                (BAR_X, TOP + end + 6 + 18 * k as i32),
+                anchored(14.0, HPos::Left, VPos::Top),
+            ))
+            .map_err(e)?;
+        }
         let clipped = if self.signed {
             format!("|{}| clipped at {}", self.unit, short(hi))
         } else if self.clip_quantile < 1.0 {
@@ -580,15 +625,43 @@ impl Figure for Heatmap<'_> {
         } else {
             "no values clipped".to_string()
         };
-        root.draw(&Text::new(
-            match &self.note {
-                Some(note) => format!("{n} {}s; {clipped}; {note}", self.item),
-                None => format!("{n} {}s; {clipped}", self.item),
-            },
-            (LEFT, 38),
-            font(15.0),
-        ))
-        .map_err(e)?;
+        let note = match &self.note {
+            Some(note) => format!("{n} {}s; {clipped}; {note}", self.item),
+            None => format!("{n} {}s; {clipped}", self.item),
+        };
+        // Wrapped to end before the unit label over the colour bar.
+        let width = (BAR_X - LEFT - 12) as u32;
+        let fits = |text: &str| {
+            root.estimate_text_size(text, &TextStyle::from(font(NOTE_FONT)))
+                .map_or(true, |(w, _)| w <= width)
+        };
+        for (k, line) in wrap(&note, NOTE_LINES, fits).into_iter().enumerate() {
+            root.draw(&Text::new(
+                line,
+                (LEFT, 36 + 18 * k as i32),
+                font(NOTE_FONT),
+            ))
+            .map_err(e)?;
+        }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrap;
+
+    #[test]
+    fn a_long_note_wraps_at_words_into_at_most_the_lines_given() {
+        let fits = |t: &str| t.len() <= 12;
+        assert_eq!(wrap("short", 2, fits), vec!["short"]);
+        assert_eq!(
+            wrap("one two three four five", 2, fits),
+            vec!["one two", "three four five"]
+        );
+        assert_eq!(
+            wrap("aaaaaaaaaaaaaaaaa b", 3, fits),
+            vec!["aaaaaaaaaaaaaaaaa", "b"]
+        );
     }
 }

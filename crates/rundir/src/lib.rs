@@ -51,7 +51,7 @@ pub use records::{
     Estimator, MessageSize, Pair, PairMeasurement, PingPongParameters, PingPongResult, RawSamples,
     RoundTrips, Saturation, SizeError, SizeResult, UnknownEstimator,
 };
-pub use report::Report;
+pub use report::{Report, StagedReport};
 
 /// An error of creating, reading or writing a run directory.
 #[derive(Debug, thiserror::Error)]

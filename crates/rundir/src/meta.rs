@@ -174,6 +174,30 @@ pub struct LauncherInfo {
     pub environment: BTreeMap<String, String>,
 }
 
+impl LauncherInfo {
+    /// The command that continues the run in `dir` under `program` (the tool's file name): the
+    /// launch the run was started with, its options included, when its command line was read,
+    /// else `srun -n N` or `mpirun -np N` by the launcher's kind.
+    pub fn resume_line(&self, program: &str, ranks: usize, dir: &std::path::Path) -> String {
+        let dir = dir.display();
+        // The launch up to the program, as typed: `mpirun --bind-to core -np 4 /path/lgate-plogp`.
+        let launch = self.command_line.as_deref().and_then(|line| {
+            let words: Vec<&str> = line.split(' ').collect();
+            let at = words.iter().position(|w| {
+                std::path::Path::new(w)
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy() == program)
+            })?;
+            Some(words[..=at].join(" "))
+        });
+        match (launch, self.kind.as_str()) {
+            (Some(launch), _) => format!("{launch} measure --resume {dir}"),
+            (None, "slurm") => format!("srun -n {ranks} {program} measure --resume {dir}"),
+            (None, _) => format!("mpirun -np {ranks} {program} measure --resume {dir}"),
+        }
+    }
+}
+
 /// The operating system of rank 0's host.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SystemInfo {
@@ -469,10 +493,15 @@ impl RunMeta {
                  with its options writes it again",
                 path.display()
             ),
-            None => format!(
-                "`mpirun -np N lgate-plogp measure --resume {}` finishes it",
-                path.display()
-            ),
+            None => {
+                let program = (self.command_line.first())
+                    .and_then(|p| std::path::Path::new(p).file_name())
+                    .map_or("lgate-plogp".into(), |n| n.to_string_lossy().into_owned());
+                format!(
+                    "`{}` finishes it",
+                    self.launcher.resume_line(&program, self.ranks.len(), path)
+                )
+            }
         }
     }
 
