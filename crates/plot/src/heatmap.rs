@@ -649,7 +649,24 @@ impl Figure for Heatmap<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::wrap;
+    use super::{diff_heatmap, wrap};
+
+    #[test]
+    fn a_diff_with_pairs_not_compared_says_what_its_grey_cells_are() {
+        let labels: Vec<String> = (0..3).map(|k| k.to_string()).collect();
+        let mut z = ndarray::Array2::zeros((3, 3));
+        let figure = diff_heatmap(&z, &labels, (None, "rank"), "t", "no change".into()).unwrap();
+        assert!(!figure.has_gaps());
+        assert_eq!(figure.note.as_deref(), Some("no change"));
+        z[[0, 2]] = f64::NAN;
+        z[[2, 0]] = f64::NAN;
+        let figure = diff_heatmap(&z, &labels, (None, "rank"), "t", "no change".into()).unwrap();
+        assert!(figure.has_gaps());
+        assert_eq!(
+            figure.note.as_deref(),
+            Some("no change; grey: pairs not measured in both runs")
+        );
+    }
 
     #[test]
     fn a_long_note_wraps_at_words_into_at_most_the_lines_given() {
