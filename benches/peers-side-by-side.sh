@@ -9,7 +9,7 @@
 #     RTT(m) = 2L + g(m) + g(0) and RTT(0) = 2L + 2g(0), so a one-way time of m bytes,
 #     L + g(m), is RTT(m) - RTT(0)/2;
 #   - osu_bw (a window of 64 messages in flight, MB = 10^6 bytes) next to m / g(m), the
-#     bandwidth PLogP's gap gives.
+#     bandwidth PLogP's gap gives, as `lgate-plogp sizes --format csv` prints it.
 # The peers are built from ../shared/peers with their own build script (never copied).
 # With TESTBED=1 (root) it then runs benches/testbed-vs-mpigraph.sh: mpiGraph next to
 # `measure` on the emulated cluster (time to topology and the levels each recovers).
@@ -45,6 +45,7 @@ for r in $(seq "$rounds"); do
         --output "$work/pingpong.$r"
     "${launch[@]}" "$work/peers/osu_bw" >"$work/osu_bw.$r"
     "${launch[@]}" "$bin" measure --plan full --max-size 4MiB --csv --quiet --output "$work/plogp.$r"
+    "$bin" sizes "$work/plogp.$r" --units MB/s --format csv >"$work/sizes.$r.csv"
 done
 python3 - "$work" "$rounds" <<'PY'
 import csv, statistics, sys
@@ -76,6 +77,15 @@ def ours_plogp():
             out.setdefault(key, []).append(float(row["median_us"]))
     return out
 
+def ours_bandwidth():
+    """Per size, `sizes`' bandwidth (MB/s) of each round."""
+    out = {}
+    for r in range(1, rounds + 1):
+        for row in csv.DictReader(open(f"{work}/sizes.{r}.csv")):
+            if row["bandwidth_mb_per_s"]:
+                out.setdefault(int(row["size_bytes"]), []).append(float(row["bandwidth_mb_per_s"]))
+    return out
+
 def cell(values, digits=2):
     lo, mid, hi = min(values), statistics.median(values), max(values)
     return f"{lo:.{digits}f}-{hi:.{digits}f}, {mid:.{digits}f}"
@@ -90,6 +100,7 @@ def size_name(m):
     return f"{m} B"
 
 lat, bw, pp, plogp = osu("osu_latency"), osu("osu_bw"), ours_pingpong(), ours_plogp()
+sizes_bw = ours_bandwidth()
 rtt0 = [v for v in plogp.get(("rtt", 0), [])]
 print()
 print("| size | `osu_latency`, us (range, median) | ping-pong RTT/2, us | ours / OSU | spread OSU / ours | PLogP RTT(m) - RTT(0)/2, us | `osu_bw`, MB/s | m / g(m), MB/s |")
@@ -105,8 +116,7 @@ for m in sorted(lat):
         wider.append(size_name(m))
     rtt = plogp.get(("rtt", m))
     one_way = "" if not rtt or not rtt0 else cell([a - b / 2 for a, b in zip(rtt, rtt0)])
-    g = plogp.get(("g", m))
-    ours_bw = "" if not g or m == 0 else cell([m / x for x in g if x > 0], 0)
+    ours_bw = cell(sizes_bw[m], 0) if m in sizes_bw else ""
     osu_bw = cell(bw[m], 0) if m in bw else ""
     print(f"| {size_name(m)} | {cell(lat[m])} | {cell(pp[m])} | {ratio:.2f} | "
           f"{spread(lat[m]):.2f} / {spread(pp[m]):.2f} | {one_way} | {osu_bw} | {ours_bw} |")

@@ -18,6 +18,7 @@ mod report_cmd;
 mod resume_args;
 mod score_cmd;
 mod simulate_cmd;
+mod sizes_cmd;
 mod test_args;
 mod topology_cmd;
 
@@ -55,6 +56,9 @@ enum Command {
     Plot(plot_cmd::PlotCommand),
     /// Write a one-page HTML report of a run (images inlined; opens with no network).
     Report(report_cmd::ReportArgs),
+    /// PLogP parameters per message size as a table: latency (RTT/2) in us and bandwidth
+    /// (size/g) in MB/s per placement class, as OSU's and mpiGraph's tools print theirs.
+    Sizes(sizes_cmd::SizesArgs),
     /// Topology-aware broadcasts: benchmark them against MPI_Bcast, check them, apply a tuning
     /// (run under mpirun or srun).
     #[command(subcommand)]
@@ -111,6 +115,7 @@ fn main() -> ExitCode {
         Command::Import(command) => import_cmd::run(command),
         Command::Plot(cmd) => plot_cmd::run(cmd),
         Command::Report(args) => report_cmd::report(args),
+        Command::Sizes(args) => sizes_cmd::sizes(args),
         Command::Topology(cmd) => topology_cmd::run(cmd),
         Command::Bcast(cmd) => bcast_cmd::run(cmd),
         Command::Diff(_) => unreachable!("handled above"),

@@ -230,7 +230,7 @@ fn curves(args: CurvesArgs) -> Result<()> {
 }
 
 /// A pair of two ranks as `--pairs` takes it: `0-5`.
-fn rank_pair(p: &str) -> Result<(usize, usize)> {
+pub(crate) fn rank_pair(p: &str) -> Result<(usize, usize)> {
     let parse = |x: &str| x.trim().parse::<usize>().ok();
     p.split_once('-')
         .and_then(|(a, b)| Some((parse(a)?, parse(b)?)))

@@ -366,3 +366,81 @@ fn a_resume_repeats_the_launch_or_is_refused() {
         d,
     ));
 }
+
+#[test]
+fn sizes_prints_latency_and_bandwidth_per_size_as_osu_and_mpigraph_users_read_them() {
+    // Item 12: a size/latency table on stdout, bandwidth in MB/s or another unit.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    common::simulate_fram32(d, "1MiB", &["--out", "run"]);
+    let text = success(lgate_plogp_in(d, &["sizes", "run"]));
+    assert!(
+        text.contains("latency (us)") && text.contains("bandwidth (MB/s)"),
+        "{text}"
+    );
+    // One block per placement class of the simulated machine.
+    for class in ["same socket", "same node", "different node"] {
+        assert!(text.contains(&format!("# {class}: ")), "{class}: {text}");
+    }
+
+    // The same numbers for programs: latency is RTT/2 and bandwidth size/g, in the unit asked.
+    let rows = |units: &str| -> Vec<Vec<String>> {
+        success(lgate_plogp_in(
+            d,
+            &["sizes", "run", "--format", "csv", "--units", units],
+        ))
+        .lines()
+        .map(|l| l.split(',').map(String::from).collect())
+        .collect()
+    };
+    let mb = rows("MB/s");
+    let gbit = rows("Gbit/s");
+    assert_eq!(
+        mb[0].join(","),
+        "line,pairs,size_bytes,latency_us,bandwidth_mb_per_s,rtt_us,os_us,or_us,g_us"
+    );
+    assert_eq!(gbit[0][4], "bandwidth_gbit_per_s");
+    let sizes: std::collections::BTreeSet<&str> = mb[1..].iter().map(|r| r[2].as_str()).collect();
+    assert_eq!(
+        sizes.len(),
+        22,
+        "0 and 21 powers of two up to 1MiB: {sizes:?}"
+    );
+    let num = |s: &str| s.parse::<f64>().unwrap();
+    let mut streams = 0;
+    for (a, b) in mb[1..].iter().zip(&gbit[1..]) {
+        assert_eq!(num(&a[3]), num(&a[5]) / 2.0, "latency is RTT/2: {a:?}");
+        if a[2] == "0" {
+            assert_eq!(a[4], "", "no bandwidth at 0 bytes");
+            continue;
+        }
+        let (m, g) = (num(&a[2]), num(&a[8]));
+        assert!((num(&a[4]) - m / g).abs() <= 1e-9 * num(&a[4]), "{a:?}");
+        assert!((num(&b[4]) - num(&a[4]) * 8.0 / 1000.0).abs() <= 1e-9 * num(&b[4]));
+        streams += 1;
+    }
+    assert!(streams > 0);
+    // Bandwidth grows with the size until the link is full: 1 MiB streams faster than 1 byte.
+    let at = |size: &str| {
+        (mb[1..].iter())
+            .find(|r| r[0] == "different node" && r[2] == size)
+            .map(|r| num(&r[4]))
+            .unwrap()
+    };
+    assert!(
+        at("1048576") > 100.0 * at("1"),
+        "{} vs {}",
+        at("1048576"),
+        at("1")
+    );
+
+    let json = success(lgate_plogp_in(d, &["sizes", "run", "--format", "json"]));
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(json["bandwidth_unit"], "MB/s");
+    assert_eq!(json["lines"].as_array().unwrap().len(), 3);
+
+    // A unit it does not know is refused, naming the ones it does.
+    let out = lgate_plogp_in(d, &["sizes", "run", "--units", "kB/s"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("MB/s, MiB/s, GB/s, Gbit/s"));
+}
