@@ -146,7 +146,8 @@ fn hwloc_distances(args: &ClusterArgs) -> Result<()> {
 /// many times slower), and the summary on stderr.
 fn emit(args: &ClusterArgs, c: &lgate_cluster::Clustering) -> Result<()> {
     let input = &c.input;
-    let topology = input.topology(&c.tree)?.with_outliers(
+    let (topology, unbound) = input.placed_topology(&c.tree)?;
+    let topology = topology.with_outliers(
         (c.slow.iter())
             .map(|&(i, f)| lgate_topology::Outlier {
                 rank: input.ranks[i],
@@ -173,6 +174,7 @@ fn emit(args: &ClusterArgs, c: &lgate_cluster::Clustering) -> Result<()> {
             items: input.items(),
             slow: &c.slow,
             health: lgate_cluster::ClusterSummary::health_of(&args.input),
+            unbound: &unbound,
         };
         eprint!("{summary}");
     }

@@ -444,3 +444,124 @@ fn sizes_prints_latency_and_bandwidth_per_size_as_osu_and_mpigraph_users_read_th
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("MB/s, MiB/s, GB/s, Gbit/s"));
 }
+
+/// Rewrites every rank's allowed CPUs in `run`'s meta.json by `cpuset(rank's record)`.
+fn set_cpusets(run: &std::path::Path, cpuset: impl Fn(&serde_json::Value) -> String) {
+    let path = run.join("meta.json");
+    let mut meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let sets: Vec<String> = meta["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(&cpuset)
+        .collect();
+    for (r, set) in meta["ranks"].as_array_mut().unwrap().iter_mut().zip(sets) {
+        r["cpuset"] = set.into();
+    }
+    std::fs::write(&path, serde_json::to_string_pretty(&meta).unwrap()).unwrap();
+}
+
+/// `cluster RUN`: the names of the levels found and the summary.
+fn levels_found(d: &std::path::Path, run: &str) -> (Vec<String>, String) {
+    let out = lgate_plogp_in(d, &["cluster", run, "--output", &format!("{run}.json")]);
+    let summary = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{summary}");
+    let topology: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join(format!("{run}.json"))).unwrap())
+            .unwrap();
+    let names = (topology["levels"].as_array().unwrap().iter())
+        .map(|l| l["name"].as_str().unwrap().to_string())
+        .collect();
+    (names, summary)
+}
+
+/// `score --truth RUN`'s recorded levels.
+fn recorded_levels(d: &std::path::Path, run: &str) -> Vec<String> {
+    let table = success(lgate_plogp_in(
+        d,
+        &[
+            "score",
+            "--truth",
+            run,
+            "--topology",
+            &format!("{run}.json"),
+        ],
+    ));
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next().map(String::from))
+        .collect()
+}
+
+#[test]
+fn a_level_inside_hosts_is_named_and_kept_only_where_the_ranks_were_bound_apart() {
+    // Item 2: unbound ranks share their CPUs, so where each started is no placement, and a
+    // split between them is the scheduler's, not the machine's.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for run in ["one-cpu", "socket-bound", "unbound"] {
+        common::simulate_fram32(d, "1KiB", &["--out", run]);
+    }
+    // As simulated: each rank on a CPU of its own.
+    let (levels, _) = levels_found(d, "one-cpu");
+    assert_eq!(levels, ["node", "socket"]);
+    assert_eq!(recorded_levels(d, "one-cpu"), ["node", "socket", "core"]);
+
+    // Bound to their socket's CPUs: the socket is a placement, the core is not.
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("one-cpu/meta.json")).unwrap())
+            .unwrap();
+    let socket_cpus = |r: &serde_json::Value| -> String {
+        let cpus: Vec<String> = (meta["ranks"].as_array().unwrap().iter())
+            .filter(|o| o["host"] == r["host"] && o["socket"] == r["socket"])
+            .map(|o| o["cpu"].to_string())
+            .collect();
+        cpus.join(",")
+    };
+    set_cpusets(&d.join("socket-bound"), socket_cpus);
+    let (levels, summary) = levels_found(d, "socket-bound");
+    assert_eq!(levels, ["node", "socket"], "{summary}");
+    assert!(!summary.contains("left out"), "{summary}");
+    assert_eq!(recorded_levels(d, "socket-bound"), ["node", "socket"]);
+
+    // Free on all of their host's CPUs: no level inside a host is structure, and none is
+    // named after a placement the run did not pin.
+    set_cpusets(&d.join("unbound"), |_| "0-7".into());
+    let (levels, summary) = levels_found(d, "unbound");
+    assert_eq!(levels, ["node"], "{summary}");
+    assert!(
+        summary.contains("left out: level2 (8 groups) puts ranks")
+            && summary.contains("not bound apart")
+            && summary.contains("--bind-to core"),
+        "{summary}"
+    );
+    assert_eq!(recorded_levels(d, "unbound"), ["node"]);
+}
+
+#[test]
+fn unbound_ranks_on_one_host_give_no_level_and_no_core() {
+    // Item 2 as the user met it: `mpirun -np 4 lgate-plogp measure` unbound on two cores.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = common::mpirun(4, &["measure", "--out", "run", "--quiet"], d);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("run/meta.json")).unwrap()).unwrap();
+    let sets: Vec<&str> = (meta["ranks"].as_array().unwrap().iter())
+        .map(|r| r["cpuset"].as_str().unwrap_or("-"))
+        .collect();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus < 2 || sets.iter().all(|s| !s.contains(['-', ','])) {
+        eprintln!("skipped: the launcher bound every rank to one CPU ({sets:?})");
+        return;
+    }
+    let (levels, summary) = levels_found(d, "run");
+    assert!(levels.is_empty(), "{levels:?}: {summary}");
+    assert!(!recorded_levels(d, "run").contains(&"core".to_string()));
+}

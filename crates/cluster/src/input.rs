@@ -268,18 +268,71 @@ impl ClusterInput {
     /// The topology of a hierarchy over this input's items: items renumbered as the ranks they
     /// stand for, labelled with the hosts (or the matrix's labels), its levels named after the
     /// run's placement where they match it.
+    /// A level that splits ranks which may have run on the same CPUs is left out
+    /// ([`ClusterInput::placed_topology`] says which).
     pub fn topology(&self, tree: &crate::Tree) -> Result<lgate_topology::Topology, InputError> {
+        Ok(self.placed_topology(tree)?.0)
+    }
+
+    /// [`ClusterInput::topology`], and the levels it left out because they split two ranks of
+    /// one host that were not bound apart (their allowed CPUs overlap): where such ranks ran
+    /// changed as the scheduler moved them, so their distances show no structure of the
+    /// machine. Per level left out: its name, its groups, and the two ranks it split.
+    pub fn placed_topology(
+        &self,
+        tree: &crate::Tree,
+    ) -> Result<(lgate_topology::Topology, Vec<UnboundLevel>), InputError> {
         let tree = tree.to_ranks(&self.ranks);
         let labels = self
             .hosts
             .clone()
             .or_else(|| self.dense().map(|m| m.labels().to_vec()));
         let topology = crate::topology_of(&tree, self.job_size, labels)?;
-        Ok(match &self.placement {
-            Some(placement) => crate::score::name_levels(topology, placement)?,
-            None => topology,
-        })
+        let Some(placement) = &self.placement else {
+            return Ok((topology, Vec::new()));
+        };
+        let n = topology.ranks();
+        let mut left_out = Vec::new();
+        let kept: Vec<lgate_topology::Level> = (topology.levels().iter())
+            .filter(
+                |level| match placement.split_of_shared_cpus(&level.labels(n)) {
+                    Some(ranks) => {
+                        left_out.push(UnboundLevel {
+                            name: level.name.clone(),
+                            groups: level.groups.len(),
+                            ranks,
+                        });
+                        false
+                    }
+                    None => true,
+                },
+            )
+            .cloned()
+            .collect();
+        let topology = if left_out.is_empty() {
+            topology
+        } else {
+            // The levels kept, nested as they were; the labels stay.
+            let rebuilt = lgate_topology::Topology::from_levels(n, kept)?;
+            match topology.labels() {
+                Some(labels) => rebuilt.with_labels(labels.to_vec())?,
+                None => rebuilt,
+            }
+        };
+        Ok((crate::score::name_levels(topology, placement)?, left_out))
     }
+}
+
+/// A level a clustering made and [`ClusterInput::placed_topology`] left out: it split ranks
+/// that were free to run on the same CPUs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnboundLevel {
+    /// The level's name as the clustering gave it.
+    pub name: String,
+    /// Its groups.
+    pub groups: usize,
+    /// Two ranks of one host it put apart although they could run on the same CPUs.
+    pub ranks: (usize, usize),
 }
 
 impl ClusterInput {

@@ -47,7 +47,7 @@ pub use hdbscan::{hdbscan, Hdbscan, HdbscanParams};
 pub use hwloc_export::{host_distances, HostDistances};
 pub use input::{
     choose_by_levels, default_clustering, default_topology, load, load_by_hosts, load_candidates,
-    load_chosen, read_truth, ClusterInput, Distances, InputError, Truth,
+    load_chosen, read_truth, ClusterInput, Distances, InputError, Truth, UnboundLevel,
 };
 pub use linkage::{profile_distances, Dendrogram, Linkage};
 pub use outliers::slow_ranks;

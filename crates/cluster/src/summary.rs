@@ -25,6 +25,8 @@ pub struct ClusterSummary<'a> {
     pub slow: &'a [(usize, f64)],
     /// The run's health lines (report.json), none for a matrix file.
     pub health: Vec<String>,
+    /// The levels left out because they split ranks that were not bound apart.
+    pub unbound: &'a [crate::UnboundLevel],
 }
 
 impl ClusterSummary<'_> {
@@ -60,6 +62,21 @@ impl ClusterSummary<'_> {
                      than two groups of two, or groups wider inside than apart)"
                 )?;
             }
+        }
+        Ok(())
+    }
+
+    fn unbound_lines(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for u in self.unbound {
+            let (a, b) = u.ranks;
+            writeln!(
+                f,
+                "  left out: {} ({} groups) puts ranks {a} and {b} apart, but they were not \
+                 bound apart (their allowed CPUs overlap): where they ran changed with the \
+                 scheduler, so the split is no structure of the machine; bind the ranks \
+                 (mpirun --bind-to core, srun --cpu-bind=cores) to measure inside a host",
+                u.name, u.groups
+            )?;
         }
         Ok(())
     }
@@ -121,14 +138,17 @@ impl fmt::Display for ClusterSummary<'_> {
             self.algo,
             if levels == 1 { "level" } else { "levels" }
         )?;
-        if self.topology.levels().is_empty() {
+        if !self.topology.levels().is_empty() {
+            f.write_str(&lgate_topology::level_summary(self.topology))?;
+        } else if self.unbound.is_empty() {
             writeln!(
                 f,
                 "  one group: the distances show no structure at these thresholds"
             )?;
         } else {
-            f.write_str(&lgate_topology::level_summary(self.topology))?;
+            writeln!(f, "  one group: no level stands for the machine")?;
         }
+        self.unbound_lines(f)?;
         self.weak_lines(f)?;
         self.slow_line(f)?;
         for line in &self.health {

@@ -12,6 +12,10 @@ use crate::{RunDirError, RunMeta, META_FILE, RUN_FORMAT};
 pub struct KnownPlacement {
     /// Level name and one label per rank, coarsest first when known.
     pub levels: Vec<(String, Vec<usize>)>,
+    /// Per rank, a label shared by the ranks of one host whose allowed CPUs overlap (directly
+    /// or through other ranks): ranks that may have run on the same CPUs, so that where each
+    /// ran inside the host is no placement. `None` when not every rank's CPUs were recorded.
+    pub shared_cpus: Option<Vec<usize>>,
 }
 
 /// One label per value, numbered in order of first appearance.
@@ -82,8 +86,37 @@ impl KnownPlacement {
                 })?;
             out.push((name.clone(), labels_of(labels.into_iter())));
         }
-        Ok(KnownPlacement { levels: out })
+        Ok(KnownPlacement {
+            levels: out,
+            shared_cpus: None,
+        })
     }
+
+    /// Whether `labels` (one per rank) put two ranks that may have run on the same CPUs
+    /// ([`KnownPlacement::shared_cpus`]) in different groups: the first such two ranks.
+    pub fn split_of_shared_cpus(&self, labels: &[usize]) -> Option<(usize, usize)> {
+        split_of(self.shared_cpus.as_deref()?, labels)
+    }
+}
+
+/// A unit of placement inside a host that a rank may be bound within.
+#[derive(Debug, Clone, Copy)]
+enum Unit {
+    Core,
+    Numa,
+    Socket,
+}
+
+/// The first two ranks that share a label of `shared` and not one of `labels`.
+fn split_of(shared: &[usize], labels: &[usize]) -> Option<(usize, usize)> {
+    let mut first: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
+    for (rank, (&s, &l)) in shared.iter().zip(labels).enumerate() {
+        let r = *first.entry(s).or_insert(rank);
+        if labels[r] != l {
+            return Some((r, rank));
+        }
+    }
+    None
 }
 
 impl RunMeta {
@@ -91,7 +124,20 @@ impl RunMeta {
     /// `switch`), `node` from host names, then `socket`, `numa` (where it is not the sockets)
     /// and `core` (the physical core, which SMT siblings share; else the CPU) within hosts,
     /// where every rank has them.
+    ///
+    /// A level inside hosts is left out where it splits ranks that may have run on the same
+    /// CPUs (their allowed CPUs overlap: not bound apart): each rank's socket, NUMA node and
+    /// core are then only where it happened to start, not a placement the run pinned.
     pub fn known_placement(&self) -> KnownPlacement {
+        let shared_cpus = self.shared_cpus();
+        // A level is pinned where no two ranks free to share CPUs sit in different groups and
+        // every rank's allowed CPUs lie within one unit of the level (`Unit`).
+        let pinned_by = |labels: &Vec<usize>, unit: Unit| {
+            shared_cpus
+                .as_deref()
+                .is_none_or(|shared| split_of(shared, labels).is_none())
+                && self.ranks.iter().all(|r| self.bound_within(r, unit))
+        };
         let mut levels = Vec::new();
         let extra: std::collections::BTreeSet<String> = self
             .ranks
@@ -112,15 +158,16 @@ impl RunMeta {
             "node".into(),
             labels_of(self.ranks.iter().map(|r| r.host.clone())),
         ));
+        // Sockets, NUMA nodes and cores only where the ranks were bound apart by them.
         if self.ranks.iter().all(|r| r.socket.is_some()) {
-            levels.push((
-                "socket".into(),
-                labels_of(
-                    self.ranks
-                        .iter()
-                        .map(|r| format!("{}/{:?}", r.host, r.socket)),
-                ),
-            ));
+            let socket = labels_of(
+                self.ranks
+                    .iter()
+                    .map(|r| format!("{}/{:?}", r.host, r.socket)),
+            );
+            if pinned_by(&socket, Unit::Socket) {
+                levels.push(("socket".into(), socket));
+            }
         }
         if self.ranks.iter().all(|r| r.numa.is_some()) {
             let numa = labels_of(
@@ -129,26 +176,88 @@ impl RunMeta {
                     .map(|r| format!("{}/{:?}", r.host, r.numa)),
             );
             // Only where NUMA nodes are not simply the sockets.
-            if levels.last().is_none_or(|(_, socket)| *socket != numa) {
+            let socket = levels.iter().find(|(name, _)| name == "socket");
+            if socket.is_none_or(|(_, socket)| *socket != numa) && pinned_by(&numa, Unit::Numa) {
                 levels.push(("numa".into(), numa));
             }
         }
         // The physical core (SMT siblings share it), else the CPU the rank started on.
-        if self.ranks.iter().all(|r| r.core.is_some()) {
-            levels.push((
-                "core".into(),
-                labels_of(
-                    self.ranks
-                        .iter()
-                        .map(|r| format!("{}/{:?}/{:?}", r.host, r.socket, r.core)),
-                ),
-            ));
+        let core = if self.ranks.iter().all(|r| r.core.is_some()) {
+            Some(labels_of(
+                self.ranks
+                    .iter()
+                    .map(|r| format!("{}/{:?}/{:?}", r.host, r.socket, r.core)),
+            ))
         } else if self.ranks.iter().all(|r| r.cpu.is_some()) {
-            levels.push((
-                "core".into(),
-                labels_of(self.ranks.iter().map(|r| format!("{}/{:?}", r.host, r.cpu))),
-            ));
+            Some(labels_of(
+                self.ranks.iter().map(|r| format!("{}/{:?}", r.host, r.cpu)),
+            ))
+        } else {
+            None
+        };
+        if let Some(core) = core.filter(|c| pinned_by(c, Unit::Core)) {
+            levels.push(("core".into(), core));
         }
-        KnownPlacement { levels }
+        KnownPlacement {
+            levels,
+            shared_cpus,
+        }
+    }
+
+    /// Whether rank `r`'s allowed CPUs lie within one `unit` of its host, as far as the record
+    /// tells: a core holds at most its host's threads per core, a socket or NUMA node the CPUs
+    /// the host facts list for it. Unknown (no CPUs or facts recorded) counts as within.
+    fn bound_within(&self, r: &crate::RankInfo, unit: Unit) -> bool {
+        let Some(cpus) = r.cpuset.as_deref().and_then(crate::parse_cpu_list) else {
+            return true;
+        };
+        let facts = self.hosts.iter().find(|h| h.host == r.host);
+        match unit {
+            Unit::Core => {
+                let per_core = facts
+                    .and_then(|f| Some(f.threads? / f.cores?.max(1)))
+                    .unwrap_or(1)
+                    .max(1);
+                cpus.len() <= per_core
+            }
+            Unit::Socket | Unit::Numa => {
+                let lists = match (facts, unit) {
+                    (Some(f), Unit::Socket) => &f.socket_cpus,
+                    (Some(f), _) => &f.numa_cpus,
+                    (None, _) => return true,
+                };
+                lists.is_empty()
+                    || lists.values().any(|list| {
+                        crate::parse_cpu_list(list)
+                            .is_some_and(|list| cpus.iter().all(|c| list.contains(c)))
+                    })
+            }
+        }
+    }
+
+    /// Per rank, a label shared by the ranks of one host whose allowed CPUs overlap, directly
+    /// or through other ranks (see [`KnownPlacement::shared_cpus`]); `None` when a rank's CPUs
+    /// were not recorded or cannot be read.
+    pub fn shared_cpus(&self) -> Option<Vec<usize>> {
+        let n = self.ranks.len();
+        let mut parent: Vec<usize> = (0..n).collect();
+        fn root(parent: &mut [usize], mut x: usize) -> usize {
+            while parent[x] != x {
+                parent[x] = parent[parent[x]];
+                x = parent[x];
+            }
+            x
+        }
+        // (host, CPU) -> the first rank allowed on it.
+        let mut owner: std::collections::HashMap<(&str, usize), usize> =
+            std::collections::HashMap::new();
+        for (k, r) in self.ranks.iter().enumerate() {
+            for cpu in crate::parse_cpu_list(r.cpuset.as_deref()?)? {
+                let other = *owner.entry((r.host.as_str(), cpu)).or_insert(k);
+                let (a, b) = (root(&mut parent, other), root(&mut parent, k));
+                parent[a] = b;
+            }
+        }
+        Some((0..n).map(|k| root(&mut parent, k)).collect())
     }
 }
