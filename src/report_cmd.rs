@@ -58,6 +58,20 @@ pub fn report(args: ReportArgs) -> Result<()> {
         None => {
             let (input, tree) = lgate_cluster::default_clustering(&args.run)?;
             let topology = input.topology(&tree)?;
+            // How sure each level is, as `cluster` says it with its defaults.
+            let params = lgate_cluster::methods::MethodParams::default();
+            let resamples = lgate_cluster::confidence::default_resamples(input.items());
+            let slow = match input.dense() {
+                Some(_) if resamples > 0 => input.auto(&lgate_cluster::AutoParams::default())?.1,
+                _ => Vec::new(),
+            };
+            let (topology, _) = lgate_cluster::confidence::attach(
+                &input,
+                topology,
+                ("auto", &params),
+                (&tree, &slow),
+                resamples,
+            )?;
             (
                 input,
                 topology,

@@ -39,21 +39,7 @@ fn a_fixed_run_and_matrix_give_the_same_bytes() {
     let d = dir.path();
     success(lgate_plogp_in(
         d,
-        &[
-            "simulate",
-            "--plan",
-            "full",
-            "--preset",
-            "fram",
-            "--machine",
-            "switch=2,node=2,socket=2,core=2",
-            "--max-size",
-            "4KiB",
-            "--seed",
-            "7",
-            "--out",
-            "sim",
-        ],
+        &[&common::GOLDEN_SIM[..], &["--out", "sim"]].concat(),
     ));
     let mut mismatches = Vec::new();
     let sim = d.join("sim");

@@ -214,6 +214,24 @@ pub fn matrix_names(run: &Path) -> Vec<String> {
         .collect()
 }
 
+/// `simulate` of the golden fixture: a 16-rank fram (2 switches, 2 nodes each, 2 sockets of 2
+/// cores), every pair measured up to 4 KiB, seed 7, every artifact; `--out DIR` follows.
+pub const GOLDEN_SIM: [&str; 13] = [
+    "simulate",
+    "--plan",
+    "full",
+    "--preset",
+    "fram",
+    "--machine",
+    "switch=2,node=2,socket=2,core=2",
+    "--max-size",
+    "4KiB",
+    "--seed",
+    "7",
+    "--quiet",
+    "--force",
+];
+
 /// `simulate` of fram with four nodes of two sockets of four cores (32 ranks), the full plan,
 /// no summary: what the diff, health and report tests start from.
 pub const FRAM_32: [&str; 9] = [

@@ -244,6 +244,7 @@ impl ClusterInput {
                     name: level.name.clone(),
                     groups,
                     separation: level.separation,
+                    confidence: level.confidence,
                 })
             })
             .collect();

@@ -24,6 +24,7 @@ pub mod algorithms;
 pub mod auto;
 pub mod by_hosts;
 pub mod clustering;
+pub mod confidence;
 pub mod features;
 pub mod hdbscan;
 pub mod hwloc_export;
@@ -138,6 +139,7 @@ pub fn topology_of(
             name: default_level_name(levels.len() + 1),
             groups,
             separation,
+            confidence: None,
         });
     }
     let topology = topology.with_levels(levels)?;

@@ -27,6 +27,8 @@ pub struct ClusterSummary<'a> {
     pub health: Vec<String>,
     /// The levels left out because they split ranks that were not bound apart.
     pub unbound: &'a [crate::UnboundLevel],
+    /// The resamples asked for to tell how sure each level is.
+    pub resamples: usize,
 }
 
 impl ClusterSummary<'_> {
@@ -61,6 +63,74 @@ impl ClusterSummary<'_> {
                     "  weak: {name} is no level auto would make (mostly single ranks, fewer \
                      than two groups of two, or groups wider inside than apart)"
                 )?;
+            }
+        }
+        Ok(())
+    }
+
+    fn confidence_lines(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Some(c) = self.topology.confidence() else {
+            if self.algo != "auto" || self.input.dense().is_none() {
+                return Ok(());
+            }
+            let filled = self.input.filled.filter(|&(f, _)| f > 0);
+            return match (filled, self.resamples) {
+                (Some((filled, total)), _) => writeln!(
+                    f,
+                    "  confidence: not estimated: {:.1} % of the pairs were filled in, not \
+                     measured, so their noise is unknown (measure --plan full measures every pair)",
+                    100.0 * filled as f64 / total.max(1) as f64
+                ),
+                (None, 0) => writeln!(
+                    f,
+                    "  confidence: not estimated (above {} ranks only when asked: --resamples N)",
+                    crate::confidence::DEFAULT_MAX_ITEMS
+                ),
+                _ => Ok(()),
+            };
+        };
+        let what = if self.topology.levels().is_empty() {
+            "one group"
+        } else {
+            "these levels"
+        };
+        writeln!(
+            f,
+            "  confidence: {} of {} resamples of the matrix (its noise dealt out anew) gave \
+             {what}",
+            (c.same_levels * c.resamples as f64).round(),
+            c.resamples
+        )?;
+        for level in self.topology.levels() {
+            if let Some(share) = level.confidence.filter(|&s| s < crate::confidence::DECIDED) {
+                writeln!(
+                    f,
+                    "  undecided: {} came back in {:.0} % of the resamples only: the noise \
+                     nearly hides it; more repetitions (measure --reps, --screen-reps) or \
+                     sweeps would decide it",
+                    level.name,
+                    100.0 * share
+                )?;
+            }
+        }
+        for u in &c.undecided {
+            match &u.name {
+                Some(name) => writeln!(
+                    f,
+                    "  undecided, not kept: {name} ({} groups) was found but came back in \
+                     {:.0} % of the resamples only: the noise may have made it; more \
+                     repetitions (measure --reps, --screen-reps) or sweeps would decide it",
+                    u.groups,
+                    100.0 * u.share
+                )?,
+                None => writeln!(
+                    f,
+                    "  undecided: a level of {} groups came back in {:.0} % of the resamples \
+                     though not found here: the noise nearly hides it; more repetitions \
+                     (measure --reps, --screen-reps) or sweeps would decide it",
+                    u.groups,
+                    100.0 * u.share
+                )?,
             }
         }
         Ok(())
@@ -148,6 +218,7 @@ impl fmt::Display for ClusterSummary<'_> {
         } else {
             writeln!(f, "  one group: no level stands for the machine")?;
         }
+        self.confidence_lines(f)?;
         self.unbound_lines(f)?;
         self.weak_lines(f)?;
         self.slow_line(f)?;

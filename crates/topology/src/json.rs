@@ -53,6 +53,24 @@ struct Document {
     levels: Option<Vec<LevelDoc>>,
     #[serde(default)]
     outliers: Vec<OutlierDoc>,
+    #[serde(default)]
+    confidence: Option<ConfidenceDoc>,
+}
+
+#[derive(Deserialize)]
+struct ConfidenceDoc {
+    resamples: usize,
+    same_levels: f64,
+    #[serde(default)]
+    undecided: Vec<UndecidedDoc>,
+}
+
+#[derive(Deserialize)]
+struct UndecidedDoc {
+    groups: usize,
+    share: f64,
+    #[serde(default)]
+    name: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -77,6 +95,8 @@ struct LevelDoc {
     groups: Vec<Vec<Rank>>,
     #[serde(default)]
     separation: Option<f64>,
+    #[serde(default)]
+    confidence: Option<f64>,
 }
 
 /// Parses a topology JSON document; `ranks`, when given, must be its declared rank count.
@@ -104,6 +124,28 @@ pub fn parse(text: &str, ranks: Option<usize>) -> Result<Topology, TopologyError
         };
         return Err(at("ranks", problem));
     }
+    // Shares are between 0 and 1.
+    let share = |path: String, x: f64| {
+        if (0.0..=1.0).contains(&x) {
+            Ok(())
+        } else {
+            Err(at(
+                &path,
+                Problem::Json(format!("{x} is no share (between 0 and 1)")),
+            ))
+        }
+    };
+    for (i, level) in doc.levels.iter().flatten().enumerate() {
+        if let Some(c) = level.confidence {
+            share(format!("levels[{i}].confidence"), c)?;
+        }
+    }
+    if let Some(c) = &doc.confidence {
+        share("confidence.same_levels".into(), c.same_levels)?;
+        for (i, u) in c.undecided.iter().enumerate() {
+            share(format!("confidence.undecided[{i}].share"), u.share)?;
+        }
+    }
     let levels = doc.levels.map(|levels| {
         levels
             .into_iter()
@@ -111,6 +153,7 @@ pub fn parse(text: &str, ranks: Option<usize>) -> Result<Topology, TopologyError
                 name: l.name,
                 groups: l.groups,
                 separation: l.separation,
+                confidence: l.confidence,
             })
             .collect::<Vec<_>>()
     });
@@ -135,6 +178,19 @@ pub fn parse(text: &str, ranks: Option<usize>) -> Result<Topology, TopologyError
             })
             .collect(),
     )?;
+    let topology = topology.with_confidence(doc.confidence.map(|c| {
+        crate::tree::Confidence {
+            resamples: c.resamples,
+            same_levels: c.same_levels,
+            undecided: (c.undecided.into_iter())
+                .map(|u| crate::tree::UndecidedLevel {
+                    groups: u.groups,
+                    share: u.share,
+                    name: u.name,
+                })
+                .collect(),
+        }
+    }));
     match doc.labels {
         Some(labels) => topology.with_labels(labels),
         None => Ok(topology),
@@ -193,6 +249,9 @@ pub fn to_string(topology: &Topology) -> String {
         if let Some(s) = level.separation {
             let _ = write!(out, ", \"separation\": {}", number(s));
         }
+        if let Some(c) = level.confidence {
+            let _ = write!(out, ", \"confidence\": {}", number(c));
+        }
         out.push('}');
     }
     if !topology.levels().is_empty() {
@@ -212,6 +271,26 @@ pub fn to_string(topology: &Topology) -> String {
             })
             .collect();
         let _ = write!(out, ",\n  \"outliers\": [{}]", list.join(", "));
+    }
+    if let Some(c) = topology.confidence() {
+        let undecided: Vec<String> = (c.undecided.iter())
+            .map(|u| {
+                let name = (u.name.as_deref())
+                    .map_or(String::new(), |n| format!("\"name\": {}, ", string(n)));
+                format!(
+                    "{{{name}\"groups\": {}, \"share\": {}}}",
+                    u.groups,
+                    number(u.share)
+                )
+            })
+            .collect();
+        let _ = write!(
+            out,
+            ",\n  \"confidence\": {{\"resamples\": {}, \"same_levels\": {}, \"undecided\": [{}]}}",
+            c.resamples,
+            number(c.same_levels),
+            undecided.join(", ")
+        );
     }
     out.push_str("\n}\n");
     out
@@ -297,6 +376,33 @@ mod tests {
         assert_eq!(again, t);
         let value: serde_json::Value = serde_json::from_str(&to_string(&t)).unwrap();
         assert_eq!(value["levels"][1]["groups"][3], serde_json::json!([6, 7]));
+    }
+
+    #[test]
+    fn confidence_is_written_and_read_back() {
+        let t = parse(example(), None).unwrap();
+        let mut levels = t.levels().to_vec();
+        levels[0].confidence = Some(1.0);
+        levels[1].confidence = Some(0.85);
+        let confidence = crate::tree::Confidence {
+            resamples: 20,
+            same_levels: 0.85,
+            undecided: vec![crate::tree::UndecidedLevel {
+                groups: 3,
+                share: 0.25,
+                name: Some("leaf".into()),
+            }],
+        };
+        let t = t
+            .with_levels(levels)
+            .unwrap()
+            .with_confidence(Some(confidence.clone()));
+        let text = to_string(&t);
+        assert!(text.contains("\"confidence\": 0.85"), "{text}");
+        let back = parse(&text, None).unwrap();
+        assert_eq!(back.levels()[1].confidence, Some(0.85));
+        assert_eq!(back.confidence(), Some(&confidence));
+        assert_eq!(to_string(&back), text);
     }
 
     #[test]

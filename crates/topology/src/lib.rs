@@ -35,4 +35,6 @@ pub use error::{Location, Problem, TopologyError};
 pub use format::TopologyFormat;
 pub use outline::{level_summary, outline, size_summary, OutlineOptions};
 pub use ranks::{sorted_rank_list, Rank, RankList};
-pub use tree::{default_level_name, Level, Outlier, Topology, TopologyNode};
+pub use tree::{
+    default_level_name, Confidence, Level, Outlier, Topology, TopologyNode, UndecidedLevel,
+};

@@ -80,6 +80,9 @@ pub fn level_summary(topology: &Topology) -> String {
         if let Some(s) = level.separation {
             let _ = write!(out, ", separation {}", short(s));
         }
+        if let Some(c) = level.confidence {
+            let _ = write!(out, ", confidence {c:.2}");
+        }
         out.push('\n');
     }
     out

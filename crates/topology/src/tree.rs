@@ -167,6 +167,9 @@ pub struct Level {
     pub groups: Vec<Vec<Rank>>,
     /// How distinct the groups are (between-group over within-group spread), if known.
     pub separation: Option<f64>,
+    /// The share of resamples of the measurements in which this level's groups came back, if
+    /// estimated.
+    pub confidence: Option<f64>,
 }
 
 impl Level {
@@ -176,6 +179,7 @@ impl Level {
             name: name.into(),
             groups,
             separation: None,
+            confidence: None,
         }
     }
 
@@ -263,6 +267,29 @@ pub struct Topology {
     tree: TopologyNode,
     levels: Vec<Level>,
     outliers: Vec<Outlier>,
+    confidence: Option<Confidence>,
+}
+
+/// How sure the clustering is of the topology as a whole, from resamples of its measurements.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Confidence {
+    /// The resamples clustered.
+    pub resamples: usize,
+    /// The share of them that gave exactly these levels (one group when there are none).
+    pub same_levels: f64,
+    /// Levels the resamples made that the topology does not hold: undecided by the evidence.
+    pub undecided: Vec<UndecidedLevel>,
+}
+
+/// A level that some resamples of the measurements made and the topology does not hold.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UndecidedLevel {
+    /// Its groups.
+    pub groups: usize,
+    /// The share of resamples that made it.
+    pub share: f64,
+    /// Its name when the clustering found it but too few resamples gave it back to keep it.
+    pub name: Option<String>,
 }
 
 /// A rank measured slower towards every other rank (a slow node, a busy core): reported beside
@@ -312,6 +339,7 @@ impl Topology {
             tree,
             levels,
             outliers: Vec::new(),
+            confidence: None,
         })
     }
 
@@ -335,6 +363,7 @@ impl Topology {
             tree,
             levels,
             outliers: Vec::new(),
+            confidence: None,
         })
     }
 
@@ -362,6 +391,17 @@ impl Topology {
     /// The ranks measured slower towards every other rank, in rank order.
     pub fn outliers(&self) -> &[Outlier] {
         &self.outliers
+    }
+
+    /// The same topology with its confidence as a whole; its levels' own shares are theirs.
+    pub fn with_confidence(mut self, confidence: Option<Confidence>) -> Self {
+        self.confidence = confidence;
+        self
+    }
+
+    /// How sure the clustering was of the topology, when it was estimated.
+    pub fn confidence(&self) -> Option<&Confidence> {
+        self.confidence.as_ref()
     }
 
     /// The same topology with one label (host name, CPU) per rank.

@@ -395,13 +395,46 @@ fn lead(html: &mut String, meta: &lgate_rundir::RunMeta) {
     );
 }
 
+/// How sure the clustering is of the topology as a whole, and the levels left undecided.
+fn confidence_line(html: &mut String, topology: &Topology) {
+    let Some(c) = topology.confidence() else {
+        return;
+    };
+    let what = if topology.levels().is_empty() {
+        "one group"
+    } else {
+        "these levels"
+    };
+    let _ = writeln!(
+        html,
+        "<p id=\"confidence\">Confidence: {} of {} resamples of the matrix (its measured noise \
+         dealt out anew to every pair) gave {what}; a level's confidence is the share that gave \
+         its groups.</p>",
+        (c.same_levels * c.resamples as f64).round(),
+        c.resamples
+    );
+    for u in &c.undecided {
+        let what = match &u.name {
+            Some(name) => format!("{name} ({} groups), found but not kept,", u.groups),
+            None => format!("a level of {} groups, not found,", u.groups),
+        };
+        let _ = writeln!(
+            html,
+            "<p class=\"warn\">Undecided: {} came back in {:.0} % of the resamples: more \
+             repetitions or sweeps would decide it.</p>",
+            escape(&what),
+            100.0 * u.share
+        );
+    }
+}
+
 /// The topology found: its levels with their groups and separations, the score against the
 /// recorded placement, the outline and the dendrogram.
 fn topology_section(html: &mut String, run: &Path, inputs: &ReportInputs) -> Result<(), PlotError> {
     let _ = writeln!(
         html,
         "<h2 id=\"topology\">Topology</h2>\n<p>{}</p>\n<table>\n<tr><th>level</th><th>groups</th>\
-         <th>group sizes</th><th>separation</th></tr>",
+         <th>group sizes</th><th>separation</th><th>confidence</th></tr>",
         escape(&inputs.topology_source)
     );
     for level in inputs.topology.levels() {
@@ -410,7 +443,7 @@ fn topology_section(html: &mut String, run: &Path, inputs: &ReportInputs) -> Res
         sizes.dedup();
         let _ = writeln!(
             html,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             escape(&level.name),
             level.groups.len(),
             sizes
@@ -420,10 +453,14 @@ fn topology_section(html: &mut String, run: &Path, inputs: &ReportInputs) -> Res
                 .join(", "),
             level
                 .separation
-                .map_or("-".to_string(), |s| format!("{s:.3}"))
+                .map_or("-".to_string(), |s| format!("{s:.3}")),
+            level
+                .confidence
+                .map_or("-".to_string(), |c| format!("{c:.2}"))
         );
     }
     html.push_str("</table>\n");
+    confidence_line(html, inputs.topology);
     score_against_placement(html, run, inputs.topology);
     let outline = lgate_topology::outline(inputs.topology, OutlineOptions { max_depth: Some(3) });
     let _ = writeln!(html, "<pre>{}</pre>", escape(&outline));

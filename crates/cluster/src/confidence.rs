@@ -1,0 +1,398 @@
+//! How sure `auto` is of the levels it found: a residual bootstrap of the distance matrix.
+//!
+//! The levels found split the pairs into blocks (the pairs between two groups of the finest
+//! level, or inside one). A pair's residual is its distance over its block's median. A resample
+//! keeps every block's median and gives each pair a residual drawn, with replacement, from the
+//! residuals of the pairs of its class (the pairs that share the same number of levels), so
+//! the noise the measurements showed is dealt out anew while the structure stays. `auto` then
+//! clusters each resample. A level's confidence is the share of resamples in which its groups
+//! came back exactly; the topology's is the share that gave exactly its levels (for one group:
+//! no level at all). Levels that resamples made and the topology does not hold are undecided:
+//! the evidence almost shows them. Residuals are ratios, since measured latencies vary in
+//! proportion to their size; slow ranks are divided out first, as `auto` does.
+
+use std::collections::HashMap;
+
+use ndarray::Array2;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::auto::{auto, AutoParams, Tree};
+
+/// The most items clustered again by default: each resample costs what the clustering does
+/// (0.08 s at 256 ranks here), so above this confidence is estimated only when asked for.
+pub const DEFAULT_MAX_ITEMS: usize = 512;
+
+/// The resamples made by default for a matrix of `items`: 20 up to 128, 8 up to
+/// [`DEFAULT_MAX_ITEMS`], none above.
+pub fn default_resamples(items: usize) -> usize {
+    match items {
+        0..=128 => 20,
+        129..=DEFAULT_MAX_ITEMS => 8,
+        _ => 0,
+    }
+}
+/// A level the resamples made at least this often is reported as undecided.
+pub const UNDECIDED_SHARE: f64 = 0.2;
+/// A level found is reported as decided at this confidence or more.
+pub const DECIDED: f64 = 0.9;
+/// A level found that fewer resamples than this share gave back is not kept: the evidence
+/// does not decide it, and it is reported as undecided instead.
+pub const KEPT: f64 = 0.5;
+
+/// How sure the clustering is of its levels.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Stability {
+    /// Resamples clustered.
+    pub resamples: usize,
+    /// Per level found (coarsest first): the share of resamples with exactly its groups.
+    pub levels: Vec<f64>,
+    /// The share of resamples with exactly the levels found (none, for one group).
+    pub same_levels: f64,
+    /// Levels the resamples made at least [`UNDECIDED_SHARE`] of the time that were not
+    /// found: (groups, share), most often first.
+    pub undecided: Vec<(usize, f64)>,
+    /// The levels judged, as canonical labels over the matrix's items, coarsest first.
+    #[serde(skip)]
+    pub level_labels: Vec<Vec<usize>>,
+    /// The undecided levels' labels, in `undecided`'s order.
+    #[serde(skip)]
+    undecided_labels: Vec<Vec<usize>>,
+    /// Each resample's levels.
+    #[serde(skip)]
+    found: Vec<Vec<Vec<usize>>>,
+}
+
+/// Labels renumbered by first appearance, so that equal partitions compare equal.
+fn canonical(labels: &[usize]) -> Vec<usize> {
+    let mut ids: HashMap<usize, usize> = HashMap::new();
+    labels
+        .iter()
+        .map(|&l| {
+            let next = ids.len();
+            *ids.entry(l).or_insert(next)
+        })
+        .collect()
+}
+
+/// The levels of `tree` (over `n` items) as canonical labels, coarsest first.
+fn levels_of(tree: &Tree, n: usize) -> Vec<Vec<usize>> {
+    match crate::topology_of(tree, n, None) {
+        Ok(t) => t.levels().iter().map(|l| canonical(&l.labels(n))).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// The stability of `levels` (per level, one label per item of `d`, coarsest first) found by
+/// `auto` with `params` in `d`, whose `slow` items were divided out, over `resamples`
+/// residual-bootstrap resamples drawn from `seed`.
+pub fn stability(
+    d: &Array2<f64>,
+    levels: &[Vec<usize>],
+    slow: &[(usize, f64)],
+    params: &AutoParams,
+    resamples: usize,
+    seed: u64,
+) -> Stability {
+    stability_kept(d, levels, slow, params, (resamples, seed), &|_| true)
+}
+
+/// [`stability`], counting only the resamples' levels that `keep` (labels per item) accepts,
+/// as the topology kept only such levels.
+pub fn stability_kept(
+    d: &Array2<f64>,
+    levels: &[Vec<usize>],
+    slow: &[(usize, f64)],
+    params: &AutoParams,
+    (resamples, seed): (usize, u64),
+    keep: &(dyn Fn(&[usize]) -> bool + Sync),
+) -> Stability {
+    let n = d.nrows();
+    let owned;
+    let m = if slow.is_empty() {
+        d
+    } else {
+        owned = crate::outliers::without_slowness(d, slow);
+        &owned
+    };
+    let levels: Vec<Vec<usize>> = levels.iter().map(|l| canonical(l)).collect();
+    let finest: Vec<usize> = levels.last().cloned().unwrap_or_else(|| vec![0; n]);
+    let class = |a: usize, b: usize| levels.iter().filter(|l| l[a] == l[b]).count();
+    let block = |a: usize, b: usize| {
+        let (x, y) = (finest[a], finest[b]);
+        (x.min(y), x.max(y))
+    };
+    // Block medians, then the residuals (ratios to them) of each class.
+    let mut values: HashMap<(usize, usize), Vec<f64>> = HashMap::new();
+    for a in 0..n {
+        for b in a + 1..n {
+            let v = m[[a, b]];
+            if v.is_finite() && v > 0.0 {
+                values.entry(block(a, b)).or_default().push(v);
+            }
+        }
+    }
+    let medians: HashMap<(usize, usize), f64> = values
+        .into_iter()
+        .map(|(k, mut v)| (k, lgate_stats::median(&mut v)))
+        .collect();
+    let mut pools: Vec<Vec<f64>> = vec![Vec::new(); levels.len() + 1];
+    for a in 0..n {
+        for b in a + 1..n {
+            let v = m[[a, b]];
+            if let Some(&mid) = medians.get(&block(a, b)).filter(|&&mid| mid > 0.0) {
+                if v.is_finite() && v > 0.0 {
+                    pools[class(a, b)].push(v / mid);
+                }
+            }
+        }
+    }
+    let found: Vec<Vec<Vec<usize>>> = (0..resamples)
+        .into_par_iter()
+        .map(|k| {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed.wrapping_add(k as u64));
+            let mut r = Array2::<f64>::zeros((n, n));
+            for a in 0..n {
+                for b in a + 1..n {
+                    let pool = &pools[class(a, b)];
+                    let v = match medians.get(&block(a, b)) {
+                        Some(&mid) if !pool.is_empty() => {
+                            mid * pool[rng.random_range(0..pool.len())]
+                        }
+                        _ => m[[a, b]],
+                    };
+                    r[[a, b]] = v;
+                    r[[b, a]] = v;
+                }
+            }
+            let mut found = levels_of(&auto(&r, params), n);
+            found.retain(|l| keep(l));
+            found
+        })
+        .collect();
+    judge(found, levels, resamples, &[])
+}
+
+/// The shares of `levels` among the levels each resample `found`; `always` are listed as
+/// undecided whenever they are not among `levels`, however seldom they came back.
+fn judge(
+    found: Vec<Vec<Vec<usize>>>,
+    levels: Vec<Vec<usize>>,
+    resamples: usize,
+    always: &[Vec<usize>],
+) -> Stability {
+    let share = |count: usize| {
+        if resamples == 0 {
+            0.0
+        } else {
+            count as f64 / resamples as f64
+        }
+    };
+    let per_level = (levels.iter())
+        .map(|l| share(found.iter().filter(|f| f.contains(l)).count()))
+        .collect();
+    let same = found
+        .iter()
+        .filter(|f| f.len() == levels.len() && levels.iter().all(|l| f.contains(l)))
+        .count();
+    let mut others: HashMap<&Vec<usize>, usize> = always
+        .iter()
+        .filter(|l| !levels.contains(l))
+        .map(|l| (l, 0))
+        .collect();
+    for f in &found {
+        for l in f.iter().filter(|l| !levels.contains(l)) {
+            *others.entry(l).or_default() += 1;
+        }
+    }
+    let mut undecided: Vec<(Vec<usize>, f64)> = others
+        .into_iter()
+        .filter(|&(l, c)| share(c) >= UNDECIDED_SHARE || always.contains(l))
+        .map(|(l, c)| (l.clone(), share(c)))
+        .collect();
+    let groups = |l: &[usize]| l.iter().max().map_or(0, |&g| g + 1);
+    undecided.sort_by(|a, b| {
+        (b.1.total_cmp(&a.1))
+            .then(groups(&a.0).cmp(&groups(&b.0)))
+            .then(a.0.cmp(&b.0))
+    });
+    Stability {
+        resamples,
+        levels: per_level,
+        same_levels: share(same),
+        undecided: undecided.iter().map(|(l, s)| (groups(l), *s)).collect(),
+        level_labels: levels,
+        undecided_labels: undecided.into_iter().map(|(l, _)| l).collect(),
+        found,
+    }
+}
+
+/// `topology` (what `auto` found as `tree` in `input`'s dense matrix, `slow` items set
+/// aside) with the confidence of each level and of the whole from `resamples` resamples; as
+/// it is for host blocks, for no resamples, and for another method than `auto`.
+pub fn attach(
+    input: &crate::ClusterInput,
+    topology: lgate_topology::Topology,
+    (algo, params): (&str, &crate::methods::MethodParams),
+    (tree, slow): (&Tree, &[(usize, f64)]),
+    resamples: usize,
+) -> Result<(lgate_topology::Topology, Option<Stability>), lgate_topology::TopologyError> {
+    let measured = input.filled.is_none_or(|(filled, _)| filled == 0);
+    let Some(matrix) = (input.dense()).filter(|_| algo == "auto" && resamples > 0 && measured)
+    else {
+        return Ok((topology, None));
+    };
+    let d = matrix.values();
+    let n = d.nrows();
+    let auto_params = AutoParams {
+        min_ratio: params.min_ratio,
+        min_gap: params.min_gap,
+        ..AutoParams::default()
+    };
+    let size = input.job_size.max(topology.ranks());
+    // The levels reported, over the matrix's items; the tree's other levels were left out.
+    let reported: Vec<Vec<usize>> = (levels_of(tree, n).into_iter())
+        .filter(|l| {
+            (topology.levels().iter())
+                .any(|level| canonical(&level.labels_of(&input.ranks, size)) == *l)
+        })
+        .collect();
+    // A resample's level is counted where the topology would keep it: not splitting ranks
+    // free to share CPUs.
+    let keep = |labels: &[usize]| {
+        let Some(placement) = &input.placement else {
+            return true;
+        };
+        let mut by_rank = vec![usize::MAX; size];
+        for (item, &rank) in input.ranks.iter().enumerate() {
+            if let Some(slot) = by_rank.get_mut(rank) {
+                *slot = labels[item];
+            }
+        }
+        placement.split_of_shared_cpus(&by_rank).is_none()
+    };
+    let first = stability_kept(d, &reported, slow, &auto_params, (resamples, SEED), &keep);
+    // Levels fewer than half the resamples gave back are not kept, but said.
+    let (kept, dropped): (Vec<usize>, Vec<usize>) =
+        (0..reported.len()).partition(|&k| first.levels[k] >= KEPT);
+    let dropped: Vec<Vec<usize>> = dropped.into_iter().map(|k| reported[k].clone()).collect();
+    let kept: Vec<Vec<usize>> = kept.into_iter().map(|k| reported[k].clone()).collect();
+    let s = judge(first.found, kept, resamples, &dropped);
+    let mut names: Vec<(Vec<usize>, String)> = Vec::new();
+    let mut levels: Vec<lgate_topology::Level> = Vec::new();
+    for level in topology.levels() {
+        let labels = canonical(&level.labels_of(&input.ranks, size));
+        match s.level_labels.iter().position(|l| *l == labels) {
+            Some(k) => levels.push(lgate_topology::Level {
+                confidence: Some(s.levels[k]),
+                ..level.clone()
+            }),
+            None if dropped.contains(&labels) => names.push((labels, level.name.clone())),
+            None => levels.push(level.clone()),
+        }
+    }
+    let confidence = lgate_topology::Confidence {
+        resamples,
+        same_levels: s.same_levels,
+        undecided: (s.undecided_labels.iter().zip(&s.undecided))
+            .map(
+                |(labels, &(groups, share))| lgate_topology::UndecidedLevel {
+                    groups,
+                    share,
+                    name: (names.iter())
+                        .find(|(l, _)| l == labels)
+                        .map(|(_, name)| name.clone()),
+                },
+            )
+            .collect(),
+    };
+    let topology = if names.is_empty() {
+        topology.with_levels(levels)?
+    } else {
+        // The levels kept, nested as they were; the labels and slow ranks stay.
+        let rebuilt = lgate_topology::Topology::from_levels(topology.ranks(), levels)?
+            .with_outliers(topology.outliers().to_vec())?;
+        match topology.labels() {
+            Some(labels) => rebuilt.with_labels(labels.to_vec())?,
+            None => rebuilt,
+        }
+    };
+    Ok((topology.with_confidence(Some(confidence)), Some(s)))
+}
+
+/// The resamples' seed: the same answer for the same matrix, every time.
+const SEED: u64 = 0x5eed_c0f1;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand_distr::{Distribution, LogNormal};
+
+    /// Two groups of `k` ranks at 1 inside and `far` between, times log-normal noise `sigma`.
+    fn two_groups(k: usize, far: f64, sigma: f64, seed: u64) -> Array2<f64> {
+        let n = 2 * k;
+        let noise = LogNormal::new(0.0, sigma).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut d = Array2::zeros((n, n));
+        for a in 0..n {
+            for b in a + 1..n {
+                let base = if a / k == b / k { 1.0 } else { far };
+                let v = base * noise.sample(&mut rng);
+                d[[a, b]] = v;
+                d[[b, a]] = v;
+            }
+        }
+        d
+    }
+
+    fn levels(d: &Array2<f64>) -> Vec<Vec<usize>> {
+        levels_of(&auto(d, &AutoParams::default()), d.nrows())
+    }
+
+    #[test]
+    fn a_clear_level_comes_back_in_every_resample() {
+        let d = two_groups(8, 3.0, 0.05, 1);
+        let l = levels(&d);
+        assert_eq!(l.len(), 1);
+        let s = stability(&d, &l, &[], &AutoParams::default(), 20, 7);
+        assert_eq!(s.levels, vec![1.0]);
+        assert_eq!(s.same_levels, 1.0);
+        assert!(s.undecided.is_empty());
+    }
+
+    #[test]
+    fn a_flat_matrix_is_one_group_with_high_confidence() {
+        let d = two_groups(8, 1.0, 0.08, 2);
+        let l = levels(&d);
+        assert!(l.is_empty(), "{l:?}");
+        let s = stability(&d, &l, &[], &AutoParams::default(), 20, 7);
+        assert!(s.same_levels >= DECIDED, "{s:?}");
+        assert!(s.levels.is_empty());
+    }
+
+    #[test]
+    fn a_level_at_the_edge_of_the_noise_is_less_sure_than_a_clear_one() {
+        // Groups 1.3x apart under 15 % noise: auto's decision turns on the draw.
+        let clear = two_groups(8, 3.0, 0.15, 3);
+        let edge = two_groups(8, 1.3, 0.15, 3);
+        let p = AutoParams::default();
+        let sure = stability(&clear, &levels(&clear), &[], &p, 20, 7);
+        let unsure = stability(&edge, &levels(&edge), &[], &p, 20, 7);
+        assert_eq!(sure.levels, vec![1.0], "{sure:?}");
+        assert!(sure.same_levels >= DECIDED, "{sure:?}");
+        assert!(unsure.same_levels < DECIDED, "{unsure:?} against {sure:?}");
+    }
+
+    #[test]
+    fn resamples_are_the_same_for_the_same_seed() {
+        let d = two_groups(6, 1.3, 0.15, 4);
+        let l = levels(&d);
+        let p = AutoParams::default();
+        assert_eq!(
+            stability(&d, &l, &[], &p, 10, 9),
+            stability(&d, &l, &[], &p, 10, 9)
+        );
+    }
+}
