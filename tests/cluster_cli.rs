@@ -717,23 +717,41 @@ fn every_level_comes_with_its_confidence_and_an_undecided_one_is_not_kept() {
     assert_eq!(json["levels"].as_array().unwrap().len(), 3);
     assert!(json["levels"][0].get("confidence").is_none());
 
-    // A staged run's filled pairs have no noise to resample: it says so.
-    let staged = d.join("staged");
-    let out = lgate_plogp(&[
-        "simulate",
-        "--preset",
-        "fram",
-        "--machine",
-        "node=4,socket=2,core=4",
-        "--quiet",
-        "--out",
-        staged.to_str().unwrap(),
-    ]);
-    assert!(out.status.success());
-    let out = lgate_plogp(&["cluster", staged.to_str().unwrap()]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("confidence: not estimated:") && stderr.contains("were filled in"),
-        "{stderr}"
-    );
+    // A staged run: its sampled pairs between hosts are the evidence, its filled pairs are made
+    // again from them in each resample. Clear at the model's noise; at 0.4 and 0.6 some levels
+    // are undecided, and every level kept is a true one (named after the placement).
+    for (noise, all_sure) in [(None, true), (Some("0.4"), false), (Some("0.6"), false)] {
+        let staged = d.join(format!("staged-{}", noise.unwrap_or("model")));
+        let mut args = vec!["simulate", "--preset", "fram", "--quiet", "--out"];
+        args.push(staged.to_str().unwrap());
+        if let Some(noise) = noise {
+            args.extend(["--noise", noise]);
+        }
+        assert!(lgate_plogp(&args).status.success());
+        let out = lgate_plogp(&["cluster", staged.to_str().unwrap()]);
+        let json = stdout_json(&out);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(json["confidence"]["resamples"], 20, "{stderr}");
+        let levels = json["levels"].as_array().unwrap();
+        assert!(!levels.is_empty(), "{stderr}");
+        for l in levels {
+            let name = l["name"].as_str().unwrap();
+            assert!(
+                ["switch", "node", "socket"].contains(&name),
+                "{noise:?}: {stderr}"
+            );
+            let c = l["confidence"].as_f64().unwrap();
+            assert!(c >= 0.5, "{noise:?}: {l}");
+            if all_sure {
+                assert_eq!(c, 1.0, "{stderr}");
+            }
+        }
+        let undecided = json["confidence"]["undecided"].as_array().unwrap();
+        assert_eq!(all_sure, undecided.is_empty(), "{noise:?}: {stderr}");
+        if all_sure {
+            assert_eq!(levels.len(), 3, "{stderr}");
+        } else {
+            assert!(stderr.contains("undecided"), "{stderr}");
+        }
+    }
 }

@@ -96,7 +96,17 @@ pub fn stability(
     resamples: usize,
     seed: u64,
 ) -> Stability {
-    stability_kept(d, levels, slow, params, (resamples, seed), &|_| true)
+    stability_kept(d, levels, slow, params, (resamples, seed), &|_| true, None)
+}
+
+/// Which pairs of a matrix were measured, and how the others were filled: each with the
+/// median of the measured pairs between the same two groups.
+#[derive(Debug, Clone, Copy)]
+pub struct Fill<'a> {
+    /// Per pair, whether it was measured.
+    pub measured: &'a Array2<bool>,
+    /// Per item, its group (its host).
+    pub groups: &'a [usize],
 }
 
 /// [`stability`], counting only the resamples' levels that `keep` (labels per item) accepts,
@@ -108,8 +118,11 @@ pub fn stability_kept(
     params: &AutoParams,
     (resamples, seed): (usize, u64),
     keep: &(dyn Fn(&[usize]) -> bool + Sync),
+    fill: Option<Fill>,
 ) -> Stability {
     let n = d.nrows();
+    // Only measured pairs are evidence; filled ones are made again from them.
+    let measured = |a: usize, b: usize| fill.is_none_or(|f| f.measured[[a, b]]);
     let owned;
     let m = if slow.is_empty() {
         d
@@ -127,7 +140,7 @@ pub fn stability_kept(
     // Block medians, then the residuals (ratios to them) of each class.
     let mut values: HashMap<(usize, usize), Vec<f64>> = HashMap::new();
     for a in 0..n {
-        for b in a + 1..n {
+        for b in (a + 1..n).filter(|&b| measured(a, b)) {
             let v = m[[a, b]];
             if v.is_finite() && v > 0.0 {
                 values.entry(block(a, b)).or_default().push(v);
@@ -140,7 +153,7 @@ pub fn stability_kept(
         .collect();
     let mut pools: Vec<Vec<f64>> = vec![Vec::new(); levels.len() + 1];
     for a in 0..n {
-        for b in a + 1..n {
+        for b in (a + 1..n).filter(|&b| measured(a, b)) {
             let v = m[[a, b]];
             if let Some(&mid) = medians.get(&block(a, b)).filter(|&&mid| mid > 0.0) {
                 if v.is_finite() && v > 0.0 {
@@ -155,7 +168,7 @@ pub fn stability_kept(
             let mut rng = ChaCha8Rng::seed_from_u64(seed.wrapping_add(k as u64));
             let mut r = Array2::<f64>::zeros((n, n));
             for a in 0..n {
-                for b in a + 1..n {
+                for b in (a + 1..n).filter(|&b| measured(a, b)) {
                     let pool = &pools[class(a, b)];
                     let v = match medians.get(&block(a, b)) {
                         Some(&mid) if !pool.is_empty() => {
@@ -167,12 +180,43 @@ pub fn stability_kept(
                     r[[b, a]] = v;
                 }
             }
+            if let Some(f) = fill {
+                refill(&mut r, m, f);
+            }
             let mut found = levels_of(&auto(&r, params), n);
             found.retain(|l| keep(l));
             found
         })
         .collect();
     judge(found, levels, resamples, &[])
+}
+
+/// Gives each pair of `r` that `fill` marks as not measured the median of the measured pairs
+/// of `r` between the same two groups (as the run filled it), or its value in `m` when none
+/// was measured between them.
+fn refill(r: &mut Array2<f64>, m: &Array2<f64>, fill: Fill) {
+    let n = r.nrows();
+    let key = |a: usize, b: usize| {
+        let (x, y) = (fill.groups[a], fill.groups[b]);
+        (x.min(y), x.max(y))
+    };
+    let mut values: HashMap<(usize, usize), Vec<f64>> = HashMap::new();
+    for a in 0..n {
+        for b in (a + 1..n).filter(|&b| fill.measured[[a, b]]) {
+            values.entry(key(a, b)).or_default().push(r[[a, b]]);
+        }
+    }
+    let medians: HashMap<(usize, usize), f64> = values
+        .into_iter()
+        .map(|(k, mut v)| (k, lgate_stats::median(&mut v)))
+        .collect();
+    for a in 0..n {
+        for b in (a + 1..n).filter(|&b| !fill.measured[[a, b]]) {
+            let v = medians.get(&key(a, b)).copied().unwrap_or(m[[a, b]]);
+            r[[a, b]] = v;
+            r[[b, a]] = v;
+        }
+    }
 }
 
 /// The shares of `levels` among the levels each resample `found`; `always` are listed as
@@ -239,10 +283,18 @@ pub fn attach(
     (tree, slow): (&Tree, &[(usize, f64)]),
     resamples: usize,
 ) -> Result<(lgate_topology::Topology, Option<Stability>), lgate_topology::TopologyError> {
-    let measured = input.filled.is_none_or(|(filled, _)| filled == 0);
-    let Some(matrix) = (input.dense()).filter(|_| algo == "auto" && resamples > 0 && measured)
-    else {
+    let Some(matrix) = (input.dense()).filter(|_| algo == "auto" && resamples > 0) else {
         return Ok((topology, None));
+    };
+    // A matrix with filled pairs: which were measured, and the hosts they were filled by.
+    let filled = input.filled.is_some_and(|(filled, _)| filled > 0);
+    let fill = match (filled, &input.mask, &input.hosts) {
+        (false, _, _) => None,
+        (true, Some(mask), Some(hosts)) => match measured_pairs(mask, &input.ranks, hosts) {
+            Some(fill) => Some(fill),
+            None => return Ok((topology, None)),
+        },
+        (true, _, _) => return Ok((topology, None)),
     };
     let d = matrix.values();
     let n = d.nrows();
@@ -273,7 +325,18 @@ pub fn attach(
         }
         placement.split_of_shared_cpus(&by_rank).is_none()
     };
-    let first = stability_kept(d, &reported, slow, &auto_params, (resamples, SEED), &keep);
+    let fill = fill
+        .as_ref()
+        .map(|(measured, groups)| Fill { measured, groups });
+    let first = stability_kept(
+        d,
+        &reported,
+        slow,
+        &auto_params,
+        (resamples, SEED),
+        &keep,
+        fill,
+    );
     // Levels fewer than half the resamples gave back are not kept, but said.
     let (kept, dropped): (Vec<usize>, Vec<usize>) =
         (0..reported.len()).partition(|&k| first.levels[k] >= KEPT);
@@ -320,6 +383,30 @@ pub fn attach(
         }
     };
     Ok((topology.with_confidence(Some(confidence)), Some(s)))
+}
+
+/// The measured pairs of a dense matrix of `ranks` from its mask file, and each item's host
+/// (numbered); `None` when the mask cannot be read or does not fit.
+fn measured_pairs(
+    mask: &std::path::Path,
+    ranks: &[usize],
+    hosts: &[String],
+) -> Option<(Array2<bool>, Vec<usize>)> {
+    let read = lgate_matrix::read_matrix(mask).ok()?;
+    let values = read.matrix.values();
+    if values.nrows() != ranks.len() || values.ncols() != ranks.len() {
+        return None;
+    }
+    let measured = values.mapv(|v| v > 0.5);
+    let mut ids: HashMap<&str, usize> = HashMap::new();
+    let groups = (ranks.iter())
+        .map(|&r| {
+            let host = hosts.get(r).map_or("", String::as_str);
+            let next = ids.len();
+            *ids.entry(host).or_insert(next)
+        })
+        .collect();
+    Some((measured, groups))
 }
 
 /// The resamples' seed: the same answer for the same matrix, every time.

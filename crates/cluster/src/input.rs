@@ -84,6 +84,10 @@ pub struct ClusterInput {
     pub placement: Option<Truth>,
     /// For a staged run: pairs filled in (not measured), and all pairs.
     pub filled: Option<(usize, usize)>,
+    /// For a dense matrix with filled pairs: the file that tells them (1 measured, 0 filled,
+    /// in the matrix's order), each filled pair holding the median of the measured pairs
+    /// between its ranks' hosts.
+    pub mask: Option<PathBuf>,
 }
 
 impl ClusterInput {
@@ -534,6 +538,7 @@ pub fn load_by_hosts(path: &Path, matrix: Option<&str>) -> Result<Vec<ClusterInp
             warnings: warnings.clone(),
             placement: Some(placement.clone()),
             filled: Some((filled, total)),
+            mask: None,
         })
         .collect())
 }
@@ -572,6 +577,7 @@ pub fn load(path: &Path, matrix: Option<&str>) -> Result<ClusterInput, InputErro
             distances: Distances::Dense(read.matrix),
             placement: None,
             filled: None,
+            mask: None,
         });
     }
     let run = lgate_rundir::RunDir::open(path)?;
@@ -644,6 +650,9 @@ pub fn load(path: &Path, matrix: Option<&str>) -> Result<ClusterInput, InputErro
             .measured
             .as_ref()
             .map(|m| (m.filled_pairs, m.filled_pairs + m.measured_pairs)),
+        mask: (index.measured.as_ref())
+            .filter(|m| m.filled_pairs > 0)
+            .map(|m| run.file(&format!("{}/{}", lgate_rundir::MATRICES_DIR, m.file))),
     })
 }
 
@@ -677,6 +686,7 @@ mod tests {
             warnings: Vec::new(),
             placement: None,
             filled: None,
+            mask: None,
         }
     }
 

@@ -77,8 +77,8 @@ impl ClusterSummary<'_> {
             return match (filled, self.resamples) {
                 (Some((filled, total)), _) => writeln!(
                     f,
-                    "  confidence: not estimated: {:.1} % of the pairs were filled in, not \
-                     measured, so their noise is unknown (measure --plan full measures every pair)",
+                    "  confidence: not estimated: {:.1} % of the pairs were filled in, and the \
+                     run's matrices/measured.csv, which tells them, cannot be read",
                     100.0 * filled as f64 / total.max(1) as f64
                 ),
                 (None, 0) => writeln!(
@@ -113,7 +113,9 @@ impl ClusterSummary<'_> {
                 )?;
             }
         }
-        for u in &c.undecided {
+        // Every level found and not kept; the three levels resamples made most often.
+        let (found, made): (Vec<_>, Vec<_>) = c.undecided.iter().partition(|u| u.name.is_some());
+        for u in found.iter().chain(made.iter().take(3)) {
             match &u.name {
                 Some(name) => writeln!(
                     f,
@@ -132,6 +134,14 @@ impl ClusterSummary<'_> {
                     100.0 * u.share
                 )?,
             }
+        }
+        if made.len() > 3 {
+            writeln!(
+                f,
+                "  undecided: {} more levels came back in fewer resamples (`confidence` in the \
+                 JSON topology lists them)",
+                made.len() - 3
+            )?;
         }
         Ok(())
     }
