@@ -38,9 +38,12 @@ pub fn default_resamples(items: usize) -> usize {
 pub const UNDECIDED_SHARE: f64 = 0.2;
 /// A level found is reported as decided at this confidence or more.
 pub const DECIDED: f64 = 0.9;
-/// A level found that fewer resamples than this share gave back is not kept: the evidence
-/// does not decide it, and it is reported as undecided instead.
-pub const KEPT: f64 = 0.5;
+/// The least share of `resamples` resamples that must give a level found back for it to be
+/// kept: more often present than not, at 95 % one-sided (0.5 + 1.645 standard errors of a share
+/// of 0.5). 14 of 20 resamples, 7 of 8. A level given back less often is reported undecided.
+pub fn kept_share(resamples: usize) -> f64 {
+    0.5 + 1.645 * 0.5 / (resamples.max(1) as f64).sqrt()
+}
 
 /// How sure the clustering is of its levels.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -337,9 +340,9 @@ pub fn attach(
         &keep,
         fill,
     );
-    // Levels fewer than half the resamples gave back are not kept, but said.
+    // Levels the resamples do not show more often than not are not kept, but said.
     let (kept, dropped): (Vec<usize>, Vec<usize>) =
-        (0..reported.len()).partition(|&k| first.levels[k] >= KEPT);
+        (0..reported.len()).partition(|&k| first.levels[k] >= kept_share(resamples));
     let dropped: Vec<Vec<usize>> = dropped.into_iter().map(|k| reported[k].clone()).collect();
     let kept: Vec<Vec<usize>> = kept.into_iter().map(|k| reported[k].clone()).collect();
     let s = judge(first.found, kept, resamples, &dropped);
@@ -415,6 +418,13 @@ const SEED: u64 = 0x5eed_c0f1;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_level_is_kept_when_resamples_show_it_more_often_than_not() {
+        // 14 of 20 and 7 of 8 are enough, 13 of 20 and 6 of 8 are not.
+        assert!(14.0 / 20.0 >= kept_share(20) && 13.0 / 20.0 < kept_share(20));
+        assert!(7.0 / 8.0 >= kept_share(8) && 6.0 / 8.0 < kept_share(8));
+    }
     use rand_distr::{Distribution, LogNormal};
 
     /// Two groups of `k` ranks at 1 inside and `far` between, times log-normal noise `sigma`.
