@@ -19,8 +19,10 @@ pub struct ClusterArgs {
     /// take the smallest size) [default: t; rtt for a ping-pong run].
     #[arg(long, value_name = "NAME")]
     matrix: Option<String>,
-    /// A staged run: cluster by hosts (each host's block, and the host x host medians) even
-    /// when it has dense matrices; runs above 4096 ranks are clustered by hosts always.
+    /// A staged run: cluster its host blocks (each host's block alone, the host x host medians
+    /// and the pairs between hosts) even when it has dense matrices, which are clustered by
+    /// hosts too but with the levels inside hosts from the whole matrix; runs above 4096 ranks
+    /// have host blocks only.
     #[arg(long)]
     by_hosts: bool,
     #[command(flatten)]
@@ -96,7 +98,7 @@ pub fn run(args: ClusterArgs) -> Result<()> {
             Some(name) => vec![lgate_cluster::load(&args.input, Some(name))?],
             None => lgate_cluster::load_candidates(&args.input)?,
         };
-        lgate_cluster::cluster_matrices(inputs, &m.algo, &m.params(), m.search)?
+        lgate_cluster::cluster_matrices(inputs, &m.algo, &m.params(), m.search, args.resamples)?
     };
     emit(&args, &clustering)
 }

@@ -38,6 +38,11 @@ pub struct PlanArgs {
     /// (several rails, one slow link), screened one at a time.
     #[arg(long, default_value_t = StagedOptions::default().refine, value_name = "N")]
     refine: usize,
+    /// Staged: the most extra screening tests between hosts whose grouping (a leaf, a switch)
+    /// the K samples nearly decide, screened one at a time: the pairs that would decide it
+    /// (none on a fabric whose levels are clear; 0: none ever).
+    #[arg(long, default_value_t = StagedOptions::default().confidence, value_name = "N")]
+    confidence: usize,
     /// Staged: the most pair tests running at once across the machine [default: one per
     /// host].
     #[arg(long, value_name = "N")]
@@ -64,6 +69,7 @@ impl PlanArgs {
                 samples: self.samples,
                 alone: self.alone,
                 refine: self.refine,
+                confidence: self.confidence,
                 concurrency: self.concurrency,
             },
             screen_sizes: if self.screen_size.0 == 0 {

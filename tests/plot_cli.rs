@@ -195,7 +195,9 @@ fn a_report_says_its_plan_and_a_simulated_clock_in_words() {
     let html = std::fs::read_to_string(d.join("run/report.html")).unwrap();
     // The staged plan's choices as words, not a JSON object.
     assert!(
-        html.contains("<td>staged (alone 8, concurrency unbounded, pairs between 4,"),
+        html.contains(
+            "<td>staged (alone 8, concurrency unbounded, confidence 512, pairs between 4,"
+        ),
         "{html:.3000}"
     );
     assert!(!html.contains("{&quot;") && !html.contains("{\""));

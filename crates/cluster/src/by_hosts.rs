@@ -17,7 +17,9 @@
 //! Memory: the host x host matrix and one block per host at a time per core; time: `auto` on
 //! H hosts and on each block.
 
-use lgate_rundir::HostBlocks;
+use lgate_rundir::{
+    BetweenPairs, Estimator, HostBlock, HostBlocks, HostEntry, HostIndex, HostLinks,
+};
 use ndarray::Array2;
 use rayon::prelude::*;
 
@@ -56,14 +58,84 @@ pub struct HostClustering {
     /// How far apart hosts stand: the least median between two hosts over the largest upper
     /// quartile inside a host (below `min_ratio`, hosts are not a level the distances show).
     pub host_separation: f64,
+    /// Groupings of hosts the pairs between them nearly decide (not in the tree).
+    pub doubts: Vec<crate::host_levels::Doubt>,
 }
 
-/// Clusters `blocks` at screening size `k` (a position in its index's sizes).
+/// Clusters `blocks` at screening size `k` (a position in its index's sizes); the levels above
+/// the host are also decided on the pairs between hosts, `between`, when given.
 pub fn auto_by_hosts(
     blocks: &HostBlocks,
     k: usize,
+    between: Option<&BetweenPairs>,
     p: &AutoParams,
 ) -> Result<HostClustering, ByHostsError> {
+    let index = &blocks.index;
+    let h = index.hosts.len();
+    let part = hosts_part(blocks, k, between, p)?;
+
+    // Each host's own levels, on every core.
+    let found: Vec<(Tree, Vec<(usize, f64)>)> = (0..h)
+        .into_par_iter()
+        .map(|x| {
+            let ranks = &index.hosts[x].ranks;
+            let d = filled_block(&blocks.blocks[x].values[k]);
+            let (tree, slow) = auto_with_outliers(&d, p);
+            let slow = slow.into_iter().map(|(a, f)| (ranks[a], f)).collect();
+            (tree.to_ranks(ranks), slow)
+        })
+        .collect();
+    let (mut kids, mut slow): (Vec<Tree>, Vec<Vec<(usize, f64)>>) = found.into_iter().unzip();
+    // A host's levels found in fewer than half of the hosts of its size are dropped.
+    outvoted(&mut kids);
+    let tree = join(&part.tree, &kids, part.separation);
+    let mut all_slow = part.slow_ranks(index);
+    for (x, s) in slow.iter_mut().enumerate() {
+        if part.factor[x] == 1.0 {
+            all_slow.append(s);
+        }
+    }
+    all_slow.sort_by_key(|s| s.0);
+    Ok(HostClustering {
+        tree,
+        slow: all_slow,
+        slow_hosts: part.slow_hosts,
+        host_separation: part.separation,
+        doubts: part.doubts,
+    })
+}
+
+/// What the hosts show above themselves: their tree, how far apart they stand, the slow ones.
+struct HostsPart {
+    /// The tree over hosts (items: positions in the index).
+    tree: Tree,
+    /// The groupings of hosts the pairs nearly decide.
+    doubts: Vec<crate::host_levels::Doubt>,
+    /// The slow hosts with their slowness.
+    slow_hosts: Vec<(usize, f64)>,
+    /// Per host, its slowness (1 for most).
+    factor: Vec<f64>,
+    /// How far apart hosts stand (see [`HostClustering::host_separation`]).
+    separation: f64,
+}
+
+impl HostsPart {
+    /// Every rank of a slow host, with its host's slowness.
+    fn slow_ranks(&self, index: &HostIndex) -> Vec<(usize, f64)> {
+        (self.slow_hosts.iter())
+            .flat_map(|&(x, f)| index.hosts[x].ranks.iter().map(move |&r| (r, f)))
+            .collect()
+    }
+}
+
+/// The levels above the hosts of `blocks` at size `k`: `auto` on the host x host medians (slow
+/// hosts divided out), with the levels the pairs `between` decide added.
+fn hosts_part(
+    blocks: &HostBlocks,
+    k: usize,
+    between: Option<&BetweenPairs>,
+    p: &AutoParams,
+) -> Result<HostsPart, ByHostsError> {
     let index = &blocks.index;
     let h = index.hosts.len();
     let sizes: Vec<usize> = index.hosts.iter().map(|x| x.ranks.len()).collect();
@@ -81,22 +153,6 @@ pub fn auto_by_hosts(
             }
         }
     }
-
-    // Each host's own levels, on every core.
-    let found: Vec<(Tree, Vec<(usize, f64)>)> = (0..h)
-        .into_par_iter()
-        .map(|x| {
-            let ranks = &index.hosts[x].ranks;
-            let d = filled_block(&blocks.blocks[x].values[k]);
-            let (tree, slow) = auto_with_outliers(&d, p);
-            let slow = slow.into_iter().map(|(a, f)| (ranks[a], f)).collect();
-            (tree.to_ranks(ranks), slow)
-        })
-        .collect();
-    let (mut kids, mut slow): (Vec<Tree>, Vec<Vec<(usize, f64)>>) = found.into_iter().unzip();
-    // A host's levels found in fewer than half of the hosts of its size are dropped.
-    outvoted(&mut kids);
-
     // Slow hosts, divided out before the hosts are grouped.
     let slow_hosts = slow_hosts(&g, &inside, &blocks.links, &sizes, k);
     let mut factor = vec![1.0f64; h];
@@ -104,29 +160,252 @@ pub fn auto_by_hosts(
         factor[x] = f;
     }
     let g = Array2::from_shape_fn((h, h), |(a, b)| g[[a, b]] / factor[a].max(factor[b]));
-    let hosts_tree = if h >= 2 {
-        auto(&g, p)
-    } else {
-        Tree::Leaf(vec![0])
+    let (tree, doubts) = match between {
+        _ if h < 2 => (Tree::Leaf(vec![0]), Vec::new()),
+        Some(between) => {
+            let values = between_values(between, &index.host_of(), k, &factor);
+            crate::host_levels::refine(auto(&g, p), &g, &values, p)
+        }
+        None => (auto(&g, p), Vec::new()),
     };
-    let host_separation = host_separation(&g, &hosts_tree, &blocks.links, &factor, k);
-    let tree = join(&hosts_tree, &kids, host_separation);
-    let mut all_slow: Vec<(usize, f64)> = slow_hosts
-        .iter()
-        .flat_map(|&(x, f)| index.hosts[x].ranks.iter().map(move |&r| (r, f)))
-        .collect();
-    for (x, s) in slow.iter_mut().enumerate() {
-        if factor[x] == 1.0 {
-            all_slow.append(s);
+    let separation = host_separation(&g, &tree, &blocks.links, &factor, k);
+    Ok(HostsPart {
+        tree,
+        doubts,
+        slow_hosts,
+        factor,
+        separation,
+    })
+}
+
+/// The pairs between each two hosts at size `k`, each divided by the slower host's slowness.
+fn between_values(
+    between: &BetweenPairs,
+    host_of: &[u32],
+    k: usize,
+    factor: &[f64],
+) -> crate::host_levels::BetweenValues {
+    let mut out = crate::host_levels::BetweenValues::default();
+    for (n, (&i, &j)) in between.i.iter().zip(&between.j).enumerate() {
+        let (Some(&a), Some(&b)) = (host_of.get(i as usize), host_of.get(j as usize)) else {
+            continue;
+        };
+        let (a, b) = (a as usize, b as usize);
+        let Some(&v) = between.rtt_us.get(k).and_then(|col| col.get(n)) else {
+            continue;
+        };
+        if a == b || a >= factor.len() || b >= factor.len() || !v.is_finite() {
+            continue;
+        }
+        let v = v / factor[a].max(factor[b]);
+        out.values.entry((a.min(b), a.max(b))).or_default().push(v);
+    }
+    out
+}
+
+/// The hosts of a dense matrix's items, and which of its pairs were measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DenseHosts {
+    /// Per item, its host (a position in `names`).
+    pub host_of: Vec<usize>,
+    /// The hosts' names.
+    pub names: Vec<String>,
+    /// Per pair, whether it was measured (every pair when `None`); filled pairs are no
+    /// evidence.
+    pub measured: Option<Array2<bool>>,
+}
+
+/// `auto` by hosts on a dense matrix whose items are on `hosts`, only measured pairs counted:
+/// the levels above the hosts from the host x host medians and the pairs between hosts (as
+/// for host blocks), the levels inside them from `auto` on the whole matrix (whose groups pool
+/// the pairs of every host), each host's ranks kept together. The hosts are a level when they
+/// stand apart (their separation at least `min_ratio`) or `auto` on the matrix found them. The
+/// tree's items are `d`'s.
+pub fn dense_by_hosts(
+    d: &Array2<f64>,
+    hosts: &DenseHosts,
+    p: &AutoParams,
+) -> Result<HostClustering, ByHostsError> {
+    let (blocks, between) = blocks_of_dense(d, hosts);
+    let part = hosts_part(&blocks, 0, Some(&between), p)?;
+    let (dense, dense_slow) = auto_with_outliers(d, p);
+    let index = &blocks.index;
+    let shown = part.separation >= p.min_ratio || has_level(&dense, &hosts.host_of);
+    let tree = if shown {
+        let mut kids: Vec<Tree> = (index.hosts.iter())
+            .map(|x| restrict(&dense, &x.ranks).unwrap_or_else(|| Tree::Leaf(x.ranks.clone())))
+            .collect();
+        outvoted(&mut kids);
+        join(&part.tree, &kids, part.separation)
+    } else {
+        within_groups(&part.tree, &dense, index)
+    };
+    // Ranks found slow on the whole matrix with their own slowness, then the other ranks of
+    // slow hosts (a slow host the ranks' medians could not tell).
+    let mut slow = dense_slow;
+    for (r, f) in part.slow_ranks(index) {
+        if !slow.iter().any(|s| s.0 == r) {
+            slow.push((r, f));
         }
     }
-    all_slow.sort_by_key(|s| s.0);
+    slow.sort_by_key(|s| s.0);
     Ok(HostClustering {
         tree,
-        slow: all_slow,
-        slow_hosts,
-        host_separation,
+        slow,
+        slow_hosts: part.slow_hosts,
+        host_separation: part.separation,
+        doubts: part.doubts,
     })
+}
+
+/// Whether one level of `t` puts each host's items (`host_of`) in a group of their own.
+fn has_level(t: &Tree, host_of: &[usize]) -> bool {
+    let mut nodes = vec![t];
+    while !nodes.is_empty() {
+        let groups: Vec<Vec<usize>> = nodes.iter().map(|n| n.ranks()).collect();
+        let whole = groups
+            .iter()
+            .all(|g| g.iter().all(|&i| host_of[i] == host_of[g[0]]));
+        let owners: std::collections::HashSet<usize> =
+            groups.iter().map(|g| host_of[g[0]]).collect();
+        if whole && owners.len() == groups.len() && groups.len() > 1 {
+            return true;
+        }
+        nodes = (nodes.iter())
+            .flat_map(|n| match n {
+                Tree::Leaf(_) => Vec::new(),
+                Tree::Node { children, .. } => children.iter().collect(),
+            })
+            .collect();
+    }
+    false
+}
+
+/// `t` with only the items `keep`, nodes left with one child replaced by it; `None` when no
+/// item is kept.
+fn restrict(t: &Tree, keep: &[usize]) -> Option<Tree> {
+    match t {
+        Tree::Leaf(items) => {
+            let kept: Vec<usize> = items.iter().copied().filter(|i| keep.contains(i)).collect();
+            (!kept.is_empty()).then_some(Tree::Leaf(kept))
+        }
+        Tree::Node {
+            children,
+            separation,
+        } => {
+            let mut kids: Vec<Tree> = children.iter().filter_map(|c| restrict(c, keep)).collect();
+            match kids.len() {
+                0 => None,
+                1 => kids.pop(),
+                _ => Some(Tree::Node {
+                    children: kids,
+                    separation: *separation,
+                }),
+            }
+        }
+    }
+}
+
+/// The tree of hosts `t` with each of its groups (hosts not a level) replaced by `dense`
+/// restricted to the group's items.
+fn within_groups(t: &Tree, dense: &Tree, index: &HostIndex) -> Tree {
+    match t {
+        Tree::Leaf(hosts) => {
+            let items: Vec<usize> = (hosts.iter())
+                .flat_map(|&x| index.hosts[x].ranks.iter().copied())
+                .collect();
+            restrict(dense, &items).unwrap_or(Tree::Leaf(items))
+        }
+        Tree::Node {
+            children,
+            separation,
+        } => Tree::Node {
+            children: (children.iter())
+                .map(|c| within_groups(c, dense, index))
+                .collect(),
+            separation: *separation,
+        },
+    }
+}
+
+/// The host blocks (one size) and the pairs between hosts of a dense matrix.
+fn blocks_of_dense(d: &Array2<f64>, hosts: &DenseHosts) -> (HostBlocks, BetweenPairs) {
+    let (host_of, names) = (&hosts.host_of, &hosts.names);
+    let measured = hosts.measured.as_ref();
+    let n = d.nrows();
+    let h = names.len();
+    let mut members: Vec<Vec<usize>> = vec![Vec::new(); h];
+    for (item, &x) in host_of.iter().enumerate() {
+        members[x].push(item);
+    }
+    let is_measured = |a: usize, b: usize| measured.is_none_or(|m| m[[a, b]]);
+    let value = |a: usize, b: usize| {
+        let v = d[[a, b]];
+        (is_measured(a, b) && v.is_finite()).then_some(v)
+    };
+    let blocks: Vec<HostBlock> = (members.iter())
+        .map(|ranks| HostBlock {
+            values: vec![Array2::from_shape_fn(
+                (ranks.len(), ranks.len()),
+                |(a, b)| match a == b {
+                    true => 0.0,
+                    false => value(ranks[a], ranks[b]).unwrap_or(f64::NAN),
+                },
+            )],
+        })
+        .collect();
+    let mut per: std::collections::BTreeMap<(usize, usize), Vec<f64>> = Default::default();
+    let mut between = BetweenPairs {
+        rtt_us: vec![Vec::new()],
+        p10_us: vec![Vec::new()],
+        p90_us: vec![Vec::new()],
+        ..BetweenPairs::default()
+    };
+    for a in 0..n {
+        for b in a + 1..n {
+            let Some(v) = value(a, b) else { continue };
+            let (x, y) = (host_of[a], host_of[b]);
+            per.entry((x.min(y), x.max(y))).or_default().push(v);
+            if x != y {
+                between.host_i.push(x as u32);
+                between.host_j.push(y as u32);
+                between.i.push(a as u32);
+                between.j.push(b as u32);
+                between.sweeps.push(1);
+                between.rtt_us[0].push(v);
+                between.p10_us[0].push(v);
+                between.p90_us[0].push(v);
+            }
+        }
+    }
+    let mut links = HostLinks {
+        median_us: vec![Vec::new()],
+        p25_us: vec![Vec::new()],
+        p75_us: vec![Vec::new()],
+        ..HostLinks::default()
+    };
+    for ((x, y), mut v) in per {
+        v.sort_by(f64::total_cmp);
+        links.host_i.push(x as u32);
+        links.host_j.push(y as u32);
+        links.pairs.push(v.len() as u32);
+        links.median_us[0].push(lgate_stats::quantile_of_sorted(&v, 0.5));
+        links.p25_us[0].push(lgate_stats::quantile_of_sorted(&v, 0.25));
+        links.p75_us[0].push(lgate_stats::quantile_of_sorted(&v, 0.75));
+    }
+    let hosts = (names.iter().zip(members))
+        .map(|(name, ranks)| HostEntry {
+            name: name.clone(),
+            ranks,
+        })
+        .collect();
+    let index = HostIndex::new(n, Estimator::Median, vec![0], hosts);
+    let blocks = HostBlocks {
+        index,
+        blocks,
+        links,
+    };
+    (blocks, between)
 }
 
 /// A host's block with a pair not measured holding the median of those measured.
@@ -296,7 +575,6 @@ fn weighted_median(values: &mut [(f64, usize)]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lgate_rundir::{Estimator, HostBlock, HostEntry, HostIndex, HostLinks};
 
     /// `hosts` hosts of two sockets of `per` ranks each, in two switches: 1 us inside a
     /// socket, 2 between sockets, 6 between hosts of a switch and 9 across, off by a little.
@@ -361,7 +639,7 @@ mod tests {
 
     #[test]
     fn switches_hosts_and_sockets_are_found() {
-        let c = auto_by_hosts(&machine(8, 4, None), 0, &AutoParams::default()).unwrap();
+        let c = auto_by_hosts(&machine(8, 4, None), 0, None, &AutoParams::default()).unwrap();
         assert_eq!(levels(&c.tree), [2, 8, 16]);
         assert!(c.slow.is_empty());
         assert!(c.host_separation > 2.0, "{}", c.host_separation);
@@ -369,7 +647,7 @@ mod tests {
 
     #[test]
     fn a_slow_host_is_divided_out_and_reported() {
-        let c = auto_by_hosts(&machine(8, 4, Some(3)), 0, &AutoParams::default()).unwrap();
+        let c = auto_by_hosts(&machine(8, 4, Some(3)), 0, None, &AutoParams::default()).unwrap();
         assert_eq!(levels(&c.tree), [2, 8, 16]);
         assert_eq!(c.slow_hosts.len(), 1);
         assert_eq!(c.slow_hosts[0].0, 3);
@@ -390,7 +668,74 @@ mod tests {
         m.links.median_us[0].remove(e);
         m.links.p25_us[0].remove(e);
         m.links.p75_us[0].remove(e);
-        let e = auto_by_hosts(&m, 0, &AutoParams::default()).unwrap_err();
+        let e = auto_by_hosts(&m, 0, None, &AutoParams::default()).unwrap_err();
         assert!(e.to_string().contains("n0 and n1"), "{e}");
+    }
+
+    /// A dense matrix of 6 hosts of 4 ranks in 3 leaves: 10 us inside a host, 100 between
+    /// hosts of a leaf and 120 across, each pair between hosts off by log-normal noise 0.15
+    /// (drawn from a fixed sequence), and pair 0-4 (hosts 0 and 1) 6 times slower.
+    fn leaves_dense() -> (Array2<f64>, DenseHosts) {
+        let n = 24;
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut normal = move || {
+            // Two uniforms from xorshift, then Box-Muller.
+            let mut u = || {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 11) as f64 / (1u64 << 53) as f64
+            };
+            let (u1, u2) = (u().max(1e-12), u());
+            (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+        };
+        let mut d = Array2::zeros((n, n));
+        for a in 0..n {
+            for b in a + 1..n {
+                let (x, y) = (a / 4, b / 4);
+                let base = if x == y {
+                    10.0
+                } else if x / 2 == y / 2 {
+                    100.0
+                } else {
+                    120.0
+                };
+                let slow = if (a, b) == (0, 4) { 6.0 } else { 1.0 };
+                let v = base * slow * (0.15 * normal()).exp();
+                d[[a, b]] = v;
+                d[[b, a]] = v;
+            }
+        }
+        let hosts = DenseHosts {
+            host_of: (0..n).map(|a| a / 4).collect(),
+            names: (0..6).map(|x| format!("h{x}")).collect(),
+            measured: None,
+        };
+        (d, hosts)
+    }
+
+    #[test]
+    fn a_dense_matrix_on_hosts_keeps_hosts_whole_and_finds_the_leaves_its_pairs_decide() {
+        let (d, hosts) = leaves_dense();
+        let p = AutoParams::default();
+        let c = dense_by_hosts(&d, &hosts, &p).unwrap();
+        assert_eq!(levels(&c.tree), [3, 6], "{:?}", c.tree);
+        assert!(c.doubts.is_empty(), "{:?}", c.doubts);
+        // Without the pairs between hosts, the medians alone decide no leaf.
+        let (blocks, _) = blocks_of_dense(&d, &hosts);
+        let medians_only = auto_by_hosts(&blocks, 0, None, &p).unwrap();
+        assert_eq!(levels(&medians_only.tree), [6]);
+    }
+
+    #[test]
+    fn pairs_not_measured_are_no_evidence() {
+        // Only one pair measured between each two hosts: too few to decide the leaves.
+        let (d, mut hosts) = leaves_dense();
+        let n = d.nrows();
+        hosts.measured = Some(Array2::from_shape_fn((n, n), |(a, b)| {
+            a / 4 == b / 4 || (a % 4 == 1 && b % 4 == 1)
+        }));
+        let c = dense_by_hosts(&d, &hosts, &AutoParams::default()).unwrap();
+        assert_eq!(levels(&c.tree), [6], "{:?}", c.tree);
     }
 }

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::input::{choose_by_levels, ClusterInput, InputError};
+use crate::input::{choose_by_sure_levels, ClusterInput, InputError};
 use crate::methods::{self, MethodParams, ParamError};
 use crate::Tree;
 
@@ -53,63 +53,48 @@ pub fn cluster_matrices(
     algo: &str,
     params: &MethodParams,
     search: Option<usize>,
+    resamples: Option<usize>,
 ) -> Result<Clustering, ClusteringError> {
     let mut searched = Vec::new();
-    let mut outliers = Vec::new();
-    let (input, tree, chose) = choose_by_levels(inputs, |input| {
-        let Some(matrix) = input.dense() else {
-            if search.is_some() {
-                return Err(input.no_dense("--search").into());
-            }
-            let method = methods::method(algo, params)?;
-            let crate::Distances::ByHosts { blocks, k } = &input.distances else {
-                unreachable!("an input without a dense matrix has host blocks")
-            };
-            let found = method
-                .fit_by_hosts(blocks, *k)
-                .ok_or_else(|| input.no_dense(&format!("--algo {algo}")))?
-                .map_err(|error| InputError::ByHosts {
-                    input: input.source.clone(),
-                    error,
-                })?;
-            outliers.push((input.source.clone(), found.slow));
-            return Ok(found.tree);
-        };
-        let d = matrix.values();
-        Ok::<_, ClusteringError>(match search {
-            Some(steps) => {
-                let (t, setting, s) = methods::search(algo, params, d, steps)?;
-                searched.push((
-                    input.source.clone(),
-                    format!(
-                        "search: {setting} gave the best separation ({s:.3}; 0 means no value \
-                         made a level)"
-                    ),
-                ));
-                t
-            }
-            None => {
-                let method = methods::method(algo, params)?;
-                method
-                    .check_items(d.nrows())
-                    .map_err(|error| ClusteringError::ParamFor {
-                        input: input.source.clone(),
-                        error,
-                    })?;
-                let (tree, slow) = method.fit_with_outliers(d);
-                outliers.push((input.source.clone(), slow));
-                tree
-            }
-        })
+    let mut outliers: Vec<(String, Vec<(usize, f64)>)> = Vec::new();
+    let mut doubts = Vec::new();
+    // With several candidates, `auto`'s levels are weighed by their confidence as `cluster`
+    // will report it: the matrix with the most levels kept wins.
+    let judge = algo == "auto" && search.is_none();
+    let (input, tree, chose) = choose_by_sure_levels(inputs, |input| {
+        let tree = fit_one(
+            input,
+            algo,
+            params,
+            search,
+            &mut searched,
+            &mut outliers,
+            &mut doubts,
+        )?;
+        let sure = (judge && input.dense().is_some())
+            .then(|| {
+                let slow = (outliers.last())
+                    .filter(|(source, _)| *source == input.source)
+                    .map_or(&[][..], |(_, s)| s.as_slice());
+                let resamples = resamples
+                    .unwrap_or_else(|| crate::confidence::default_resamples(input.items()));
+                crate::confidence::sure_levels(input, &tree, slow, params, resamples)
+            })
+            .flatten();
+        Ok::<_, ClusteringError>((tree, sure))
     })?;
     let kept = |source: &String| *source == input.source;
     let slow = (outliers.into_iter())
         .find_map(|(source, slow)| kept(&source).then_some(slow))
         .unwrap_or_default();
     let searched = (searched.into_iter()).find_map(|(source, line)| kept(&source).then_some(line));
+    let doubts = (doubts.into_iter())
+        .find_map(|(source, d)| kept(&source).then_some(d))
+        .unwrap_or_default();
     let note = [chose, searched]
         .into_iter()
         .flatten()
+        .chain(doubts.iter().map(doubt_line))
         .collect::<Vec<_>>()
         .join("\n");
     Ok(Clustering {
@@ -118,6 +103,130 @@ pub fn cluster_matrices(
         note: (!note.is_empty()).then_some(note),
         slow,
     })
+}
+
+/// The topology `cluster` finds with its defaults on a run's default matrix (or the best of
+/// its candidates), its levels named after the run's placement where they match it.
+pub fn default_topology(run: &Path) -> Result<lgate_topology::Topology, InputError> {
+    let (input, tree) = default_clustering(run)?;
+    input.topology(&tree)
+}
+
+/// The matrix `name` of a run or matrix file, or without a name the one `cluster` takes with
+/// its defaults (a staged run's screening size that shows the most levels).
+pub fn load_chosen(path: &Path, name: Option<&str>) -> Result<ClusterInput, InputError> {
+    if name.is_some() {
+        return crate::input::load(path, name);
+    }
+    let mut inputs = crate::input::load_candidates(path)?;
+    if inputs.len() == 1 {
+        Ok(inputs.remove(0))
+    } else {
+        Ok(default_clustering(path)?.0)
+    }
+}
+
+/// The matrix `cluster` takes with its defaults (the best of a staged run's candidates) and
+/// the hierarchy it finds there.
+pub fn default_clustering(run: &Path) -> Result<(ClusterInput, crate::Tree), InputError> {
+    let inputs = crate::input::load_candidates(run)?;
+    let params = MethodParams::default();
+    let (input, tree, _) = choose_by_sure_levels(inputs, |i| {
+        let (tree, slow) = i.auto(&crate::AutoParams::default())?;
+        let resamples = crate::confidence::default_resamples(i.items());
+        let sure = crate::confidence::sure_levels(i, &tree, &slow, &params, resamples);
+        Ok::<_, InputError>((tree, sure))
+    })?;
+    Ok((input, tree))
+}
+
+/// One candidate clustered by `algo`: its tree, with what the search said, the slow items and
+/// the groupings in doubt kept per source.
+fn fit_one(
+    input: &ClusterInput,
+    algo: &str,
+    params: &MethodParams,
+    search: Option<usize>,
+    searched: &mut Vec<(String, String)>,
+    outliers: &mut Vec<(String, Vec<(usize, f64)>)>,
+    doubts: &mut Vec<(String, Vec<crate::host_levels::Doubt>)>,
+) -> Result<Tree, ClusteringError> {
+    let Some(matrix) = input.dense() else {
+        if search.is_some() {
+            return Err(input.no_dense("--search").into());
+        }
+        let method = methods::method(algo, params)?;
+        let crate::Distances::ByHosts { blocks, k, between } = &input.distances else {
+            unreachable!("an input without a dense matrix has host blocks")
+        };
+        let found = method
+            .fit_by_hosts(blocks, *k, between.as_deref())
+            .ok_or_else(|| input.no_dense(&format!("--algo {algo}")))?
+            .map_err(|error| InputError::ByHosts {
+                input: input.source.clone(),
+                error,
+            })?;
+        outliers.push((input.source.clone(), found.slow));
+        doubts.push((input.source.clone(), found.doubts));
+        return Ok(found.tree);
+    };
+    let d = matrix.values();
+    Ok::<_, ClusteringError>(match search {
+        Some(steps) => {
+            let (t, setting, s) = methods::search(algo, params, d, steps)?;
+            searched.push((
+                input.source.clone(),
+                format!(
+                    "search: {setting} gave the best separation ({s:.3}; 0 means no value \
+                     made a level)"
+                ),
+            ));
+            t
+        }
+        None => {
+            let method = methods::method(algo, params)?;
+            method
+                .check_items(d.nrows())
+                .map_err(|error| ClusteringError::ParamFor {
+                    input: input.source.clone(),
+                    error,
+                })?;
+            let by_hosts =
+                (input.dense_hosts()).and_then(|hosts| method.fit_dense_by_hosts(d, &hosts));
+            match by_hosts {
+                Some(found) => {
+                    let found = found.map_err(|error| InputError::ByHosts {
+                        input: input.source.clone(),
+                        error,
+                    })?;
+                    outliers.push((input.source.clone(), found.slow));
+                    doubts.push((input.source.clone(), found.doubts));
+                    found.tree
+                }
+                None => {
+                    let (tree, slow) = method.fit_with_outliers(d);
+                    outliers.push((input.source.clone(), slow));
+                    tree
+                }
+            }
+        }
+    })
+}
+
+/// What a grouping of hosts the pairs nearly decide would take, for people.
+fn doubt_line(d: &crate::host_levels::Doubt) -> String {
+    format!(
+        "undecided: {} hosts in {} groups, nearer inside than across by their pairs, but not \
+         surely (Mann-Whitney z = {:.1}, {} decides; {} pairs between two hosts): about {} \
+         pairs between each two hosts would decide it (measure --pairs-between {})",
+        d.hosts,
+        d.groups,
+        d.z,
+        crate::host_levels::Z_DECIDE,
+        d.pairs,
+        d.pairs_needed,
+        d.pairs_needed
+    )
 }
 
 /// Clusters the PLogP run `run`'s feature vectors at message size `size` (default: the

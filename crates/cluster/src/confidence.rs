@@ -99,7 +99,8 @@ pub fn stability(
     resamples: usize,
     seed: u64,
 ) -> Stability {
-    stability_kept(d, levels, slow, params, (resamples, seed), &|_| true, None)
+    let fit = |r: &Array2<f64>| auto(r, params);
+    stability_kept(d, levels, slow, &fit, (resamples, seed), &|_| true, None)
 }
 
 /// Which pairs of a matrix were measured, and how the others were filled: each with the
@@ -112,13 +113,14 @@ pub struct Fill<'a> {
     pub groups: &'a [usize],
 }
 
-/// [`stability`], counting only the resamples' levels that `keep` (labels per item) accepts,
-/// as the topology kept only such levels.
+/// [`stability`] with `fit` clustering each resample (`auto`, or `auto` by hosts), counting
+/// only the resamples' levels that `keep` (labels per item) accepts, as the topology kept only
+/// such levels.
 pub fn stability_kept(
     d: &Array2<f64>,
     levels: &[Vec<usize>],
     slow: &[(usize, f64)],
-    params: &AutoParams,
+    fit: &(dyn Fn(&Array2<f64>) -> Tree + Sync),
     (resamples, seed): (usize, u64),
     keep: &(dyn Fn(&[usize]) -> bool + Sync),
     fill: Option<Fill>,
@@ -186,7 +188,7 @@ pub fn stability_kept(
             if let Some(f) = fill {
                 refill(&mut r, m, f);
             }
-            let mut found = levels_of(&auto(&r, params), n);
+            let mut found = levels_of(&fit(&r), n);
             found.retain(|l| keep(l));
             found
         })
@@ -331,15 +333,14 @@ pub fn attach(
     let fill = fill
         .as_ref()
         .map(|(measured, groups)| Fill { measured, groups });
-    let first = stability_kept(
-        d,
-        &reported,
-        slow,
-        &auto_params,
-        (resamples, SEED),
-        &keep,
-        fill,
-    );
+    // Each resample clustered as the matrix was: by hosts when its items are on hosts.
+    let hosts = input.dense_hosts();
+    let fit = |r: &Array2<f64>| match &hosts {
+        Some(hosts) => crate::dense_by_hosts(r, hosts, &auto_params)
+            .map_or_else(|_| auto(r, &auto_params), |c| c.tree),
+        None => auto(r, &auto_params),
+    };
+    let first = stability_kept(d, &reported, slow, &fit, (resamples, SEED), &keep, fill);
     // Levels the resamples do not show more often than not are not kept, but said.
     let (kept, dropped): (Vec<usize>, Vec<usize>) =
         (0..reported.len()).partition(|&k| first.levels[k] >= kept_share(resamples));
@@ -388,6 +389,22 @@ pub fn attach(
     Ok((topology.with_confidence(Some(confidence)), Some(s)))
 }
 
+/// How many of the levels `auto` found as `tree` in `input` (`slow` items set aside) its
+/// confidence keeps, as `cluster` reports them; `None` when it is not estimated (no resamples,
+/// host blocks, filled pairs that cannot be told).
+pub fn sure_levels(
+    input: &crate::ClusterInput,
+    tree: &Tree,
+    slow: &[(usize, f64)],
+    params: &crate::methods::MethodParams,
+    resamples: usize,
+) -> Option<usize> {
+    let (topology, _) = input.placed_topology(tree).ok()?;
+    let (topology, stability) =
+        attach(input, topology, ("auto", params), (tree, slow), resamples).ok()?;
+    stability.map(|_| topology.levels().len())
+}
+
 /// The measured pairs of a dense matrix of `ranks` from its mask file, and each item's host
 /// (numbered); `None` when the mask cannot be read or does not fit.
 fn measured_pairs(
@@ -395,12 +412,7 @@ fn measured_pairs(
     ranks: &[usize],
     hosts: &[String],
 ) -> Option<(Array2<bool>, Vec<usize>)> {
-    let read = lgate_matrix::read_matrix(mask).ok()?;
-    let values = read.matrix.values();
-    if values.nrows() != ranks.len() || values.ncols() != ranks.len() {
-        return None;
-    }
-    let measured = values.mapv(|v| v > 0.5);
+    let measured = crate::input::measured_mask(mask, ranks.len())?;
     let mut ids: HashMap<&str, usize> = HashMap::new();
     let groups = (ranks.iter())
         .map(|&r| {

@@ -90,7 +90,7 @@ pub fn host_distances(
     let block;
     let (matrix, items) = match &input.distances {
         crate::Distances::Dense(m) => (m, items),
-        crate::Distances::ByHosts { blocks, k } => {
+        crate::Distances::ByHosts { blocks, k, .. } => {
             let ranks: Vec<usize> = items.iter().map(|&i| input.ranks[i]).collect();
             let x = (blocks.index.hosts.iter())
                 .position(|h| h.ranks == ranks)

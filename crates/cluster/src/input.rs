@@ -62,6 +62,9 @@ pub enum Distances {
         blocks: Arc<HostBlocks>,
         /// The screening size's position.
         k: usize,
+        /// The pairs measured between hosts (`hosts/between.parquet`), which decide the levels
+        /// above the host with the medians; `None` when the run has none.
+        between: Option<Arc<lgate_rundir::BetweenPairs>>,
     },
 }
 
@@ -137,15 +140,56 @@ impl ClusterInput {
         &self,
         params: &crate::AutoParams,
     ) -> Result<(crate::Tree, Vec<(usize, f64)>), InputError> {
-        match &self.distances {
-            Distances::Dense(m) => Ok(crate::auto_with_outliers(m.values(), params)),
-            Distances::ByHosts { blocks, k } => crate::auto_by_hosts(blocks, *k, params)
-                .map(|c| (c.tree, c.slow))
-                .map_err(|error| InputError::ByHosts {
-                    input: self.source.clone(),
-                    error,
-                }),
+        let found = match &self.distances {
+            Distances::Dense(m) => match self.dense_hosts() {
+                Some(hosts) => crate::dense_by_hosts(m.values(), &hosts, params),
+                None => return Ok(crate::auto_with_outliers(m.values(), params)),
+            },
+            Distances::ByHosts { blocks, k, between } => {
+                crate::auto_by_hosts(blocks, *k, between.as_deref(), params)
+            }
+        };
+        found
+            .map(|c| (c.tree, c.slow))
+            .map_err(|error| InputError::ByHosts {
+                input: self.source.clone(),
+                error,
+            })
+    }
+
+    /// For a dense matrix whose items are on two or more known hosts: each item's host and the
+    /// pairs measured (read from the run's mask when pairs were filled in), so that `auto`
+    /// works by hosts. `None` for a matrix file, one host, or filled pairs that cannot be told.
+    pub fn dense_hosts(&self) -> Option<crate::by_hosts::DenseHosts> {
+        let Distances::Dense(_) = &self.distances else {
+            return None;
+        };
+        let hosts = self.hosts.as_ref()?;
+        let mut names: Vec<String> = Vec::new();
+        let mut ids: std::collections::HashMap<&str, usize> = Default::default();
+        let mut host_of = Vec::with_capacity(self.ranks.len());
+        for &r in &self.ranks {
+            let name = hosts.get(r)?;
+            let id = *ids.entry(name).or_insert_with(|| {
+                names.push(name.clone());
+                names.len() - 1
+            });
+            host_of.push(id);
         }
+        if names.len() < 2 {
+            return None;
+        }
+        let measured = match self.filled {
+            Some((filled, _)) if filled > 0 => {
+                Some(measured_mask(self.mask.as_deref()?, self.ranks.len())?)
+            }
+            _ => None,
+        };
+        Some(crate::by_hosts::DenseHosts {
+            host_of,
+            names,
+            measured,
+        })
     }
 
     /// The matrix a heat map of this input draws, its title and what a row is: the dense
@@ -178,7 +222,7 @@ impl ClusterInput {
     /// For host blocks: the host x host matrix of medians (the median inside each host on the
     /// diagonal), labelled by host name.
     pub fn host_matrix(&self) -> Option<DistanceMatrix> {
-        let Distances::ByHosts { blocks, k } = &self.distances else {
+        let Distances::ByHosts { blocks, k, .. } = &self.distances else {
             return None;
         };
         let h = blocks.index.hosts.len();
@@ -193,7 +237,7 @@ impl ClusterInput {
     /// For host blocks: host `x`'s block (a pair not measured holds the median of those
     /// measured), labelled by rank, with the host's name.
     pub fn host_block(&self, x: usize) -> Option<(String, DistanceMatrix)> {
-        let Distances::ByHosts { blocks, k } = &self.distances else {
+        let Distances::ByHosts { blocks, k, .. } = &self.distances else {
             return None;
         };
         let host = blocks.index.hosts.get(x)?;
@@ -364,35 +408,15 @@ impl ClusterInput {
     }
 }
 
-/// The topology `cluster` finds with its defaults on a run's default matrix (or the best of
-/// its candidates), its levels named after the run's placement where they match it.
-pub fn default_topology(run: &Path) -> Result<lgate_topology::Topology, InputError> {
-    let (input, tree) = default_clustering(run)?;
-    input.topology(&tree)
-}
-
-/// The matrix `name` of a run or matrix file, or without a name the one `cluster` takes with
-/// its defaults (a staged run's screening size that shows the most levels).
-pub fn load_chosen(path: &Path, name: Option<&str>) -> Result<ClusterInput, InputError> {
-    if name.is_some() {
-        return load(path, name);
+/// Which pairs of an `n`-item matrix were measured, from its mask file; `None` when the file
+/// cannot be read or does not fit.
+pub(crate) fn measured_mask(mask: &std::path::Path, n: usize) -> Option<ndarray::Array2<bool>> {
+    let read = lgate_matrix::read_matrix(mask).ok()?;
+    let values = read.matrix.values();
+    if values.nrows() != n || values.ncols() != n {
+        return None;
     }
-    let mut inputs = load_candidates(path)?;
-    if inputs.len() == 1 {
-        Ok(inputs.remove(0))
-    } else {
-        Ok(default_clustering(path)?.0)
-    }
-}
-
-/// The matrix `cluster` takes with its defaults (the best of a staged run's candidates) and
-/// the hierarchy it finds there.
-pub fn default_clustering(run: &Path) -> Result<(ClusterInput, crate::Tree), InputError> {
-    let inputs = load_candidates(run)?;
-    let (input, tree, _) = choose_by_levels(inputs, |i| {
-        Ok::<_, InputError>(i.auto(&crate::AutoParams::default())?.0)
-    })?;
-    Ok((input, tree))
+    Some(values.mapv(|v| v > 0.5))
 }
 
 /// The inputs `cluster` tries when no matrix is named: a run's candidate matrices (a staged
@@ -429,19 +453,39 @@ pub fn choose_by_levels<E: From<InputError>>(
     inputs: Vec<ClusterInput>,
     mut fit: impl FnMut(&ClusterInput) -> Result<crate::Tree, E>,
 ) -> Result<(ClusterInput, crate::Tree, Option<String>), E> {
+    choose_by_sure_levels(inputs, |i| fit(i).map(|t| (t, None)))
+}
+
+/// [`choose_by_levels`] where `fit` also tells how many of the levels it found are sure (kept
+/// by their confidence), when it knows: the input with the most sure levels is kept first.
+/// So a matrix whose levels the resamples do not bear out gives way to one whose fewer levels
+/// they do.
+pub fn choose_by_sure_levels<E: From<InputError>>(
+    inputs: Vec<ClusterInput>,
+    mut fit: impl FnMut(&ClusterInput) -> Result<(crate::Tree, Option<usize>), E>,
+) -> Result<(ClusterInput, crate::Tree, Option<String>), E> {
     let several = inputs.len() > 1;
-    let mut best: Option<((usize, f64), ClusterInput, crate::Tree)> = None;
+    let mut best: Option<((usize, usize, f64), ClusterInput, crate::Tree)> = None;
     let mut tried = Vec::new();
     for input in inputs {
-        let tree = fit(&input)?;
+        let (tree, sure) = fit(&input)?;
         let levels = input.topology(&tree)?.levels().len();
         let name = input
             .source
             .rsplit_once(" (")
             .map_or(input.source.as_str(), |(_, n)| n.trim_end_matches(')'));
-        tried.push(format!("{name} {levels}"));
-        let rank = (levels, tree.weakest_separation().unwrap_or(0.0));
-        let better = |(l, s): &(usize, f64)| rank.0 > *l || (rank.0 == *l && rank.1 > *s);
+        tried.push(match sure {
+            Some(sure) if sure < levels => format!("{name} {levels} ({sure} sure)"),
+            _ => format!("{name} {levels}"),
+        });
+        let rank = (
+            sure.unwrap_or(levels),
+            levels,
+            tree.weakest_separation().unwrap_or(0.0),
+        );
+        let better = |(k, l, s): &(usize, usize, f64)| {
+            (rank.0, rank.1) > (*k, *l) || ((rank.0, rank.1) == (*k, *l) && rank.2 > *s)
+        };
         if best.as_ref().is_none_or(|(r, _, _)| better(r)) {
             best = Some((rank, input, tree));
         }
@@ -474,6 +518,10 @@ pub fn load_by_hosts(path: &Path, matrix: Option<&str>) -> Result<Vec<ClusterInp
     let meta = run.read_meta()?;
     let blocks = Arc::new(HostBlocks::read(&run)?);
     let index = &blocks.index;
+    let between = match run.file(lgate_rundir::files::BETWEEN_FILE).is_file() {
+        true => Some(Arc::new(HostBlocks::read_between(&run, index)?)),
+        false => None,
+    };
     let file = run.file(lgate_rundir::files::HOST_INDEX_FILE);
     if index.ranks != meta.ranks.len() {
         return Err(InputError::Invalid {
@@ -530,6 +578,7 @@ pub fn load_by_hosts(path: &Path, matrix: Option<&str>) -> Result<Vec<ClusterInp
             distances: Distances::ByHosts {
                 blocks: blocks.clone(),
                 k,
+                between: between.clone(),
             },
             ranks: (0..index.ranks).collect(),
             job_size: index.ranks,

@@ -27,6 +27,7 @@ pub mod clustering;
 pub mod confidence;
 pub mod features;
 pub mod hdbscan;
+pub mod host_levels;
 pub mod hwloc_export;
 pub mod input;
 pub mod linkage;
@@ -42,13 +43,16 @@ pub mod tree;
 mod test_matrices;
 
 pub use auto::{auto, auto_with_outliers, separation_of, AutoParams, Tree, View};
-pub use by_hosts::{auto_by_hosts, ByHostsError, HostClustering};
-pub use clustering::{cluster_features, cluster_matrices, Clustering, ClusteringError};
+pub use by_hosts::{auto_by_hosts, dense_by_hosts, ByHostsError, HostClustering};
+pub use clustering::{
+    cluster_features, cluster_matrices, default_clustering, default_topology, load_chosen,
+    Clustering, ClusteringError,
+};
 pub use hdbscan::{hdbscan, Hdbscan, HdbscanParams};
 pub use hwloc_export::{host_distances, HostDistances};
 pub use input::{
-    choose_by_levels, default_clustering, default_topology, load, load_by_hosts, load_candidates,
-    load_chosen, read_truth, ClusterInput, Distances, InputError, Truth, UnboundLevel,
+    choose_by_levels, choose_by_sure_levels, load, load_by_hosts, load_candidates, read_truth,
+    ClusterInput, Distances, InputError, Truth, UnboundLevel,
 };
 pub use linkage::{profile_distances, Dendrogram, Linkage};
 pub use outliers::slow_ranks;

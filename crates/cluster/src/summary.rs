@@ -81,11 +81,12 @@ impl ClusterSummary<'_> {
                      run's matrices/measured.csv, which tells them, cannot be read",
                     100.0 * filled as f64 / total.max(1) as f64
                 ),
-                (None, 0) => writeln!(
+                (None, 0) if self.items > crate::confidence::DEFAULT_MAX_ITEMS => writeln!(
                     f,
                     "  confidence: not estimated (above {} ranks only when asked: --resamples N)",
                     crate::confidence::DEFAULT_MAX_ITEMS
                 ),
+                (None, 0) => writeln!(f, "  confidence: not estimated (--resamples 0)"),
                 _ => Ok(()),
             };
         };
@@ -106,10 +107,10 @@ impl ClusterSummary<'_> {
                 writeln!(
                     f,
                     "  undecided: {} came back in {:.0} % of the resamples only: the noise \
-                     nearly hides it; more repetitions (measure --reps, --screen-reps) or \
-                     sweeps would decide it",
+                     nearly hides it; {}",
                     level.name,
-                    100.0 * share
+                    100.0 * share,
+                    self.what_decides()
                 )?;
             }
         }
@@ -120,18 +121,18 @@ impl ClusterSummary<'_> {
                 Some(name) => writeln!(
                     f,
                     "  undecided, not kept: {name} ({} groups) was found but came back in \
-                     {:.0} % of the resamples only: the noise may have made it; more \
-                     repetitions (measure --reps, --screen-reps) or sweeps would decide it",
+                     {:.0} % of the resamples only: the noise may have made it; {}",
                     u.groups,
-                    100.0 * u.share
+                    100.0 * u.share,
+                    self.what_decides()
                 )?,
                 None => writeln!(
                     f,
                     "  undecided: a level of {} groups came back in {:.0} % of the resamples \
-                     though not found here: the noise nearly hides it; more repetitions \
-                     (measure --reps, --screen-reps) or sweeps would decide it",
+                     though not found here: the noise nearly hides it; {}",
                     u.groups,
-                    100.0 * u.share
+                    100.0 * u.share,
+                    self.what_decides()
                 )?,
             }
         }
@@ -144,6 +145,17 @@ impl ClusterSummary<'_> {
             )?;
         }
         Ok(())
+    }
+
+    /// What would decide a level the resamples leave in doubt.
+    fn what_decides(&self) -> &'static str {
+        let hosts = (self.input.hosts.as_deref()).is_some_and(|h| h.iter().any(|x| *x != h[0]));
+        if hosts {
+            "more repetitions (measure --reps, --screen-reps), sweeps, or for a level above \
+             the hosts more pairs between them (measure --pairs-between) would decide it"
+        } else {
+            "more repetitions (measure --reps, --screen-reps) or sweeps would decide it"
+        }
     }
 
     fn unbound_lines(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

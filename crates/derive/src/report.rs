@@ -690,6 +690,70 @@ pub fn report(inputs: &ReportInputs) -> HealthReport {
 /// The hosts' part of the report: how many hosts ran ranks and how many recorded facts, the
 /// facts in which some hosts differ from most (`odd`, and one line per host in `odd_lines`),
 /// and ranks whose placement contradicts their host's facts.
+/// Hosts slow towards every other host in a staged run's host x host medians: at each
+/// screening size, each host's median over the other hosts of the median of the pairs between
+/// them, against all hosts' (twice, or two robust standard deviations and 10 % above); each
+/// host listed once, at the size where it stands out most.
+pub(crate) fn slow_hosts_between(blocks: &lgate_rundir::HostBlocks) -> Vec<SlowHost> {
+    let hosts = &blocks.index.hosts;
+    let h = hosts.len();
+    if h < 3 {
+        // Two hosts cannot tell which of them is the slow one.
+        return Vec::new();
+    }
+    let mut found: BTreeMap<usize, SlowHost> = BTreeMap::new();
+    for (k, &bytes) in blocks.index.sizes.iter().enumerate() {
+        let m = blocks.links.matrix(k, h);
+        let scores: Vec<f64> = (0..h)
+            .map(|a| {
+                let mut v: Vec<f64> = (0..h)
+                    .filter(|&b| b != a)
+                    .map(|b| m[[a, b]])
+                    .filter(|x| x.is_finite())
+                    .collect();
+                if v.is_empty() {
+                    f64::NAN
+                } else {
+                    median(&mut v)
+                }
+            })
+            .collect();
+        let mut all: Vec<f64> = scores.iter().copied().filter(|x| x.is_finite()).collect();
+        if all.len() < 3 {
+            continue;
+        }
+        let center = median(&mut all);
+        let sigma = robust_sigma(&all, center);
+        for (a, &score) in scores.iter().enumerate() {
+            let Some(why) = score
+                .is_finite()
+                .then(|| stands_out(score, center, sigma))
+                .flatten()
+            else {
+                continue;
+            };
+            let factor = score / center;
+            if found.get(&a).is_some_and(|s| s.factor >= factor) {
+                continue;
+            }
+            found.insert(
+                a,
+                SlowHost {
+                    factor,
+                    host: hosts[a].name.clone(),
+                    median_ratio: factor,
+                    ranks: hosts[a].ranks.len(),
+                    why: format!(
+                        "at {}, its median to the other hosts is {why} of all hosts",
+                        MessageSize(bytes)
+                    ),
+                },
+            );
+        }
+    }
+    found.into_values().collect()
+}
+
 pub(crate) fn hosts_report(
     placement: &[RankInfo],
     hosts: &[lgate_rundir::HostFacts],

@@ -259,6 +259,7 @@ impl StagedScreening {
             }
         }
         let group_of = by.blocks.index.host_of();
+        let slow_hosts = crate::report::slow_hosts_between(&by.blocks);
         drop(by);
 
         // The full test's outputs for the sampled pairs.
@@ -285,6 +286,15 @@ impl StagedScreening {
 
         let mut tests = self.tests;
         *tests.entry(Stage::Sample).or_default() += sampled.len();
+        let health = (slow_hosts.iter())
+            .map(|h| {
+                format!(
+                    "host {} is slow with all its peers (x{:.2} the other hosts; {}): other \
+                     jobs' traffic on its link, a degraded link or a busy host",
+                    h.host, h.factor, h.why
+                )
+            })
+            .collect();
         let report = Report::Staged(StagedReport {
             groups: self.groups.len(),
             hosts: crate::report::hosts_report(&meta.ranks, &meta.hosts),
@@ -308,6 +318,8 @@ impl StagedScreening {
                 .iter()
                 .map(|s| (s.name().to_string(), tests.get(s).copied().unwrap_or(0)))
                 .collect(),
+            slow_hosts,
+            health,
         });
         run.write_file(REPORT_FILE, report.to_json().as_bytes())?;
         written.push(REPORT_FILE.into());

@@ -9,7 +9,9 @@
 //!    carries one test at a time. `H (H - 1) / 2 * K` tests in `H - 1` rounds.
 //! 3. **refine**: pairs of groups whose K samples disagree beyond the spread that is usual
 //!    between samples of one pair of groups (several rails, one slow link) get more pairs,
-//!    screened one at a time, within a budget.
+//!    screened one at a time, within a budget; and the groups of a level above the groups that
+//!    their samples nearly decide (`auto` by hosts: a Mann-Whitney z between 2 and 4) get the
+//!    pairs that would decide it, within a second budget (`--confidence`).
 //! 4. **alone**: a few pairs of the stages above tested again, one at a time across the
 //!    machine: the bias of measuring side by side, reported rather than assumed away.
 //! 5. **sample**: the full pair test for pairs spread over the screening's distances, inside
@@ -68,6 +70,10 @@ pub struct StagedOptions {
     /// The most extra screening tests for pairs of groups whose samples disagree.
     #[serde(default)]
     pub refine: usize,
+    /// The most extra screening tests between the groups of a level the samples nearly decide
+    /// (0 in the choices of runs made before it: a resumed run chooses as it did).
+    #[serde(default)]
+    pub confidence: usize,
     /// The most pair tests running at once across the machine; unbounded when `None`.
     pub concurrency: Option<usize>,
 }
@@ -79,6 +85,7 @@ impl Default for StagedOptions {
             samples: 3,
             alone: 8,
             refine: 32,
+            confidence: 512,
             concurrency: None,
         }
     }
@@ -236,8 +243,12 @@ fn select_at(
 /// The pairs rank 0 chose for stages 3-5, the same on every rank.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FollowUp {
-    /// More pairs of groups whose samples disagree, screened.
+    /// More pairs of groups whose samples disagree, and between the groups of a level in
+    /// doubt, screened.
     pub refine: Vec<Pair>,
+    /// What the levels in doubt were and what was added for them, for people.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub doubts: Vec<String>,
     /// Pairs screened again alone.
     pub alone: Vec<Pair>,
     /// Pairs given the full test.
@@ -730,11 +741,132 @@ pub fn choose_follow_up(screened: &mut ScreenedValues, plan: &StagedPlan) -> Fol
             }
         }
     }
+    let mut refine = refinement(screened, plan);
+    let doubts = confirmation(screened, plan, &mut refine);
     FollowUp {
-        refine: refinement(screened, plan),
+        refine,
+        doubts,
         alone,
         sample,
     }
+}
+
+/// The most groups whose host x host medians rank 0 clusters to find the levels in doubt
+/// (2048: 32 MB).
+const CONFIRM_MAX_GROUPS: usize = 2048;
+
+/// Adds to `refine` the pairs that would decide the levels above the groups that the samples
+/// nearly decide (`auto` by hosts on the screening values, see `lgate_cluster::host_levels`):
+/// for each grouping in doubt, between every two of its groups, as many new pairs as the test
+/// asks for, within `options.confidence` tests; returns what it found and added, for people.
+pub fn confirmation(
+    screened: &ScreenedValues,
+    plan: &StagedPlan,
+    refine: &mut Vec<Pair>,
+) -> Vec<String> {
+    let budget = plan.options().confidence;
+    let g = plan.groups().len();
+    if budget == 0 || g < 4 {
+        return Vec::new();
+    }
+    if g > CONFIRM_MAX_GROUPS {
+        return vec![format!(
+            "confidence: {g} groups, above the {CONFIRM_MAX_GROUPS} whose levels rank 0 checks \
+             while measuring; none added"
+        )];
+    }
+    let group_of = plan.group_of();
+    let mut values = lgate_cluster::host_levels::BetweenValues::default();
+    for s in &screened.between {
+        let (a, b) = (group_of[s.i as usize], group_of[s.j as usize]);
+        if a != b && a < g && b < g && s.value.is_finite() {
+            // Microseconds, as the host blocks hold them.
+            let key = (a.min(b), a.max(b));
+            values.values.entry(key).or_default().push(s.value * 1e6);
+        }
+    }
+    let mut medians = ndarray::Array2::<f64>::zeros((g, g));
+    for a in 0..g {
+        for b in a + 1..g {
+            let Some(v) = values.values.get(&(a, b)) else {
+                return Vec::new();
+            };
+            let m = lgate_stats::median(&mut v.clone());
+            medians[[a, b]] = m;
+            medians[[b, a]] = m;
+        }
+    }
+    let p = lgate_cluster::AutoParams::default();
+    let tree = lgate_cluster::auto(&medians, &p);
+    let (_, doubts) = lgate_cluster::host_levels::refine(tree, &medians, &values, &p);
+    let mut lines = Vec::new();
+    let before = refine.len();
+    for d in &doubts {
+        let need = d.pairs_needed.saturating_sub(d.pairs);
+        let (mut added, mut again) = (0, 0);
+        'pairs: for (n, &a) in d.members.iter().enumerate() {
+            for &b in &d.members[n + 1..] {
+                let measured = plan.meeting_pairs(a, b);
+                let (ga, gb) = (&plan.groups()[a], &plan.groups()[b]);
+                let mut more: Vec<Pair> = diagonal_pairs(ga, gb)
+                    .filter(|p| !measured.contains(p) && !refine.contains(p))
+                    .take(need)
+                    .collect();
+                // Every pair between the two screened already: each screened again, so that
+                // its value is the median of two tests.
+                let fresh = !more.is_empty();
+                if !fresh {
+                    more = measured
+                        .into_iter()
+                        .filter(|p| !refine.contains(p))
+                        .collect();
+                }
+                for p in more {
+                    if refine.len() - before == budget {
+                        break 'pairs;
+                    }
+                    refine.push(p);
+                    if fresh {
+                        added += 1;
+                    } else {
+                        again += 1;
+                    }
+                }
+            }
+        }
+        let spent = if refine.len() - before == budget {
+            ", the budget spent (--confidence)"
+        } else {
+            ""
+        };
+        let what = match (added, again) {
+            (_, 0) => format!(
+                "{added} more pairs screened between them, up to {} between two",
+                d.pairs_needed
+            ),
+            (0, _) => {
+                format!("every pair between two of them was screened: {again} screened again")
+            }
+            _ => format!(
+                "{added} more pairs screened between them, up to {} between two, and {again} \
+                 screened again where every pair was",
+                d.pairs_needed
+            ),
+        };
+        lines.push(format!(
+            "confidence: {} groups nearly fall into {} (Mann-Whitney z = {:.1} of the 4 that \
+             decides, {} pairs between two): {what}{spent}",
+            d.hosts, d.groups, d.z, d.pairs
+        ));
+    }
+    lines
+}
+
+/// The pairs of ranks of groups `ga` and `gb` along diagonals (each rank of `ga` with a
+/// different rank of `gb` in turn), so that the first pairs spread over both groups' ranks.
+fn diagonal_pairs<'a>(ga: &'a [Rank], gb: &'a [Rank]) -> impl Iterator<Item = Pair> + 'a {
+    (0..gb.len())
+        .flat_map(move |d| (0..ga.len()).map(move |x| Pair::new(ga[x], gb[(x + d + 1) % gb.len()])))
 }
 
 /// A pair of groups' samples disagree when the slowest is this much above the fastest, and
@@ -793,10 +925,7 @@ pub fn refinement(screened: &ScreenedValues, plan: &StagedPlan) -> Vec<Pair> {
     for &&((a, b), _, count) in &flagged {
         let measured = plan.meeting_pairs(a, b);
         let (ga, gb) = (&plan.groups()[a], &plan.groups()[b]);
-        // Along diagonals of the two groups' ranks, skipping the pairs already screened.
-        let more = (0..gb.len())
-            .flat_map(|d| (0..ga.len()).map(move |x| Pair::new(ga[x], gb[(x + d + 1) % gb.len()])))
-            .filter(|p| !measured.contains(p));
+        let more = diagonal_pairs(ga, gb).filter(|p| !measured.contains(p));
         let mut added = 0;
         for p in more {
             if out.len() == budget || added == count {
@@ -936,6 +1065,7 @@ mod tests {
         };
         let follow_up = FollowUp {
             refine: vec![Pair::new(0, 5), Pair::new(1, 6)],
+            doubts: Vec::new(),
             alone: vec![Pair::new(2, 3), Pair::new(0, 12)],
             sample: vec![Pair::new(5, 10), Pair::new(3, 4)],
         };
@@ -1025,6 +1155,65 @@ mod tests {
                 assert!(barriers[a].iter().all(|(m, _)| m.contains(&a)));
             }
         }
+    }
+
+    #[test]
+    fn a_level_the_samples_nearly_decide_gets_the_pairs_that_would_decide_it() {
+        // 6 hosts of 4 ranks in 3 leaves (hosts 2k and 2k + 1), 2 pairs sampled between two
+        // hosts: 100 us inside a leaf, 108 across, off by up to 1.5 %. The leaves stand apart
+        // in every pair, but a gap of 8 % is no level on the medians (auto asks 10 % of the
+        // median distance at least), and 2 pairs a host are too few to decide it (z about 3).
+        let t = tree(
+            "cluster { group { 0-3 } group { 4-7 } group { 8-11 } group { 12-15 } \
+             group { 16-19 } group { 20-23 } }",
+        );
+        let options = |confidence| StagedOptions {
+            pairs_between: 2,
+            confidence,
+            ..StagedOptions::default()
+        };
+        let plan = StagedPlan::new(&t, 24, 1, &options(512)).unwrap();
+        let mut screened = Vec::new();
+        let mut k = 0u64;
+        for a in 0..6 {
+            for b in a + 1..6 {
+                for p in plan.meeting_pairs(a, b) {
+                    k += 1;
+                    let base = if a / 2 == b / 2 { 100e-6 } else { 108e-6 };
+                    let off = 1.0 + 0.03 * ((k * 7919 % 13) as f64 / 12.0 - 0.5);
+                    screened.push(ScreenedPair {
+                        stage: Stage::Between,
+                        pair: p,
+                        value: base * off,
+                    });
+                }
+            }
+        }
+        let f = choose_follow_up(&mut screened.iter().copied().collect(), &plan);
+        assert_eq!(f.doubts.len(), 1, "{:?}", f.doubts);
+        assert!(
+            f.doubts[0].contains("6 groups nearly fall into 3"),
+            "{:?}",
+            f.doubts
+        );
+        // Pairs between every two hosts, none screened before.
+        let group_of = plan.group_of();
+        let mut hosts_met = HashSet::new();
+        for p in &f.refine {
+            let (a, b) = (group_of[p.i], group_of[p.j]);
+            assert_ne!(a, b, "{p:?}");
+            assert!(!plan.meeting_pairs(a.min(b), a.max(b)).contains(p), "{p:?}");
+            hosts_met.insert((a.min(b), a.max(b)));
+        }
+        assert_eq!(hosts_met.len(), 15, "{:?}", f.refine);
+        // Within the budget, and none without one.
+        let small = StagedPlan::new(&t, 24, 1, &options(5)).unwrap();
+        let f = choose_follow_up(&mut screened.iter().copied().collect(), &small);
+        assert_eq!(f.refine.len(), 5);
+        assert!(f.doubts[0].contains("the budget spent"), "{:?}", f.doubts);
+        let none = StagedPlan::new(&t, 24, 1, &options(0)).unwrap();
+        let f = choose_follow_up(&mut screened.iter().copied().collect(), &none);
+        assert!(f.refine.is_empty() && f.doubts.is_empty());
     }
 
     #[test]

@@ -87,6 +87,9 @@ impl MeasureSummary<'_> {
                 stage.stage.describe()
             )?;
         }
+        for note in &s.notes {
+            writeln!(f, "  {note}")?;
+        }
         if let Some((mean, max)) = s.waiting_cpu_share() {
             writeln!(
                 f,

@@ -263,6 +263,10 @@ pub struct RunSummary {
     /// A staged run's stages: tests and the wall time each took in the last part.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stages: Vec<StageSummary>,
+    /// What rank 0 chose while measuring, for people: the levels in doubt after the screening
+    /// and the tests added to decide them (`measure --confidence`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// One stage of a staged run in one invocation.

@@ -57,7 +57,7 @@ impl Report {
     pub fn health(&self) -> &[String] {
         match self {
             Report::Health(h) => &h.health,
-            Report::Staged(_) => &[],
+            Report::Staged(s) => &s.health,
         }
     }
 
@@ -384,6 +384,13 @@ pub struct StagedReport {
     pub sample: Vec<SampledPair>,
     /// Tests per stage.
     pub tests: BTreeMap<String, usize>,
+    /// Hosts slow towards every other host (their medians to the other hosts against all
+    /// hosts'), at the screening size where they stand out most.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slow_hosts: Vec<SlowHost>,
+    /// The warnings about the machine's health, for people (`cluster` and `report` show them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub health: Vec<String>,
 }
 
 /// The plan's name in a staged report.

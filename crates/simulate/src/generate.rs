@@ -777,6 +777,7 @@ impl<'a> Simulation<'a> {
             overhead_share: 0.0,
             rank_time: Vec::new(),
             stages: Vec::new(),
+            notes: Vec::new(),
         });
         let wall_s = started.elapsed().as_secs_f64();
         run.write_meta(&meta)?;

@@ -185,6 +185,7 @@ impl Simulation<'_> {
             }
         }
         let follow_up = choose_follow_up(&mut screened, &plan);
+        let notes = follow_up.doubts.clone();
         drop(screened);
         let mut sampled = Vec::new();
         // The alone tests, and the side-by-side tests of the same pairs drawn again (each
@@ -244,6 +245,7 @@ impl Simulation<'_> {
             testing_s: predicted.pair_tests_s.min(predicted.wall_s),
             overhead_share: 0.0,
             rank_time: Vec::new(),
+            notes,
             stages: Stage::ALL
                 .iter()
                 .zip(predicted.stage_wall_s)

@@ -52,7 +52,15 @@ impl ClusterMethod for Auto {
         &self,
         blocks: &lgate_rundir::HostBlocks,
         k: usize,
+        between: Option<&lgate_rundir::BetweenPairs>,
     ) -> Option<Result<crate::HostClustering, crate::ByHostsError>> {
-        Some(crate::auto_by_hosts(blocks, k, &self.0))
+        Some(crate::auto_by_hosts(blocks, k, between, &self.0))
+    }
+    fn fit_dense_by_hosts(
+        &self,
+        d: &Array2<f64>,
+        hosts: &crate::by_hosts::DenseHosts,
+    ) -> Option<Result<crate::HostClustering, crate::ByHostsError>> {
+        Some(crate::dense_by_hosts(d, hosts, &self.0))
     }
 }

@@ -189,6 +189,16 @@ pub trait ClusterMethod: Send + Sync + std::fmt::Debug {
         &self,
         _blocks: &lgate_rundir::HostBlocks,
         _k: usize,
+        _between: Option<&lgate_rundir::BetweenPairs>,
+    ) -> Option<Result<crate::HostClustering, crate::ByHostsError>> {
+        None
+    }
+    /// The hierarchy of a dense matrix whose items are on `hosts`, by hosts, for the methods
+    /// that work by hosts; `None` for the others (they cluster the matrix as it is).
+    fn fit_dense_by_hosts(
+        &self,
+        _d: &Array2<f64>,
+        _hosts: &crate::by_hosts::DenseHosts,
     ) -> Option<Result<crate::HostClustering, crate::ByHostsError>> {
         None
     }

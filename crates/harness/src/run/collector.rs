@@ -15,6 +15,8 @@ pub(super) struct Collector {
     pub(super) screened: ScreenedValues,
     pub(super) progress: Progress,
     pub(super) stop_after: Option<usize>,
+    /// What rank 0 chose while measuring, for people (the run summary keeps it).
+    notes: Vec<String>,
     /// Journal lines taken in and not yet written: written once per message drained.
     pending: Vec<u8>,
 }
@@ -51,8 +53,17 @@ impl Collector {
             stages: Vec::new(),
             progress: Progress::new(style),
             stop_after,
+            notes: Vec::new(),
             pending: Vec::new(),
         })
+    }
+
+    /// Says `lines` on stderr (unless quiet) and keeps them for the run summary.
+    pub(super) fn note(&mut self, lines: &[String]) {
+        for line in lines {
+            self.progress.say(&format!("measure: {line}"));
+        }
+        self.notes.extend(lines.iter().cloned());
     }
 
     /// Expects `more` results beyond those expected so far.
@@ -180,6 +191,7 @@ impl Collector {
                     })
                     .collect()
             },
+            notes: std::mem::take(&mut self.notes),
         };
         // Re-deriving a finished run measures nothing: its record of the measuring stays.
         let mut parts = std::mem::take(&mut self.prepared.meta.parts);
@@ -284,6 +296,14 @@ impl Progress {
             .expect("a valid template"),
         );
         Progress::Bar(bar)
+    }
+
+    pub(super) fn say(&self, line: &str) {
+        match self {
+            Progress::Bar(bar) => bar.println(line),
+            Progress::Lines { .. } => eprintln!("{line}"),
+            Progress::Quiet => {}
+        }
     }
 
     pub(super) fn set_total(&mut self, new_total: u64) {

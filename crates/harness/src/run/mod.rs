@@ -404,6 +404,7 @@ fn measure(
                 Some(c) => {
                     // Chosen once: the values are let go (16 bytes a screening test).
                     let chosen = choose_follow_up(&mut std::mem::take(&mut c.screened), &plan);
+                    c.note(&chosen.doubts);
                     let left = (0..options.sweeps)
                         .flat_map(|sweep| follow_up_tests(&chosen, sweep).collect::<Vec<_>>())
                         .filter(|x| !done.contains(x))

@@ -1,0 +1,408 @@
+//! Levels above the host decided on hosts: all the pairs measured between two hosts together.
+//!
+//! `auto` on the host x host medians finds the levels whose gaps stand far above the noise (a
+//! blocking tree's thin uplinks, a dragonfly's global links). Where the gap is small next to the
+//! spread of single pairs (a non-blocking fat tree, where only a few hops tell leaves apart),
+//! the medians of a few pairs per two hosts overlap between the classes, and `auto` rightly
+//! keeps no level. The pairs themselves can still decide it: a grouping of the hosts is a level
+//! here when
+//!
+//! - it is a cut of the average-linkage dendrogram of the host medians with at least two groups
+//!   of two or more hosts and at most a third of the groups single hosts (as `auto` asks);
+//! - every host of a group of two or more is nearer (median) to each host of its group than to
+//!   any host outside it;
+//! - the pairs between hosts of one group are shorter than the pairs between each group and its
+//!   nearest group by a one-sided Mann-Whitney test at `z >=` [`Z_DECIDE`], on every measured
+//!   pair (not the medians), and the medians of the two differ by [`LEAST_GAP`] at least.
+//!
+//! The threshold is set against the selection: on matrices with no structure (4-16 hosts, 4
+//! pairs between each two, log-normal noise), the best cut passing the first two tests reaches
+//! z = 3.3-3.8 in 1 of 1000 draws; 4 keeps false levels rarer than that. A grouping that passes
+//! the first two tests with `z >=` [`Z_DOUBT`] is reported undecided, with the pairs between
+//! each two hosts that would decide it (z grows as the square root of the pairs).
+//!
+//! A level found is looked for again inside each of its groups; levels found inside fewer than
+//! half of the groups of one size are dropped, as `auto` does.
+
+use std::collections::HashMap;
+
+use ndarray::Array2;
+
+use crate::auto::{outvoted, AutoParams, Tree};
+use crate::linkage::{Dendrogram, Linkage};
+use crate::separation::{cut_sizes, median};
+
+/// The least Mann-Whitney z that decides a level on hosts.
+pub const Z_DECIDE: f64 = 4.0;
+
+/// The least z of a grouping reported undecided.
+pub const Z_DOUBT: f64 = 2.0;
+
+/// The least gap between the medians of the pairs inside groups and between them, as a share
+/// of the first: differences below a few percent are timer and placement artifacts.
+pub const LEAST_GAP: f64 = 0.03;
+
+/// The pairs measured between each two hosts (`a < b`), at one size, in microseconds.
+#[derive(Debug, Clone, Default)]
+pub struct BetweenValues {
+    /// Per pair of hosts, its pairs' values.
+    pub values: HashMap<(usize, usize), Vec<f64>>,
+}
+
+impl BetweenValues {
+    /// The values between hosts `a` and `b`.
+    fn of(&self, a: usize, b: usize) -> &[f64] {
+        self.values
+            .get(&(a.min(b), a.max(b)))
+            .map_or(&[], Vec::as_slice)
+    }
+}
+
+/// A grouping of hosts the pairs nearly decide.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Doubt {
+    /// The groups.
+    pub groups: usize,
+    /// The hosts grouped.
+    pub hosts: usize,
+    /// Which hosts (their positions in the host x host matrix).
+    pub members: Vec<usize>,
+    /// The test's z.
+    pub z: f64,
+    /// The pairs now measured between two hosts (the median over the hosts compared).
+    pub pairs: usize,
+    /// The pairs between two hosts that would bring z to [`Z_DECIDE`] if the difference holds.
+    pub pairs_needed: usize,
+}
+
+/// A grouping accepted or doubted by the pairs.
+struct Candidate {
+    labels: Vec<usize>,
+    z: f64,
+    ratio: f64,
+    pairs: usize,
+}
+
+/// `tree` (over hosts, as `auto` found it on the medians `g`) with the levels the pairs
+/// `values` decide added inside its leaves, and the groupings they nearly decide.
+pub fn refine(
+    tree: Tree,
+    g: &Array2<f64>,
+    values: &BetweenValues,
+    p: &AutoParams,
+) -> (Tree, Vec<Doubt>) {
+    let mut doubts = Vec::new();
+    let t = refine_in(tree, g, values, p, &mut doubts);
+    (t, doubts)
+}
+
+fn refine_in(
+    tree: Tree,
+    g: &Array2<f64>,
+    values: &BetweenValues,
+    p: &AutoParams,
+    doubts: &mut Vec<Doubt>,
+) -> Tree {
+    match tree {
+        Tree::Leaf(hosts) if hosts.len() >= 4 => {
+            let Some(c) = best_grouping(&hosts, g, values, p) else {
+                return Tree::Leaf(hosts);
+            };
+            if c.z < Z_DECIDE {
+                doubts.push(Doubt {
+                    groups: c.labels.iter().max().map_or(0, |&m| m + 1),
+                    hosts: hosts.len(),
+                    members: hosts.clone(),
+                    z: c.z,
+                    pairs: c.pairs,
+                    pairs_needed: (c.pairs as f64 * (Z_DECIDE / c.z).powi(2)).ceil() as usize,
+                });
+                return Tree::Leaf(hosts);
+            }
+            let k = c.labels.iter().max().map_or(0, |&m| m + 1);
+            let mut groups = vec![Vec::new(); k];
+            for (n, &l) in c.labels.iter().enumerate() {
+                groups[l].push(hosts[n]);
+            }
+            let mut kids: Vec<Tree> = (groups.into_iter())
+                .map(|grp| refine_in(Tree::Leaf(grp), g, values, p, doubts))
+                .collect();
+            outvoted(&mut kids);
+            Tree::Node {
+                children: kids,
+                separation: Some(c.ratio),
+            }
+        }
+        Tree::Leaf(hosts) => Tree::Leaf(hosts),
+        Tree::Node {
+            children,
+            separation,
+        } => {
+            let mut kids: Vec<Tree> = (children.into_iter())
+                .map(|c| refine_in(c, g, values, p, doubts))
+                .collect();
+            outvoted(&mut kids);
+            Tree::Node {
+                children: kids,
+                separation,
+            }
+        }
+    }
+}
+
+/// The grouping of `hosts` the pairs show best (highest z) among the cuts that pass the
+/// structural and nearness tests, if its z reaches [`Z_DOUBT`].
+fn best_grouping(
+    hosts: &[usize],
+    g: &Array2<f64>,
+    values: &BetweenValues,
+    p: &AutoParams,
+) -> Option<Candidate> {
+    let n = hosts.len();
+    let m = Array2::from_shape_fn((n, n), |(a, b)| g[[hosts[a], hosts[b]]]);
+    if m.iter().any(|x| !x.is_finite()) {
+        return None;
+    }
+    let dendrogram = Dendrogram::new(&m, Linkage::Average);
+    let mut best: Option<Candidate> = None;
+    for k in cut_sizes(&dendrogram, p) {
+        if k < 2 || k >= n {
+            continue;
+        }
+        let labels = dendrogram.cut(k);
+        let Some(c) = judge(&labels, hosts, &m, values, p) else {
+            continue;
+        };
+        if best.as_ref().is_none_or(|b| c.z > b.z) {
+            best = Some(c);
+        }
+    }
+    best.filter(|c| c.z >= Z_DOUBT)
+}
+
+/// The test of one grouping (`labels` over `hosts`, `m` their medians): `None` when it fails
+/// the structural or nearness tests or the least gap.
+fn judge(
+    labels: &[usize],
+    hosts: &[usize],
+    m: &Array2<f64>,
+    values: &BetweenValues,
+    p: &AutoParams,
+) -> Option<Candidate> {
+    let n = labels.len();
+    let k = labels.iter().max().map_or(0, |&x| x + 1);
+    let mut members = vec![Vec::new(); k];
+    for (a, &l) in labels.iter().enumerate() {
+        members[l].push(a);
+    }
+    let singles = members.iter().filter(|g| g.len() == 1).count();
+    if k - singles < 2 || singles as f64 > p.max_singleton_share * k as f64 {
+        return None;
+    }
+    // Every host nearer to each of its group than to any host outside it.
+    for a in 0..n {
+        if members[labels[a]].len() < 2 {
+            continue;
+        }
+        let (mut inside, mut outside) = (0.0f64, f64::INFINITY);
+        for b in (0..n).filter(|&b| b != a) {
+            if labels[b] == labels[a] {
+                inside = inside.max(m[[a, b]]);
+            } else {
+                outside = outside.min(m[[a, b]]);
+            }
+        }
+        if inside >= outside {
+            return None;
+        }
+    }
+    // Each group's nearest group by the median of the medians between them.
+    let mut between_pairs: Vec<(usize, usize)> = Vec::new();
+    for x in 0..k {
+        let near = (0..k).filter(|&y| y != x).min_by(|&y, &z| {
+            let at = |y: usize| {
+                let mut v: Vec<f64> = (members[x].iter())
+                    .flat_map(|&a| members[y].iter().map(move |&b| (a, b)))
+                    .map(|(a, b)| m[[a, b]])
+                    .collect();
+                median(&mut v)
+            };
+            at(y).total_cmp(&at(z))
+        })?;
+        for &a in &members[x] {
+            for &b in &members[near] {
+                between_pairs.push((a.min(b), a.max(b)));
+            }
+        }
+    }
+    between_pairs.sort_unstable();
+    between_pairs.dedup();
+    let within_pairs: Vec<(usize, usize)> = (0..n)
+        .flat_map(|a| (a + 1..n).map(move |b| (a, b)))
+        .filter(|&(a, b)| labels[a] == labels[b])
+        .collect();
+    let gather = |pairs: &[(usize, usize)]| -> Vec<f64> {
+        (pairs.iter())
+            .flat_map(|&(a, b)| values.of(hosts[a], hosts[b]).iter().copied())
+            .filter(|x| x.is_finite())
+            .collect()
+    };
+    let mut within = gather(&within_pairs);
+    let mut between = gather(&between_pairs);
+    if within.is_empty() || between.is_empty() {
+        return None;
+    }
+    let z = mann_whitney_z(&within, &between);
+    let (w, b) = (median(&mut within), median(&mut between));
+    if !(w > 0.0 && b >= (1.0 + LEAST_GAP) * w) {
+        return None;
+    }
+    let mut counts: Vec<f64> = (within_pairs.iter().chain(&between_pairs))
+        .map(|&(a, c)| values.of(hosts[a], hosts[c]).len() as f64)
+        .collect();
+    Some(Candidate {
+        labels: labels.to_vec(),
+        z,
+        ratio: b / w,
+        pairs: median(&mut counts).round().max(1.0) as usize,
+    })
+}
+
+/// The z of a one-sided Mann-Whitney test that `y` is larger than `x` (normal approximation,
+/// ties counted half).
+fn mann_whitney_z(x: &[f64], y: &[f64]) -> f64 {
+    let (n1, n2) = (x.len() as f64, y.len() as f64);
+    let mut all: Vec<(f64, bool)> = (x.iter().map(|&v| (v, false)))
+        .chain(y.iter().map(|&v| (v, true)))
+        .collect();
+    all.sort_by(|a, b| a.0.total_cmp(&b.0));
+    // The rank sum of y, ties given their mean rank.
+    let mut rank_sum = 0.0;
+    let mut i = 0;
+    while i < all.len() {
+        let mut j = i;
+        while j + 1 < all.len() && all[j + 1].0 == all[i].0 {
+            j += 1;
+        }
+        let mean_rank = (i + j) as f64 / 2.0 + 1.0;
+        rank_sum += mean_rank * all[i..=j].iter().filter(|v| v.1).count() as f64;
+        i = j + 1;
+    }
+    let u = rank_sum - n2 * (n2 + 1.0) / 2.0;
+    let sd = (n1 * n2 * (n1 + n2 + 1.0) / 12.0).sqrt();
+    if sd > 0.0 {
+        (u - n1 * n2 / 2.0) / sd
+    } else {
+        0.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    /// `hosts` hosts in leaves of `per`, `pairs` pairs between each two: 100 us between hosts of
+    /// a leaf and `far` across leaves, each pair off by log-normal noise `sigma`.
+    fn fabric(
+        hosts: usize,
+        per: usize,
+        pairs: usize,
+        far: f64,
+        sigma: f64,
+        seed: u64,
+    ) -> (Array2<f64>, BetweenValues) {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut values = BetweenValues::default();
+        let mut g = Array2::zeros((hosts, hosts));
+        for a in 0..hosts {
+            for b in a + 1..hosts {
+                let base = if a / per == b / per { 100.0 } else { far };
+                let mut v: Vec<f64> = (0..pairs)
+                    .map(|_| {
+                        // Box-Muller: a normal draw.
+                        let (u1, u2): (f64, f64) =
+                            (rng.random_range(1e-12..1.0), rng.random_range(0.0..1.0));
+                        let n = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+                        base * (sigma * n).exp()
+                    })
+                    .collect();
+                values.values.insert((a, b), v.clone());
+                let mid = median(&mut v);
+                g[[a, b]] = mid;
+                g[[b, a]] = mid;
+            }
+        }
+        (g, values)
+    }
+
+    fn groups(t: &Tree) -> usize {
+        match t {
+            Tree::Leaf(_) => 1,
+            Tree::Node { children, .. } => children.len(),
+        }
+    }
+
+    #[test]
+    fn leaves_a_few_hops_apart_are_decided_by_the_pairs() {
+        // Leaves 20 % apart under 15 % noise per pair (single pairs of the two classes overlap
+        // a third of the time), 16 pairs between two hosts: `auto` on the medians keeps no
+        // level (a gap under its 1.2 ratio), the pairs decide it.
+        for seed in 0..5 {
+            let (g, v) = fabric(6, 2, 16, 120.0, 0.15, seed);
+            let p = AutoParams::default();
+            assert!(matches!(crate::auto(&g, &p), Tree::Leaf(_)), "seed {seed}");
+            let (t, doubts) = refine(Tree::Leaf((0..6).collect()), &g, &v, &p);
+            assert_eq!(groups(&t), 3, "seed {seed}: {t:?} {doubts:?}");
+        }
+    }
+
+    #[test]
+    fn no_level_is_made_of_noise() {
+        // Hosts with no structure, 4 pairs between two, log-normal noise 0.3: at most 1 draw
+        // of 200 may give a level, for each count of hosts.
+        for hosts in [4, 6, 8, 12] {
+            let mut made = 0;
+            let mut doubted = 0;
+            for seed in 0..200 {
+                let (g, v) = fabric(hosts, hosts, 4, 100.0, 0.3, 1000 * hosts as u64 + seed);
+                let leaf = Tree::Leaf((0..hosts).collect());
+                let (t, doubts) = refine(leaf, &g, &v, &AutoParams::default());
+                made += usize::from(groups(&t) > 1);
+                doubted += usize::from(!doubts.is_empty());
+            }
+            assert!(
+                made <= 1,
+                "{hosts} hosts: levels made of noise in {made} of 200 draws"
+            );
+            assert!(
+                doubted <= 40,
+                "{hosts} hosts: {doubted} of 200 draws in doubt"
+            );
+        }
+    }
+
+    #[test]
+    fn too_few_pairs_leave_the_level_undecided_with_what_would_decide_it() {
+        // Leaves 30 % apart with 2 pairs between two hosts: z falls short, and the pairs it
+        // would take are more than measured.
+        let (g, v) = fabric(6, 2, 2, 130.0, 0.15, 7);
+        let (t, doubts) = refine(Tree::Leaf((0..6).collect()), &g, &v, &AutoParams::default());
+        assert_eq!(groups(&t), 1, "{t:?}");
+        let d = doubts.first().expect("a grouping in doubt");
+        assert_eq!((d.groups, d.hosts, d.pairs), (3, 6, 2));
+        assert!(d.z >= Z_DOUBT && d.z < Z_DECIDE, "{d:?}");
+        assert!(d.pairs_needed > 2, "{d:?}");
+    }
+
+    #[test]
+    fn mann_whitney_z_is_zero_for_equal_samples_and_grows_with_separation() {
+        assert_eq!(mann_whitney_z(&[1.0, 2.0, 3.0], &[1.0, 2.0, 3.0]), 0.0);
+        let x: Vec<f64> = (0..20).map(f64::from).collect();
+        let y: Vec<f64> = (100..120).map(f64::from).collect();
+        // Complete separation of 20 and 20: U = 400, z = 200 / sqrt(400 * 41 / 12) = 5.41.
+        assert!((mann_whitney_z(&x, &y) - 5.41).abs() < 0.01);
+        assert!(mann_whitney_z(&y, &x) < -5.0);
+    }
+}
