@@ -518,8 +518,20 @@ pub fn load_by_hosts(path: &Path, matrix: Option<&str>) -> Result<Vec<ClusterInp
     let meta = run.read_meta()?;
     let blocks = Arc::new(HostBlocks::read(&run)?);
     let index = &blocks.index;
+    let mut warnings = Vec::new();
+    let h = index.hosts.len();
     let between = match run.file(lgate_rundir::files::BETWEEN_FILE).is_file() {
-        true => Some(Arc::new(HostBlocks::read_between(&run, index)?)),
+        true if h <= crate::host_levels::MAX_HOSTS => {
+            Some(Arc::new(HostBlocks::read_between(&run, index)?))
+        }
+        true => {
+            warnings.push(format!(
+                "{h} hosts: the levels above the hosts are decided on the host x host medians \
+                 alone (the pairs between hosts are read up to {} hosts)",
+                crate::host_levels::MAX_HOSTS
+            ));
+            None
+        }
         false => None,
     };
     let file = run.file(lgate_rundir::files::HOST_INDEX_FILE);
@@ -554,7 +566,6 @@ pub fn load_by_hosts(path: &Path, matrix: Option<&str>) -> Result<Vec<ClusterInp
     let total = index.ranks * index.ranks.saturating_sub(1) / 2;
     let measured = index.pairs.inside_measured + index.pairs.between_measured;
     let filled = total.saturating_sub(measured);
-    let mut warnings = Vec::new();
     if meta.status == lgate_rundir::RunStatus::Running {
         warnings.push(format!(
             "{}: the run has not finished (meta.json says `running`: still measuring, or \

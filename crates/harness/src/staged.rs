@@ -752,8 +752,8 @@ pub fn choose_follow_up(screened: &mut ScreenedValues, plan: &StagedPlan) -> Fol
 }
 
 /// The most groups whose host x host medians rank 0 clusters to find the levels in doubt
-/// (2048: 32 MB).
-const CONFIRM_MAX_GROUPS: usize = 2048;
+/// (2048: 32 MB), as `cluster` reads the pairs between hosts.
+const CONFIRM_MAX_GROUPS: usize = lgate_cluster::host_levels::MAX_HOSTS;
 
 /// Adds to `refine` the pairs that would decide the levels above the groups that the samples
 /// nearly decide (`auto` by hosts on the screening values, see `lgate_cluster::host_levels`):
