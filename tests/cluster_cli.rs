@@ -757,3 +757,87 @@ fn every_level_comes_with_its_confidence_and_an_undecided_one_is_not_kept() {
         }
     }
 }
+
+/// A pair list of 6 hosts of 2 ranks in 3 leaves (hosts 2k and 2k + 1): 10 us inside a host,
+/// 100 between hosts of a leaf and `across` between leaves, each pair off by up to `spread`
+/// (deterministic), with the hosts named.
+fn leaves_pairs(across: f64, spread: f64) -> String {
+    let mut csv = String::from("i,j,value,host_i,host_j\n");
+    let mut k = 0u64;
+    for i in 0..12usize {
+        for j in i + 1..12 {
+            k += 1;
+            let (a, b) = (i / 2, j / 2);
+            let base = if a == b {
+                10.0
+            } else if a / 2 == b / 2 {
+                100.0
+            } else {
+                across
+            };
+            let off = 1.0 + spread * ((k * 7919 % 13) as f64 / 12.0 - 0.5);
+            csv.push_str(&format!("{i},{j},{},h{a},h{b}\n", base * off));
+        }
+    }
+    csv
+}
+
+#[test]
+fn leaves_the_pairs_between_hosts_decide_are_found_and_hosts_stay_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Leaves 8 % apart: no level on the host medians (auto asks a gap of 10 % of the median at
+    // least), but every pair across leaves is slower than every pair inside one.
+    std::fs::write(d.join("pairs.csv"), leaves_pairs(108.0, 0.03)).unwrap();
+    let run = d.join("run");
+    let (pairs, run_s) = (d.join("pairs.csv"), run.to_str().unwrap());
+    let out = lgate_plogp(&["import", "pairs", pairs.to_str().unwrap(), "-o", run_s]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = lgate_plogp(&["cluster", run_s]);
+    let json = stdout_json(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let groups: Vec<usize> = (json["levels"].as_array().unwrap().iter())
+        .map(|l| l["groups"].as_array().unwrap().len())
+        .collect();
+    assert_eq!(groups, [3, 6], "{stderr}");
+    assert_eq!(
+        json["levels"][0]["groups"],
+        serde_json::json!([[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]),
+        "{stderr}"
+    );
+    // The same pairs without host names: the matrix alone, no leaf level.
+    let plain: String = (leaves_pairs(108.0, 0.03).lines())
+        .map(|l| l.rsplitn(3, ',').nth(2).unwrap().to_string() + "\n")
+        .collect();
+    std::fs::write(d.join("plain.csv"), plain).unwrap();
+    let plain_run = d.join("plain");
+    let plain_csv = d.join("plain.csv");
+    let out = lgate_plogp(&[
+        "import",
+        "pairs",
+        plain_csv.to_str().unwrap(),
+        "-o",
+        plain_run.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = lgate_plogp(&["cluster", plain_run.to_str().unwrap(), "--resamples", "0"]);
+    let json = stdout_json(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        (json["levels"].as_array().unwrap().iter())
+            .all(|l| l["groups"].as_array().unwrap().len() != 3),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("confidence: not estimated (--resamples 0)"),
+        "{stderr}"
+    );
+}

@@ -905,4 +905,65 @@ mod tests {
         let v = [1.0, 1.0, 1.1, 0.9, 10.0];
         assert!((robust_sigma(&v, 1.0) - 1.4826 * 0.1).abs() < 1e-9);
     }
+
+    /// Host blocks of `h` hosts with the host x host medians `m(a, b)` at two sizes (the
+    /// second twice the first).
+    fn host_links(h: usize, m: impl Fn(usize, usize) -> f64) -> lgate_rundir::HostBlocks {
+        use lgate_rundir::{HostBlock, HostEntry, HostIndex, HostLinks};
+        let hosts = (0..h)
+            .map(|x| HostEntry {
+                name: format!("h{x}"),
+                ranks: vec![2 * x, 2 * x + 1],
+            })
+            .collect();
+        let mut links = HostLinks {
+            median_us: vec![Vec::new(), Vec::new()],
+            p25_us: vec![Vec::new(), Vec::new()],
+            p75_us: vec![Vec::new(), Vec::new()],
+            ..HostLinks::default()
+        };
+        for a in 0..h {
+            for b in a..h {
+                let x = if a == b { 1.0 } else { m(a, b) };
+                links.host_i.push(a as u32);
+                links.host_j.push(b as u32);
+                links.pairs.push(4);
+                for (k, f) in [1.0, 2.0].into_iter().enumerate() {
+                    links.median_us[k].push(f * x);
+                    links.p25_us[k].push(f * x);
+                    links.p75_us[k].push(f * x);
+                }
+            }
+        }
+        lgate_rundir::HostBlocks {
+            index: HostIndex::new(2 * h, Estimator::Median, vec![0, 65536], hosts),
+            blocks: vec![
+                HostBlock {
+                    values: vec![ndarray::Array2::zeros((2, 2)); 2],
+                };
+                h
+            ],
+            links,
+        }
+    }
+
+    #[test]
+    fn a_host_slow_towards_every_other_is_named_once() {
+        // Six hosts in two leaves (10 us inside a leaf, 30 across, off by a little); h4's
+        // pairs to every host 1.6 times slower.
+        let m = |a: usize, b: usize| {
+            let base = if a / 3 == b / 3 { 10.0 } else { 30.0 };
+            let slow = if a == 4 || b == 4 { 1.6 } else { 1.0 };
+            base * slow * (1.0 + 0.01 * ((a + 2 * b) % 3) as f64)
+        };
+        let slow = slow_hosts_between(&host_links(6, m));
+        assert_eq!(slow.len(), 1, "{slow:?}");
+        assert_eq!(slow[0].host, "h4");
+        assert!((slow[0].factor - 1.6).abs() < 0.1, "{slow:?}");
+        assert_eq!(slow[0].ranks, 2);
+        // No host stands out: none; two hosts cannot tell which one is slow.
+        let even = |a: usize, b: usize| if a / 3 == b / 3 { 10.0 } else { 30.0 };
+        assert!(slow_hosts_between(&host_links(6, even)).is_empty());
+        assert!(slow_hosts_between(&host_links(2, m)).is_empty());
+    }
 }
