@@ -379,12 +379,7 @@ pub fn attach(
         topology.with_levels(levels)?
     } else {
         // The levels kept, nested as they were; the labels and slow ranks stay.
-        let rebuilt = lgate_topology::Topology::from_levels(topology.ranks(), levels)?
-            .with_outliers(topology.outliers().to_vec())?;
-        match topology.labels() {
-            Some(labels) => rebuilt.with_labels(labels.to_vec())?,
-            None => rebuilt,
-        }
+        topology.keeping_levels(levels)?
     };
     Ok((topology.with_confidence(Some(confidence)), Some(s)))
 }

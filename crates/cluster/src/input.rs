@@ -361,12 +361,7 @@ impl ClusterInput {
         let topology = if left_out.is_empty() {
             topology
         } else {
-            // The levels kept, nested as they were; the labels stay.
-            let rebuilt = lgate_topology::Topology::from_levels(n, kept)?;
-            match topology.labels() {
-                Some(labels) => rebuilt.with_labels(labels.to_vec())?,
-                None => rebuilt,
-            }
+            topology.keeping_levels(kept)?
         };
         Ok((crate::score::name_levels(topology, placement)?, left_out))
     }

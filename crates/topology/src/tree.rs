@@ -393,6 +393,16 @@ impl Topology {
         &self.outliers
     }
 
+    /// The topology of only `levels` (some of this one's, nested as they were), with this one's
+    /// labels, outliers and confidence.
+    pub fn keeping_levels(&self, levels: Vec<Level>) -> Result<Self, TopologyError> {
+        let mut kept =
+            Topology::from_levels(self.ranks, levels)?.with_outliers(self.outliers.clone())?;
+        kept.labels = self.labels.clone();
+        kept.confidence = self.confidence.clone();
+        Ok(kept)
+    }
+
     /// The same topology with its confidence as a whole; its levels' own shares are theirs.
     pub fn with_confidence(mut self, confidence: Option<Confidence>) -> Self {
         self.confidence = confidence;
@@ -959,6 +969,24 @@ mod tests {
         ];
         let t = Topology::from_levels(12, levels.clone()).unwrap();
         assert_eq!(t.levels(), &levels[..]);
+        // Keeping some levels keeps the labels and slow ranks too.
+        let marked = (t.clone())
+            .with_labels((0..12).map(|r| format!("cpu{r}")).collect())
+            .unwrap()
+            .with_outliers(vec![Outlier {
+                rank: 3,
+                slowness: 1.5,
+            }])
+            .unwrap();
+        let socket = marked.keeping_levels(levels[..1].to_vec()).unwrap();
+        assert_eq!(socket.levels(), &levels[..1]);
+        assert_eq!(socket.labels(), marked.labels());
+        assert_eq!(socket.outliers(), marked.outliers());
+        assert!(marked
+            .keeping_levels(Vec::new())
+            .unwrap()
+            .levels()
+            .is_empty());
         let again = Topology::from_tree(t.tree().clone(), Some(12)).unwrap();
         let again = again.with_levels(levels.clone()).unwrap();
         assert_eq!(again.levels(), &levels[..]);
