@@ -22,15 +22,18 @@ pub struct DiffArgs {
     /// The earlier run (a run directory, or a matrix file whose labels name the hosts).
     #[arg(value_name = "RUN_A")]
     a: PathBuf,
-    /// The later run.
-    #[arg(value_name = "RUN_B")]
+    /// The later run, or the topology the site declares for the machine (a Slurm
+    /// topology.conf, tree or block, or a topology file of ranks): the run is checked against
+    /// it, level by level.
+    #[arg(value_name = "RUN_B|DECLARED")]
     b: PathBuf,
     /// A host, host pair or rank changed when the median of its pairs' changes is this many
-    /// standard deviations of one repetition (both runs' noise combined) or more.
+    /// standard errors or more (its pairs' repetitions and how much pairs, ranks and hosts of
+    /// the machine move between runs, as both runs show).
     #[arg(long, value_name = "SIGMAS", default_value_t = lgate_diff::DEFAULT_THRESHOLD)]
     threshold: f64,
     /// A host, host pair or rank changed only when its change against the machine's is also
-    /// at least this share (0.1: 10 % slower or faster).
+    /// at least this share (0.05: 5 % slower or faster).
     #[arg(long, value_name = "SHARE", default_value_t = lgate_diff::DEFAULT_MIN_CHANGE)]
     min_change: f64,
     /// The whole machine changed only when the median pair changed by at least this factor
@@ -73,6 +76,15 @@ pub fn run(args: DiffArgs) -> Result<bool> {
         matrices: args.matrices.clone(),
         topology: !args.no_topology,
     };
+    if args.b.is_file() && lgate_diff::declared::is_declared(&args.b) {
+        let check = lgate_diff::declared::check_declared(&args.a, &args.b)?;
+        let text = match args.format {
+            DiffFormat::Text => check.summary(),
+            DiffFormat::Json => format!("{:#}\n", check.to_json()),
+        };
+        write_output(args.output.as_deref(), &text)?;
+        return Ok(check.differs());
+    }
     let diff = lgate_diff::diff(&args.a, &args.b, &options)?;
     let text = match args.format {
         DiffFormat::Text => diff.summary(),

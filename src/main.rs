@@ -4,6 +4,7 @@
 //! `crates/`.
 
 mod bcast_cmd;
+mod change_args;
 mod cluster_cmd;
 mod diff_cmd;
 mod import_cmd;

@@ -92,24 +92,9 @@ pub struct SimulateArgs {
     /// The plan `measure` would follow, and its choices (as for measure).
     #[command(flatten)]
     plan: crate::plan_args::PlanArgs,
-    /// Make one host's facts differ from the rest (meta.json's `hosts`), as HOST:FACT=VALUE
-    /// with the host by name or number: 3:governor=powersave, n1:smt=off, 0:boost=off.
-    /// Repeatable.
-    #[arg(long, value_name = "HOST:FACT=VALUE")]
-    odd_host: Vec<lgate_simulate::HostChange>,
-    /// Make a host slower: every pair with a rank on it takes FACTOR times as long, as
-    /// HOST=FACTOR with the host by name or number (2=1.15). Repeatable; for the "after" run
-    /// of `diff`.
-    #[arg(long, value_name = "HOST=FACTOR", value_parser = |s: &str| lgate_simulate::Degradation::parse(s, false))]
-    slow_host: Vec<lgate_simulate::Degradation>,
-    /// Make the link between two hosts slower: every pair with a rank on each takes FACTOR
-    /// times as long, as HOST:HOST=FACTOR (0:3=2). Repeatable.
-    #[arg(long, value_name = "HOST:HOST=FACTOR", value_parser = |s: &str| lgate_simulate::Degradation::parse(s, true))]
-    slow_link: Vec<lgate_simulate::Degradation>,
-    /// Measure the same machine again: this run's noise is drawn anew (N = 1, 2, ...) while the
-    /// placement and the artifacts stay those of --seed.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    rerun: u64,
+    /// What differs from the machine's first measurement (for the "after" run of `diff`).
+    #[command(flatten)]
+    change: crate::change_args::ChangeArgs,
     /// No summary on stderr.
     #[arg(long, short)]
     quiet: bool,
@@ -201,14 +186,10 @@ impl SimulateArgs {
                 lgate_harness::PlanKind::Staged(staged) => Some(staged),
                 lgate_harness::PlanKind::Full => None,
             },
-            host_changes: self.odd_host.clone(),
-            degraded: self
-                .slow_host
-                .iter()
-                .chain(&self.slow_link)
-                .cloned()
-                .collect(),
-            rerun: self.rerun,
+            host_changes: self.change.odd_host.clone(),
+            degraded: self.change.degraded(),
+            slow_ranks: self.change.slow_rank.clone(),
+            rerun: self.change.rerun,
         })
     }
 }

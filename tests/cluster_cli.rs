@@ -841,3 +841,91 @@ fn leaves_the_pairs_between_hosts_decide_are_found_and_hosts_stay_whole() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_staged_runs_report_names_the_slow_hosts_cluster_finds() {
+    // The fram preset's slow node (fram-n0, 1.4x) and fram-n3 made 1.5x slower: `cluster`
+    // sets every rank of both apart as slow; report.json, its health and the HTML report name
+    // the same two hosts, with how sure.
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    let run_s = run.to_str().unwrap();
+    let out = lgate_plogp(&[
+        "simulate",
+        "--preset",
+        "fram",
+        "--rerun",
+        "1",
+        "--slow-host",
+        "3=1.5",
+        "--quiet",
+        "--output",
+        run_s,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let topology = stdout_json(&lgate_plogp(&["cluster", run_s, "--format", "json"]));
+    let meta: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("meta.json")).unwrap()).unwrap();
+    let host_of = |r: u64| {
+        meta["ranks"][r as usize]["host"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let mut by_cluster: Vec<String> = topology["outliers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| host_of(o["rank"].as_u64().unwrap()))
+        .collect();
+    by_cluster.sort();
+    by_cluster.dedup();
+    assert_eq!(by_cluster, ["fram-n0", "fram-n3"]);
+
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["plan"], "staged");
+    let mut by_report: Vec<String> = report["slow_hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            assert!(h["z"].as_f64().unwrap() >= 3.0, "{h}");
+            assert!(h["factor"].as_f64().unwrap() > 1.2, "{h}");
+            h["host"].as_str().unwrap().to_string()
+        })
+        .collect();
+    by_report.sort();
+    assert_eq!(by_report, by_cluster, "{report:#}");
+    let health: Vec<&str> = report["health"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    for host in &by_cluster {
+        assert!(
+            health
+                .iter()
+                .any(|l| l.starts_with(&format!("host {host} is slow"))),
+            "{health:?}"
+        );
+    }
+    let html = run.join("report.html");
+    let out = lgate_plogp(&["report", run_s, "--output", html.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    let table = &page[page.find("id=\"slow-hosts\"").expect("a slow-hosts table")..];
+    let table = &table[..table.find("</table>").expect("a table")];
+    for host in &by_cluster {
+        assert!(table.contains(&format!("<td>{host}</td>")), "{table}");
+    }
+}

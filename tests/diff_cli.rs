@@ -362,3 +362,97 @@ fn runs_kept_as_host_blocks_compare_without_a_dense_matrix() {
     let change = json["changes"][0]["change"].as_f64().unwrap();
     assert!((0.8..1.2).contains(&change), "{json:#}");
 }
+
+#[test]
+fn a_declared_topology_is_checked_host_by_host() {
+    // fram with two switches of four hosts each, every pair measured: a topology.conf with
+    // fram-n3 and fram-n5 swapped names both (exit 1), the right one agrees (exit 0).
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = lgate_plogp_in(
+        d,
+        &[
+            "simulate",
+            "--preset",
+            "fram",
+            "--machine",
+            "switch=2,node=4,socket=2,core=4",
+            "--plan",
+            "full",
+            "--max-size",
+            "1KiB",
+            "--quiet",
+            "--output",
+            "run",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let write = |name: &str, text: &str| std::fs::write(d.join(name), text).unwrap();
+    write(
+        "right.conf",
+        "SwitchName=s0 Nodes=fram-n[0-3]\nSwitchName=s1 Nodes=fram-n[4-7]\nSwitchName=top Switches=s[0-1]\n",
+    );
+    write(
+        "swapped.conf",
+        "SwitchName=s0 Nodes=fram-n[0-2],fram-n5\nSwitchName=s1 Nodes=fram-n[3-4],fram-n[6-7]\n",
+    );
+    let out = lgate_plogp_in(d, &["diff", "run", "right.conf"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("level tier1 (2 groups: s0, s1)"), "{text}");
+    assert!(
+        text.contains("verdict: the run agrees with the declared topology"),
+        "{text}"
+    );
+
+    let (out, json) = diff(d, "run", "swapped.conf", &[]);
+    assert_eq!(out.status.code(), Some(1), "{json:#}");
+    let level = &json["levels"][0];
+    assert_eq!(level["seen"], true, "{json:#}");
+    let moved: Vec<(&str, &str, &str)> = level["misplaced"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            assert!(m["z"].as_f64().unwrap() >= 3.0, "{m}");
+            (
+                m["host"].as_str().unwrap(),
+                m["declared"].as_str().unwrap(),
+                m["nearer"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        moved,
+        [("fram-n3", "s1", "s0"), ("fram-n5", "s0", "s1")],
+        "{json:#}"
+    );
+
+    // Bad declared files: one line naming the file and the problem, exit 2.
+    write(
+        "unknown.conf",
+        "SwitchName=s0 Nodes=fram-n[0-3],gpu9\nSwitchName=s1 Nodes=fram-n[4-7]\n",
+    );
+    write(
+        "broken.conf",
+        "SwitchName=s0 Nodes=fram-n[0-3\nSwitchName=s1 Nodes=fram-n[4-7]\n",
+    );
+    for (file, problem) in [
+        ("unknown.conf", "host gpu9 is not a host of the run"),
+        ("broken.conf", "line 1: Nodes=fram-n[0-3:"),
+    ] {
+        let out = lgate_plogp_in(d, &["diff", "run", file]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.contains(file) && stderr.contains(problem),
+            "{stderr}"
+        );
+        assert!(out.stdout.is_empty());
+    }
+}

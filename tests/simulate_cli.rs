@@ -470,8 +470,12 @@ fn health_names_a_slow_host_and_the_slow_first_pair_in_report_json_cluster_and_r
     let ratio = report["artifacts"][0]["ratio"].as_f64().unwrap();
     assert!((1.5..1.7).contains(&ratio), "the model's 1.6: {ratio}");
     assert!(
-        health[1].starts_with("host fram-n3 is slow with all its peers in t:0 (x1.2")
-            || health[1].starts_with("host fram-n3 is slow with all its peers in t:0 (x1.3"),
+        health[1].starts_with("host fram-n3 is slow: its pairs take x1.2")
+            || health[1].starts_with("host fram-n3 is slow: its pairs take x1.3"),
+        "{health:?}"
+    );
+    assert!(
+        health[1].contains("pairs inside its host at t:0"),
         "{health:?}"
     );
     let slow = &report["matrices"][1]["slow_hosts"];
@@ -484,7 +488,7 @@ fn health_names_a_slow_host_and_the_slow_first_pair_in_report_json_cluster_and_r
     let summary = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{summary}");
     assert!(
-        summary.contains("  health: host fram-n3 is slow with all its peers"),
+        summary.contains("  health: host fram-n3 is slow: its pairs take x1."),
         "{summary}"
     );
     assert!(summary.contains("  health: slow first pair"), "{summary}");

@@ -37,6 +37,7 @@ pub mod pingpong;
 pub mod plogp;
 pub mod report;
 pub mod run;
+pub mod slow;
 pub mod staged;
 /// Long-format tables (CSV and Parquet), from the run directory's crate.
 pub use lgate_rundir::table;

@@ -23,11 +23,13 @@ use std::collections::BTreeMap;
 
 use lgate_matrix::DistanceMatrix;
 use lgate_rundir::report::{
-    Artifact, ClassStats, HealthReport, HostsReport, MatrixReport, SlowHost, SlowPair, SlowRank,
-    SpreadReport, SweepPairRef, UnstableHost, UnstablePair, UnstableReport,
+    Artifact, ClassStats, HealthReport, HostsReport, MatrixReport, SlowPair, SpreadReport,
+    SweepPairRef, UnstableHost, UnstablePair, UnstableReport,
 };
 use lgate_rundir::{Estimator, MessageSize, RankInfo};
 use lgate_stats::{median, quantile};
+
+use crate::slow::{judge, Evidence, Rows, Slow};
 
 /// Flagged pairs listed in full at most; the count is always given.
 const LISTED: usize = 100;
@@ -134,16 +136,13 @@ fn matrix_report(
     let classes = class_stats(ids, m);
     let mut slow_pairs = Vec::new();
     let mut total = 0;
-    let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); n];
+    let mut evidence = Vec::with_capacity(n * n.saturating_sub(1) / 2);
     for a in 0..n {
         for b in a + 1..n {
             let c = class_index(ids[a], ids[b]);
             let (center, sigma, count) = classes[c];
             let v = m.get(a, b);
-            if center > 0.0 {
-                ratios[a].push(v / center);
-                ratios[b].push(v / center);
-            }
+            evidence.extend(crate::slow::Evidence::new(a, b, c, v, f64::NAN));
             if count >= 3 {
                 if let Some(why) = stands_out(v, center, sigma) {
                     total += 1;
@@ -158,35 +157,14 @@ fn matrix_report(
     }
     slow_pairs.sort_by(|x, y| y.0.total_cmp(&x.0));
     slow_pairs.truncate(LISTED);
-    let scores: Vec<(usize, f64)> = ratios
-        .into_iter()
-        .enumerate()
-        .filter(|(_, v)| !v.is_empty())
-        .map(|(a, mut v)| (a, median(&mut v)))
+    let hosts: Vec<Option<&str>> = (ranks.iter())
+        .map(|&r| placement.get(r).map(|p| p.host.as_str()))
         .collect();
-    let mut all: Vec<f64> = scores.iter().map(|s| s.1).collect();
-    let center = median(&mut all);
-    let sigma = robust_sigma(&all, center);
-    let slow_ranks: Vec<SlowRank> = scores
-        .iter()
-        .filter_map(|&(a, score)| {
-            let why = if score >= 2.0 {
-                Some("its pairs are at least twice their class median")
-            } else {
-                stands_out(score, center, sigma).map(|_| {
-                    "its pairs are more than two standard deviations slower than other ranks' pairs"
-                })
-            }?;
-            let r = ranks[a];
-            Some(SlowRank {
-                host: placement.get(r).map(|p| p.host.clone()),
-                median_ratio: score,
-                rank: r,
-                why: why.to_string(),
-            })
-        })
-        .collect();
-    let slow_hosts = slow_hosts(&scores, ids, ranks, placement);
+    let rows = crate::slow::Rows {
+        rank: ranks,
+        host: &hosts,
+    };
+    let slow = crate::slow::judge(&evidence, CLASSES.len(), 0, rows, name);
     MatrixReport {
         classes: classes
             .iter()
@@ -200,7 +178,7 @@ fn matrix_report(
             })
             .collect(),
         matrix: name.to_string(),
-        slow_hosts,
+        slow_hosts: slow.hosts,
         slow_pairs: slow_pairs
             .iter()
             .map(|&(ratio, a, b, c, why)| SlowPair {
@@ -214,54 +192,8 @@ fn matrix_report(
             })
             .collect(),
         slow_pairs_count: total,
-        slow_ranks,
+        slow_ranks: slow.ranks,
     }
-}
-
-/// Hosts slow against all partners: per host the median of its ranks' scores (each rank's
-/// median ratio to its pairs' class medians), standing out from the other hosts'.
-fn slow_hosts(
-    scores: &[(usize, f64)],
-    ids: &[Place],
-    ranks: &[usize],
-    placement: &[RankInfo],
-) -> Vec<SlowHost> {
-    let mut by_host: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
-    let mut rank_of_host: BTreeMap<usize, usize> = BTreeMap::new();
-    for &(a, score) in scores {
-        if let Some((h, ..)) = ids[a] {
-            by_host.entry(h).or_default().push(score);
-            rank_of_host.entry(h).or_insert(ranks[a]);
-        }
-    }
-    if by_host.len() < 3 {
-        // Two hosts cannot tell which of them is the slow one.
-        return Vec::new();
-    }
-    let host_scores: Vec<(usize, f64, usize)> = by_host
-        .into_iter()
-        .map(|(h, mut v)| (h, median(&mut v), v.len()))
-        .collect();
-    let mut all: Vec<f64> = host_scores.iter().map(|x| x.1).collect();
-    let center = median(&mut all);
-    let sigma = robust_sigma(&all, center);
-    host_scores
-        .iter()
-        .filter_map(|&(h, score, count)| {
-            let why = stands_out(score, center, sigma)?;
-            let host = placement
-                .get(rank_of_host[&h])
-                .map(|p| p.host.clone())
-                .unwrap_or_default();
-            Some(SlowHost {
-                factor: score / center,
-                host,
-                median_ratio: score,
-                ranks: count,
-                why: format!("its ranks' pairs are {why} of all hosts"),
-            })
-        })
-        .collect()
 }
 
 /// Unstable pairs and hosts of one spread matrix: pairs whose repeat spread is at least
@@ -621,14 +553,10 @@ pub fn report(inputs: &ReportInputs) -> HealthReport {
         }
     }
     let default = &matrices[default_matrix];
-    for h in &default.slow_hosts {
-        health.push(format!(
-            "host {} is slow with all its peers in {} (x{:.2} the other hosts)",
-            h.host,
-            default.matrix,
-            defined(h.factor)
-        ));
-    }
+    health.extend(crate::slow::health_lines(&crate::slow::Slow {
+        hosts: default.slow_hosts.clone(),
+        ranks: default.slow_ranks.clone(),
+    }));
     warnings.extend(health.iter().cloned());
     // With one pair there is nothing to tell apart, and nothing to warn about.
     for s in inputs.spreads.iter().filter(|_| inputs.ranks.len() > 2) {
@@ -687,73 +615,49 @@ pub fn report(inputs: &ReportInputs) -> HealthReport {
     }
 }
 
+/// What is slow in a staged run, each size judged on its measured pairs (inside each host,
+/// and those screened between hosts, with their repetitions' spread), each host, link and
+/// rank kept at the size where it stands out most.
+pub(crate) fn slow_in_blocks(by: &crate::host_blocks::ByHosts, placement: &[RankInfo]) -> Slow {
+    let index = &by.blocks.index;
+    let ranks: Vec<usize> = (0..index.ranks).collect();
+    let ids = placement_ids(&ranks, placement);
+    let host_of = index.host_of();
+    let hosts: Vec<Option<&str>> = (host_of.iter())
+        .map(|&h| index.hosts.get(h as usize).map(|e| e.name.as_str()))
+        .collect();
+    let rows = Rows {
+        rank: &ranks,
+        host: &hosts,
+    };
+    let mut slow = Slow::default();
+    for (k, &bytes) in index.sizes.iter().enumerate() {
+        let mut evidence = Vec::new();
+        for (host, block) in index.hosts.iter().zip(&by.blocks.blocks) {
+            let m = &block.values[k];
+            for (a, &i) in host.ranks.iter().enumerate() {
+                for (b, &j) in host.ranks.iter().enumerate().skip(a + 1) {
+                    let c = class_index(ids[i], ids[j]);
+                    evidence.extend(Evidence::new(i, j, c, m[[a, b]], f64::NAN));
+                }
+            }
+        }
+        let b = &by.between;
+        for n in 0..b.i.len() {
+            let (i, j) = (b.i[n] as usize, b.j[n] as usize);
+            let sd = (b.p90_us[k][n] - b.p10_us[k][n]) / lgate_stats::P10_P90_SIGMAS;
+            let c = class_index(ids[i], ids[j]);
+            evidence.extend(Evidence::new(i, j, c, b.rtt_us[k][n], sd));
+        }
+        let name = format!("rtt:{}", MessageSize(bytes));
+        slow.merge(judge(&evidence, CLASSES.len(), 0, rows, &name));
+    }
+    slow
+}
+
 /// The hosts' part of the report: how many hosts ran ranks and how many recorded facts, the
 /// facts in which some hosts differ from most (`odd`, and one line per host in `odd_lines`),
 /// and ranks whose placement contradicts their host's facts.
-/// Hosts slow towards every other host in a staged run's host x host medians: at each
-/// screening size, each host's median over the other hosts of the median of the pairs between
-/// them, against all hosts' (twice, or two robust standard deviations and 10 % above); each
-/// host listed once, at the size where it stands out most.
-pub(crate) fn slow_hosts_between(blocks: &lgate_rundir::HostBlocks) -> Vec<SlowHost> {
-    let hosts = &blocks.index.hosts;
-    let h = hosts.len();
-    if h < 3 {
-        // Two hosts cannot tell which of them is the slow one.
-        return Vec::new();
-    }
-    let mut found: BTreeMap<usize, SlowHost> = BTreeMap::new();
-    for (k, &bytes) in blocks.index.sizes.iter().enumerate() {
-        let m = blocks.links.matrix(k, h);
-        let scores: Vec<f64> = (0..h)
-            .map(|a| {
-                let mut v: Vec<f64> = (0..h)
-                    .filter(|&b| b != a)
-                    .map(|b| m[[a, b]])
-                    .filter(|x| x.is_finite())
-                    .collect();
-                if v.is_empty() {
-                    f64::NAN
-                } else {
-                    median(&mut v)
-                }
-            })
-            .collect();
-        let mut all: Vec<f64> = scores.iter().copied().filter(|x| x.is_finite()).collect();
-        if all.len() < 3 {
-            continue;
-        }
-        let center = median(&mut all);
-        let sigma = robust_sigma(&all, center);
-        for (a, &score) in scores.iter().enumerate() {
-            let Some(why) = score
-                .is_finite()
-                .then(|| stands_out(score, center, sigma))
-                .flatten()
-            else {
-                continue;
-            };
-            let factor = score / center;
-            if found.get(&a).is_some_and(|s| s.factor >= factor) {
-                continue;
-            }
-            found.insert(
-                a,
-                SlowHost {
-                    factor,
-                    host: hosts[a].name.clone(),
-                    median_ratio: factor,
-                    ranks: hosts[a].ranks.len(),
-                    why: format!(
-                        "at {}, its median to the other hosts is {why} of all hosts",
-                        MessageSize(bytes)
-                    ),
-                },
-            );
-        }
-    }
-    found.into_values().collect()
-}
-
 pub(crate) fn hosts_report(
     placement: &[RankInfo],
     hosts: &[lgate_rundir::HostFacts],
@@ -860,7 +764,7 @@ mod tests {
     }
 
     #[test]
-    fn a_slow_host_is_named_with_its_factor_and_two_hosts_name_none() {
+    fn a_slow_host_is_named_with_its_factor_and_two_hosts_by_their_inside_pairs() {
         let placement = hosts_of_four(16);
         let ranks: Vec<usize> = (0..16).collect();
         let ids = placement_ids(&ranks, &placement);
@@ -884,12 +788,23 @@ mod tests {
         assert_eq!(slow[0].ranks, 4);
         let factor = slow[0].factor;
         assert!((1.3..1.5).contains(&factor), "{factor}");
-        // Two hosts: which is the slow one cannot be told.
+        // Two hosts: the pairs inside each tell which one is slow.
         let ranks: Vec<usize> = (0..8).collect();
         let ids = placement_ids(&ranks, &placement[..8]);
         let sub =
             DistanceMatrix::new(m.values().slice(ndarray::s![..8, ..8]).to_owned(), None).unwrap();
         let report = matrix_report("t:0", &ranks, &ids, &placement[..8], &sub);
+        let slow: Vec<&str> = report.slow_hosts.iter().map(|h| h.host.as_str()).collect();
+        assert_eq!(slow, ["h1"], "{report:#?}");
+        // Two hosts of one rank each: their one pair cannot tell which one is slow.
+        let ranks = vec![0, 4];
+        let ids = placement_ids(&ranks, &placement);
+        let pair = DistanceMatrix::new(
+            ndarray::Array2::from_shape_fn((2, 2), |(i, j)| if i == j { 0.0 } else { 1.4 }),
+            None,
+        )
+        .unwrap();
+        let report = matrix_report("t:0", &ranks, &ids, &placement, &pair);
         assert!(report.slow_hosts.is_empty(), "{report:#?}");
     }
 
@@ -906,64 +821,92 @@ mod tests {
         assert!((robust_sigma(&v, 1.0) - 1.4826 * 0.1).abs() < 1e-9);
     }
 
-    /// Host blocks of `h` hosts with the host x host medians `m(a, b)` at two sizes (the
-    /// second twice the first).
-    fn host_links(h: usize, m: impl Fn(usize, usize) -> f64) -> lgate_rundir::HostBlocks {
-        use lgate_rundir::{HostBlock, HostEntry, HostIndex, HostLinks};
+    /// A staged run of `h` hosts of 4 ranks: inside each host 1 us, 4 pairs screened between
+    /// each two hosts at `m(a, b)` us, at two sizes (the second twice the first), each value
+    /// off by up to 2 % from pair to pair.
+    fn staged(
+        h: usize,
+        m: impl Fn(usize, usize) -> f64,
+    ) -> (crate::host_blocks::ByHosts, Vec<RankInfo>) {
+        use lgate_rundir::{BetweenPairs, HostBlock, HostEntry, HostIndex};
+        let placement = hosts_of_four(4 * h);
         let hosts = (0..h)
             .map(|x| HostEntry {
                 name: format!("h{x}"),
-                ranks: vec![2 * x, 2 * x + 1],
+                ranks: (4 * x..4 * x + 4).collect(),
             })
             .collect();
-        let mut links = HostLinks {
-            median_us: vec![Vec::new(), Vec::new()],
-            p25_us: vec![Vec::new(), Vec::new()],
-            p75_us: vec![Vec::new(), Vec::new()],
-            ..HostLinks::default()
+        let wiggle = |i: usize, j: usize| 1.0 + 0.02 * (((i * 7 + j * 3) % 5) as f64 / 2.0 - 1.0);
+        let block = |x: usize| HostBlock {
+            values: [1.0, 2.0]
+                .iter()
+                .map(|f| {
+                    ndarray::Array2::from_shape_fn((4, 4), |(a, b)| {
+                        f * wiggle(4 * x + a, 4 * x + b) * m(x, x)
+                    })
+                })
+                .collect(),
+        };
+        let mut between = BetweenPairs {
+            rtt_us: vec![Vec::new(), Vec::new()],
+            p10_us: vec![Vec::new(), Vec::new()],
+            p90_us: vec![Vec::new(), Vec::new()],
+            ..BetweenPairs::default()
         };
         for a in 0..h {
-            for b in a..h {
-                let x = if a == b { 1.0 } else { m(a, b) };
-                links.host_i.push(a as u32);
-                links.host_j.push(b as u32);
-                links.pairs.push(4);
-                for (k, f) in [1.0, 2.0].into_iter().enumerate() {
-                    links.median_us[k].push(f * x);
-                    links.p25_us[k].push(f * x);
-                    links.p75_us[k].push(f * x);
+            for b in a + 1..h {
+                for k in 0..4 {
+                    let (i, j) = (4 * a + k, 4 * b + (k + 1) % 4);
+                    between.host_i.push(a as u32);
+                    between.host_j.push(b as u32);
+                    between.i.push(i as u32);
+                    between.j.push(j as u32);
+                    between.sweeps.push(1);
+                    for (s, f) in [1.0, 2.0].into_iter().enumerate() {
+                        let v = f * m(a, b) * wiggle(i, j);
+                        between.rtt_us[s].push(v);
+                        between.p10_us[s].push(0.99 * v);
+                        between.p90_us[s].push(1.01 * v);
+                    }
                 }
             }
         }
-        lgate_rundir::HostBlocks {
-            index: HostIndex::new(2 * h, Estimator::Median, vec![0, 65536], hosts),
-            blocks: vec![
-                HostBlock {
-                    values: vec![ndarray::Array2::zeros((2, 2)); 2],
-                };
-                h
-            ],
-            links,
-        }
+        let by = crate::host_blocks::ByHosts {
+            blocks: lgate_rundir::HostBlocks {
+                index: HostIndex::new(4 * h, Estimator::Median, vec![0, 65536], hosts),
+                blocks: (0..h).map(block).collect(),
+                links: Default::default(),
+            },
+            between,
+            measured: 0,
+        };
+        (by, placement)
     }
 
     #[test]
-    fn a_host_slow_towards_every_other_is_named_once() {
-        // Six hosts in two leaves (10 us inside a leaf, 30 across, off by a little); h4's
-        // pairs to every host 1.6 times slower.
+    fn a_staged_runs_slow_host_is_named_once() {
+        // Six hosts in two leaves (10 us inside a leaf, 30 across, 1 inside a host); h4's
+        // pairs 1.6 times slower, inside it too.
         let m = |a: usize, b: usize| {
-            let base = if a / 3 == b / 3 { 10.0 } else { 30.0 };
-            let slow = if a == 4 || b == 4 { 1.6 } else { 1.0 };
-            base * slow * (1.0 + 0.01 * ((a + 2 * b) % 3) as f64)
+            let base = match (a == b, a / 3 == b / 3) {
+                (true, _) => 1.0,
+                (_, true) => 10.0,
+                _ => 30.0,
+            };
+            base * if a == 4 || b == 4 { 1.6 } else { 1.0 }
         };
-        let slow = slow_hosts_between(&host_links(6, m));
-        assert_eq!(slow.len(), 1, "{slow:?}");
-        assert_eq!(slow[0].host, "h4");
-        assert!((slow[0].factor - 1.6).abs() < 0.1, "{slow:?}");
-        assert_eq!(slow[0].ranks, 2);
+        let (by, placement) = staged(6, m);
+        let slow = slow_in_blocks(&by, &placement);
+        assert_eq!(slow.hosts.len(), 1, "{slow:?}");
+        assert_eq!(slow.hosts[0].host, "h4");
+        assert!((slow.hosts[0].factor - 1.6).abs() < 0.05, "{slow:?}");
+        assert_eq!(slow.hosts[0].ranks, 4);
+        assert!(slow.ranks.is_empty(), "{slow:?}");
         // No host stands out: none; two hosts cannot tell which one is slow.
         let even = |a: usize, b: usize| if a / 3 == b / 3 { 10.0 } else { 30.0 };
-        assert!(slow_hosts_between(&host_links(6, even)).is_empty());
-        assert!(slow_hosts_between(&host_links(2, m)).is_empty());
+        let (by, placement) = staged(6, even);
+        assert_eq!(slow_in_blocks(&by, &placement), Slow::default());
+        let (by, placement) = staged(2, m);
+        assert!(slow_in_blocks(&by, &placement).hosts.is_empty());
     }
 }

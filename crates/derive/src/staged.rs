@@ -259,7 +259,7 @@ impl StagedScreening {
             }
         }
         let group_of = by.blocks.index.host_of();
-        let slow_hosts = crate::report::slow_hosts_between(&by.blocks);
+        let slow = crate::report::slow_in_blocks(&by, &meta.ranks);
         drop(by);
 
         // The full test's outputs for the sampled pairs.
@@ -286,15 +286,7 @@ impl StagedScreening {
 
         let mut tests = self.tests;
         *tests.entry(Stage::Sample).or_default() += sampled.len();
-        let health = (slow_hosts.iter())
-            .map(|h| {
-                format!(
-                    "host {} is slow with all its peers (x{:.2} the other hosts; {}): other \
-                     jobs' traffic on its link, a degraded link or a busy host",
-                    h.host, h.factor, h.why
-                )
-            })
-            .collect();
+        let health = crate::slow::health_lines(&slow);
         let report = Report::Staged(StagedReport {
             groups: self.groups.len(),
             hosts: crate::report::hosts_report(&meta.ranks, &meta.hosts),
@@ -318,7 +310,8 @@ impl StagedScreening {
                 .iter()
                 .map(|s| (s.name().to_string(), tests.get(s).copied().unwrap_or(0)))
                 .collect(),
-            slow_hosts,
+            slow_hosts: slow.hosts,
+            slow_ranks: slow.ranks,
             health,
         });
         run.write_file(REPORT_FILE, report.to_json().as_bytes())?;

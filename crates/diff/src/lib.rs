@@ -1,19 +1,24 @@
 //! What changed between two runs of one machine.
 //!
 //! Ranks are matched by host (see [`matching`]); every pair measured in both runs is compared
-//! in every matrix both have (L, t(m), RTT(m), o_s(m), o_r(m), g(m)): its change over the
-//! noise both runs show, z = (B - A) / sqrt(s_A^2 + s_B^2), where s is the standard deviation
-//! of one repetition of that pair in that run (its p10-p90 range over 2.563).
+//! in every matrix both have (L, t(m), RTT(m), o_s(m), o_r(m), g(m)) by its log ratio
+//! `ln(B / A)`. How much an unchanged pair, rank, host or host pair moves between two runs is
+//! read from the runs themselves ([`aggregate`]): each pair's repetitions (p10-p90 range over
+//! 2.563, its sweeps' spread, and for a staged run how much a pair screened twice moved between
+//! its tests), and the bulk of the machine, most of which did not change (the pairs' spread
+//! around their host pair's median, the ranks' around their host's, with six hosts or host
+//! pairs or more theirs). A pair's z is its log ratio over that noise.
 //!
 //! Two kinds of change are told apart, because a whole machine drifts between runs (thermal
 //! state, other jobs, a busy 2-core VM: 20-60 % here) far more than one repetition varies:
-//! - Local: a host, host pair or rank whose pairs changed against the machine's own shift:
-//!   its median z minus the machine's median z is beyond the threshold, and its change over
-//!   the machine's by at least `--min-change`. Hosts are judged first, then host pairs on the
-//!   pairs no changed host explains, then ranks; within a level the worst unit first, its
-//!   pairs then explained. The median keeps a few odd pairs from moving a unit, and a unit's z
-//!   does not grow with its pair count: the same threshold means the same on 4 ranks and on
-//!   4096.
+//! - Local: a host, host pair or rank whose pairs together changed against the machine's
+//!   shift (each class's median: inside a host, between hosts): their median change over the
+//!   standard error of that median is beyond the threshold, and by at least `--min-change`.
+//!   Hosts are judged first (on the pairs inside them and on those with other hosts apart),
+//!   then host pairs on the pairs no changed host explains, then ranks; within a level the
+//!   most sure unit first, its pairs then explained and the machine's shift taken again. So
+//!   500 pairs that agree weigh more than one, and a unit that moved no more than such units
+//!   move between runs is not named.
 //! - Machine-wide: the median over all pairs beyond the threshold and by at least
 //!   `--machine-change` (default 2x); the ranks (or hosts) that carry it are named the same way
 //!   with absolute changes.
@@ -22,10 +27,12 @@
 //!
 //! Cost: both runs' matrices and, per compared matrix, one `f32` noise value per pair of each
 //! run: at P ranks and M matrices about 12 * M * P^2 bytes (P = 4096, M = 5: 1 GB); the pairs
-//! are visited once per matrix.
+//! are visited once per matrix and once per unit flagged.
 #![deny(missing_docs)]
 
+pub mod aggregate;
 pub mod compare;
+pub mod declared;
 pub mod levels;
 pub mod matching;
 pub mod side;
@@ -36,7 +43,9 @@ use std::collections::{BTreeSet, HashMap};
 use lgate_stats::median;
 use std::path::{Path, PathBuf};
 
-pub use compare::{Bar, MatrixDiff, NoiseSource, PairChange, UnitChange, UnitKind, Units};
+pub use compare::{
+    Bar, MatrixDiff, NoiseSource, PairChange, RunToRun, UnitChange, UnitKind, Units,
+};
 pub use levels::LevelChange;
 pub use matching::{match_ranks, MatchedBy, RankMatching, RankPlace};
 pub use side::RunSide;
@@ -66,8 +75,8 @@ pub enum DiffError {
 /// How `diff` judges.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DiffOptions {
-    /// A unit changed when the median z of its pairs is at least this (in one-repetition
-    /// standard deviations of both runs).
+    /// A unit changed when its pairs' median change is at least this many standard errors
+    /// of that median.
     pub threshold: f64,
     /// A local change must also be at least this relative change (0.1: 10 % slower or faster).
     pub min_change: f64,
@@ -101,10 +110,11 @@ impl Default for DiffOptions {
     }
 }
 
-/// The default threshold on a unit's median z.
+/// The default threshold on a unit's z.
 pub const DEFAULT_THRESHOLD: f64 = 3.0;
-/// The default least relative change of a local change.
-pub const DEFAULT_MIN_CHANGE: f64 = 0.1;
+/// The default least relative change of a local change: 5 %, so that a host 10 % slower is
+/// named even when its noise puts it a little under 10 %; the z of its pairs together decides.
+pub const DEFAULT_MIN_CHANGE: f64 = 0.05;
 /// The default least factor of a machine-wide change.
 pub const DEFAULT_MACHINE_CHANGE: f64 = 2.0;
 /// The default least factor of a change of one pair: pairs of ranks sharing a core moved
@@ -275,11 +285,23 @@ pub fn diff(a: &Path, b: &Path, options: &DiffOptions) -> Result<RunDiff, DiffEr
             ),
         });
     }
-    let matrices = compare::compare_matrices(&side_a, &side_b, &rows);
+    let mut matrices = compare::compare_matrices(&side_a, &side_b, &rows);
     let unit_set = matrices
         .first()
         .map(|m| Units::of(&side_a, m))
         .unwrap_or_default();
+    // How much unchanged pairs and units move between the runs, read from the machine's bulk;
+    // each pair's z then counts it.
+    for m in &mut matrices {
+        m.run_to_run = aggregate::run_to_run(m, &unit_set);
+        let model = m.run_to_run.clone();
+        for p in &mut m.pairs {
+            let r = p.log_ratio();
+            if r.is_finite() {
+                p.z = compare::z_of(r, model.pair_variance(p).sqrt());
+            }
+        }
+    }
     // Every unit's change in the matrices that decide the verdict (all when none does).
     let mut judged: Vec<&MatrixDiff> = matrices
         .iter()
@@ -332,7 +354,7 @@ pub fn diff(a: &Path, b: &Path, options: &DiffOptions) -> Result<RunDiff, DiffEr
             (unit_bar, &pair_bars[..])
         };
         let flagged_here = if judged {
-            compare::flag_units(&side_a, &unit_set, m, bars, (z, change))
+            compare::flag_units(&side_a, &unit_set, m, bars, true)
         } else {
             Vec::new()
         };
@@ -347,7 +369,7 @@ pub fn diff(a: &Path, b: &Path, options: &DiffOptions) -> Result<RunDiff, DiffEr
             }
         }
         let carried_by = if flagged {
-            compare::flag_units(&side_a, &unit_set, m, (unit_bar, &pair_bars), (0.0, 0.0))
+            compare::flag_units(&side_a, &unit_set, m, (unit_bar, &pair_bars), false)
         } else {
             Vec::new()
         };

@@ -12,8 +12,7 @@ use lgate_rundir::HostBlocks;
 use crate::matching::RankPlace;
 use crate::DiffError;
 
-/// The p10-p90 range of a normal distribution, in standard deviations.
-pub const P10_P90_SIGMAS: f64 = 2.563;
+pub use lgate_stats::P10_P90_SIGMAS;
 
 /// The matrix kinds a diff compares: measured values, not derived views (features) or masks.
 pub const COMPARED_KINDS: [&str; 7] = ["latency", "t", "rtt", "os", "or", "g", "imported"];
@@ -372,6 +371,25 @@ fn read_run(path: &Path, only: Option<&[String]>) -> Result<RunSide, DiffError> 
             }
         }
     }
+    // A staged run's screening matrices: their noise is the screening's, each pair's tests
+    // apart included.
+    let screen = run.file(lgate_rundir::files::SCREEN_TABLE);
+    if screen.is_file() {
+        let rows = lgate_rundir::read_screen_table(&screen)?;
+        let sizes: Vec<Option<usize>> = entries
+            .iter()
+            .map(|e| (e.kind() == "rtt").then_some(e.size_bytes).flatten())
+            .collect();
+        let hosts: Vec<Option<&str>> = places.iter().map(|p| p.host.as_deref()).collect();
+        for (m, size) in matrices.iter_mut().zip(sizes) {
+            let (Some(size), SideValues::Dense { noise, .. }) = (size, &mut m.values) else {
+                continue;
+            };
+            if let Some(sigma) = screening_noise(&rows, size, &ranks, &hosts) {
+                *noise = Some(sigma);
+            }
+        }
+    }
     Ok(RunSide {
         path: path.to_path_buf(),
         ranks,
@@ -502,6 +520,73 @@ fn read_noise(
             Some(s)
         })
         .collect())
+}
+
+/// Each pair's noise at one screening size (row-major, n x n; NaN for a pair not screened):
+/// the standard deviation of one round trip (its tests' p10-p90 ranges over 2.563, averaged)
+/// and, added in quadrature, how much its value moves between tests of one run: the standard
+/// deviation of its tests' medians for a pair screened more than once (side by side and alone,
+/// refined, sweeps), else its value times the median relative one of the pairs of its class
+/// (inside a host, between hosts) that were. `None` when the table has no test at that size.
+fn screening_noise(
+    rows: &[lgate_rundir::ScreenRow],
+    size: usize,
+    ranks: &[usize],
+    hosts: &[Option<&str>],
+) -> Option<Vec<f32>> {
+    let n = ranks.len();
+    let row_of: HashMap<usize, usize> = ranks.iter().enumerate().map(|(k, &r)| (r, k)).collect();
+    // Per pair of rows: (sum of one round trip's sd, medians of its tests).
+    let mut tests: HashMap<(usize, usize), (f64, Vec<f64>)> = HashMap::new();
+    for r in rows.iter().filter(|r| r.size_bytes == size) {
+        let (Some(&a), Some(&b)) = (row_of.get(&r.i), row_of.get(&r.j)) else {
+            continue;
+        };
+        let range = r.p90_us - r.p10_us;
+        if !(range.is_finite() && range >= 0.0 && r.median_us.is_finite()) {
+            continue;
+        }
+        let t = tests.entry((a.min(b), a.max(b))).or_default();
+        t.0 += range / P10_P90_SIGMAS;
+        t.1.push(r.median_us);
+    }
+    if tests.is_empty() {
+        return None;
+    }
+    let class = |a: usize, b: usize| usize::from(hosts[a].is_none() || hosts[a] != hosts[b]);
+    let mut moved: [Vec<f64>; 2] = Default::default();
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    for (&(a, b), (_, medians)) in &tests {
+        let m = mean(medians);
+        if medians.len() > 1 && m > 0.0 {
+            let sd = f64::from(sample_sd(medians.iter().map(|&x| x as f32)));
+            moved[class(a, b)].push((sd / m) * (sd / m));
+        }
+    }
+    let pooled = moved.map(|mut v| {
+        if v.is_empty() {
+            0.0
+        } else {
+            lgate_stats::median(&mut v)
+        }
+    });
+    let mut out = vec![f32::NAN; n * n];
+    for a in 0..n {
+        out[a * n + a] = 0.0;
+    }
+    for (&(a, b), (sum, medians)) in &tests {
+        let repeat = sum / medians.len() as f64;
+        let between = if medians.len() > 1 {
+            let sd = f64::from(sample_sd(medians.iter().map(|&x| x as f32)));
+            sd * sd
+        } else {
+            pooled[class(a, b)] * mean(medians) * mean(medians)
+        };
+        let sigma = (repeat * repeat + between).sqrt() as f32;
+        out[a * n + b] = sigma;
+        out[b * n + a] = sigma;
+    }
+    Some(out)
 }
 
 /// The sample standard deviation (0 for fewer than two values).

@@ -232,14 +232,15 @@ impl RunDiff {
         if changes.is_empty() {
             out.push_str(&format!(
                 "no host, host pair, rank or pair changed against the machine beyond {} standard \
-                 deviations of the noise and {:.0} %\n",
+                 errors (its pairs together, against how much this machine moves between runs) \
+                 and {:.0} %\n",
                 self.options.threshold,
                 100.0 * self.options.min_change
             ));
         } else {
             out.push_str(&format!(
-                "changed against the machine beyond {} standard deviations of the noise and \
-                 {:.0} %, worst first:\n",
+                "changed against the machine beyond {} standard errors and {:.0} %, surest \
+                 first:\n",
                 self.options.threshold,
                 100.0 * self.options.min_change
             ));

@@ -55,6 +55,16 @@ pub static FORMATS: &[InputFormat] = &[
         check: topology_any,
     },
     InputFormat {
+        name: "slurm_topology_conf",
+        description: "Slurm topology.conf, tree or block, as `diff RUN DECLARED` reads it",
+        check: slurm_topology_conf,
+    },
+    InputFormat {
+        name: "screen_table",
+        description: "a staged run's screening table (`screen.csv`)",
+        check: screen_table,
+    },
+    InputFormat {
         name: "matrix_csv",
         description: "CSV distance matrices: square, labelled or not, or a lower triangle",
         check: matrix_csv,
@@ -280,6 +290,38 @@ pub fn topology_newick(bytes: &[u8]) {
 /// Reads bytes as a topology file of any format.
 pub fn topology_any(bytes: &[u8]) {
     topology_in(bytes, None);
+}
+
+/// Reads bytes as a Slurm topology.conf and checks what it declares: each level a partition
+/// of the same hosts, groups named and not empty.
+pub fn slurm_topology_conf(bytes: &[u8]) {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return;
+    };
+    let Ok(declared) = lgate_topology::declared::parse_slurm_conf(text) else {
+        return;
+    };
+    let hosts = declared.hosts();
+    for level in &declared.levels {
+        assert!(level.groups.len() >= 2, "a level of one group is left out");
+        let mut seen: Vec<&String> = level.groups.iter().flat_map(|g| &g.hosts).collect();
+        assert!(level
+            .groups
+            .iter()
+            .all(|g| !g.hosts.is_empty() && !g.name.is_empty()));
+        seen.sort();
+        let before = seen.len();
+        seen.dedup();
+        assert_eq!(seen.len(), before, "a host in two groups of one level");
+        assert_eq!(seen.len(), hosts.len(), "every level holds every host");
+    }
+}
+
+/// Reads bytes as a staged run's screening table: every row's pair in order.
+pub fn screen_table(bytes: &[u8]) {
+    if let Ok(rows) = lgate_rundir::parse_screen_table(bytes) {
+        assert!(rows.iter().all(|r| r.i <= r.j));
+    }
 }
 
 /// Reads bytes as a matrix file and checks that its CSV reads back bit for bit.

@@ -22,6 +22,7 @@ pub mod mpi;
 mod placement;
 pub mod records;
 pub mod report;
+mod screen;
 pub mod table;
 pub mod table_layout;
 
@@ -52,6 +53,7 @@ pub use records::{
     RoundTrips, Saturation, SizeError, SizeResult, UnknownEstimator,
 };
 pub use report::{Report, StagedReport};
+pub use screen::{parse_screen_table, read_screen_table, ScreenRow};
 
 /// An error of creating, reading or writing a run directory.
 #[derive(Debug, thiserror::Error)]

@@ -191,6 +191,16 @@ pub struct SlowHost {
     pub ranks: usize,
     /// Why it stands out.
     pub why: String,
+    /// How sure: the log of its pairs' median ratio over its standard error (0 in reports
+    /// written before it was kept).
+    #[serde(default, deserialize_with = "number")]
+    pub z: f64,
+    /// The pairs it was judged on.
+    #[serde(default)]
+    pub pairs: usize,
+    /// The matrix where it stands out most (`rtt:0`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub matrix: String,
 }
 
 /// A pair slow against its placement class.
@@ -227,6 +237,19 @@ pub struct SlowRank {
     pub rank: usize,
     /// Why it stands out.
     pub why: String,
+    /// How many times its pairs' class medians its pairs take (0 in reports written before
+    /// it was kept: `median_ratio` then).
+    #[serde(default, deserialize_with = "number")]
+    pub factor: f64,
+    /// How sure: the log of that factor over its standard error.
+    #[serde(default, deserialize_with = "number")]
+    pub z: f64,
+    /// The pairs it was judged on.
+    #[serde(default)]
+    pub pairs: usize,
+    /// The matrix where it stands out most.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub matrix: String,
 }
 
 /// How much repeats of one pair vary next to how much pairs differ, for one t(m).
@@ -384,10 +407,14 @@ pub struct StagedReport {
     pub sample: Vec<SampledPair>,
     /// Tests per stage.
     pub tests: BTreeMap<String, usize>,
-    /// Hosts slow towards every other host (their medians to the other hosts against all
-    /// hosts'), at the screening size where they stand out most.
+    /// Hosts slow with all their peers (their pairs together against the other hosts'), at
+    /// the screening size where they stand out most.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub slow_hosts: Vec<SlowHost>,
+    /// Ranks slow against all partners (a busy or slow core), at the size where each stands
+    /// out most.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slow_ranks: Vec<SlowRank>,
     /// The warnings about the machine's health, for people (`cluster` and `report` show them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub health: Vec<String>,

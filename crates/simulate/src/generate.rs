@@ -52,6 +52,8 @@ pub struct SimulateOptions {
     pub host_changes: Vec<HostChange>,
     /// Hosts and links made slower than the model says (`--slow-host`, `--slow-link`).
     pub degraded: Vec<Degradation>,
+    /// Ranks made slower (`--slow-rank`).
+    pub slow_ranks: Vec<RankSlowdown>,
     /// Which measurement of the same machine this is: 0 for the first; another number draws
     /// other noise while the placement and the artifacts stay those of the seed.
     pub rerun: u64,
@@ -97,6 +99,33 @@ impl Degradation {
             return Err(DegradationError::SameHost(s.to_string()));
         }
         Ok(Degradation { hosts, factor })
+    }
+}
+
+/// A rank made slower: every pair it is in takes `factor` times as long (a busy or slow core).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RankSlowdown {
+    /// The rank.
+    pub rank: usize,
+    /// How many times as long its pairs take (above 0).
+    pub factor: f64,
+}
+
+impl RankSlowdown {
+    /// Parses `RANK=FACTOR`.
+    pub fn parse(s: &str) -> Result<RankSlowdown, DegradationError> {
+        let wrong = || DegradationError::Form {
+            text: s.to_string(),
+            form: "RANK=FACTOR",
+            example: "5=1.5",
+        };
+        let (rank, factor) = s.split_once('=').ok_or_else(wrong)?;
+        let rank: usize = rank.trim().parse().map_err(|_| wrong())?;
+        let factor: f64 = factor.trim().parse().map_err(|_| wrong())?;
+        if !(factor.is_finite() && factor > 0.0) {
+            return Err(DegradationError::Factor(s.to_string()));
+        }
+        Ok(RankSlowdown { rank, factor })
     }
 }
 
@@ -185,6 +214,7 @@ impl SimulateOptions {
             plan: None,
             host_changes: Vec::new(),
             degraded: Vec::new(),
+            slow_ranks: Vec::new(),
             rerun: 0,
         }
     }
@@ -227,6 +257,8 @@ pub struct Effects {
     slow_nodes: Vec<usize>,
     /// Degraded hosts (one node) and links (two), by node number, with their factor.
     degraded: Vec<(Vec<usize>, f64)>,
+    /// Slower ranks, with their factor.
+    slow_ranks: Vec<(usize, f64)>,
 }
 
 impl Effects {
@@ -276,6 +308,7 @@ impl Effects {
             slow_pairs,
             slow_nodes,
             degraded: Vec::new(),
+            slow_ranks: Vec::new(),
         }
     }
 
@@ -332,6 +365,11 @@ impl Effects {
                 _ => false,
             };
             if hit {
+                f *= factor;
+            }
+        }
+        for &(rank, factor) in &self.slow_ranks {
+            if pair.i == rank || pair.j == rank {
                 f *= factor;
             }
         }
@@ -479,6 +517,17 @@ impl<'a> Simulation<'a> {
                 ));
             }
             effects.degraded.push((nodes, d.factor));
+        }
+        for r in &options.slow_ranks {
+            if r.rank >= layout.size() {
+                return bad(format!(
+                    "--slow-rank {}={}: no such rank; the ranks are 0-{}",
+                    r.rank,
+                    r.factor,
+                    layout.size() - 1
+                ));
+            }
+            effects.slow_ranks.push((r.rank, r.factor));
         }
         let changed = options
             .host_changes
@@ -857,6 +906,10 @@ impl<'a> Simulation<'a> {
             "slow_nodes": self.effects.slow_nodes().iter().map(|&n| self.layout.host_name(n)).collect::<Vec<_>>(),
             "degraded": self.effects.degraded.iter().map(|(nodes, f)| serde_json::json!({
                 "hosts": nodes.iter().map(|&n| self.layout.host_name(n)).collect::<Vec<_>>(),
+                "factor": f,
+            })).collect::<Vec<_>>(),
+            "slow_ranks": self.effects.slow_ranks.iter().map(|&(rank, f)| serde_json::json!({
+                "rank": rank,
                 "factor": f,
             })).collect::<Vec<_>>(),
             "rerun": self.options.rerun,

@@ -10,9 +10,13 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod aggregate;
 pub mod summary;
 
 pub use summary::{warmup_length, Summary};
+
+/// The p10-p90 range of a normal distribution, in standard deviations.
+pub const P10_P90_SIGMAS: f64 = 2.563;
 
 /// The q-quantile of sorted values, interpolating linearly; NaN for no values.
 pub fn quantile_of_sorted(sorted: &[f64], q: f64) -> f64 {
@@ -111,9 +115,48 @@ pub fn check_sweeps(sweeps: u32) -> Result<(), String> {
     }
 }
 
+/// The z of a one-sided Mann-Whitney test that `y` is larger than `x` (normal approximation,
+/// ties counted half).
+pub fn mann_whitney_z(x: &[f64], y: &[f64]) -> f64 {
+    let (n1, n2) = (x.len() as f64, y.len() as f64);
+    let mut all: Vec<(f64, bool)> = (x.iter().map(|&v| (v, false)))
+        .chain(y.iter().map(|&v| (v, true)))
+        .collect();
+    all.sort_by(|a, b| a.0.total_cmp(&b.0));
+    // The rank sum of y, ties given their mean rank.
+    let mut rank_sum = 0.0;
+    let mut i = 0;
+    while i < all.len() {
+        let mut j = i;
+        while j + 1 < all.len() && all[j + 1].0 == all[i].0 {
+            j += 1;
+        }
+        let mean_rank = (i + j) as f64 / 2.0 + 1.0;
+        rank_sum += mean_rank * all[i..=j].iter().filter(|v| v.1).count() as f64;
+        i = j + 1;
+    }
+    let u = rank_sum - n2 * (n2 + 1.0) / 2.0;
+    let sd = (n1 * n2 * (n1 + n2 + 1.0) / 12.0).sqrt();
+    if sd > 0.0 {
+        (u - n1 * n2 / 2.0) / sd
+    } else {
+        0.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mann_whitney_z_is_zero_for_equal_samples_and_grows_with_separation() {
+        assert_eq!(mann_whitney_z(&[1.0, 2.0, 3.0], &[1.0, 2.0, 3.0]), 0.0);
+        let x: Vec<f64> = (0..20).map(f64::from).collect();
+        let y: Vec<f64> = (100..120).map(f64::from).collect();
+        // Complete separation of 20 and 20: U = 400, z = 200 / sqrt(400 * 41 / 12) = 5.41.
+        assert!((mann_whitney_z(&x, &y) - 5.41).abs() < 0.01);
+        assert!(mann_whitney_z(&y, &x) < -5.0);
+    }
 
     #[test]
     fn quantiles_interpolate_and_selection_matches_sorting() {

@@ -21,6 +21,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod declared;
 pub mod error;
 pub mod export;
 pub mod format;

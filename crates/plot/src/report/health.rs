@@ -31,28 +31,11 @@ pub(super) fn health_section(
     let matrices = r.matrices();
     let default = matrices.get(1).or(matrices.first());
     let slow = default.map_or(&[][..], |m| &m.slow_hosts[..]);
-    if slow.is_empty() {
-        let _ = writeln!(
-            html,
-            "<p id=\"slow-hosts\">No host is slow with all its peers in {}.</p>",
-            escape(default.map_or("the default matrix", |m| m.matrix.as_str()))
-        );
-    } else {
-        html.push_str(
-            "<table id=\"slow-hosts\"><tr><th>slow host</th><th>ranks</th><th>factor</th><th>why</th></tr>\n",
-        );
-        for h in slow {
-            let _ = writeln!(
-                html,
-                "<tr class=\"warn\"><td>{}</td><td>{}</td><td>x{:.2}</td><td>{}</td></tr>",
-                escape(&h.host),
-                h.ranks,
-                defined(h.factor),
-                escape(&h.why)
-            );
-        }
-        html.push_str("</table>\n");
-    }
+    slow_hosts_table(
+        html,
+        slow,
+        default.map_or("the default matrix", |m| m.matrix.as_str()),
+    );
     let artifacts = r.artifacts();
     if !artifacts.is_empty() {
         html.push_str("<ul id=\"artifacts\">\n");
@@ -113,6 +96,64 @@ pub(super) fn health_section(
 
 /// What a staged run's report.json holds: how much testing side by side slowed the pairs
 /// against testing them alone, per stage and size, and the tests per stage.
+/// The hosts slow with all their peers, or a line saying none is (in `matrix`).
+fn slow_hosts_table(html: &mut String, slow: &[lgate_rundir::report::SlowHost], matrix: &str) {
+    if slow.is_empty() {
+        let _ = writeln!(
+            html,
+            "<p id=\"slow-hosts\">No host is slow with all its peers in {}.</p>",
+            escape(matrix)
+        );
+        return;
+    }
+    html.push_str(
+        "<table id=\"slow-hosts\"><tr><th>slow host</th><th>ranks</th><th>factor</th>\
+         <th>z</th><th>why</th></tr>\n",
+    );
+    for h in slow {
+        let _ = writeln!(
+            html,
+            "<tr class=\"warn\"><td>{}</td><td>{}</td><td>x{:.2}</td><td>{:.1}</td><td>{}</td></tr>",
+            escape(&h.host),
+            h.ranks,
+            defined(h.factor),
+            defined(h.z),
+            escape(&h.why)
+        );
+    }
+    html.push_str("</table>\n");
+}
+
+/// The slow ranks (the first 50), as a table with the HTML id `id`; nothing when none is.
+fn slow_ranks_table(html: &mut String, ranks: &[lgate_rundir::report::SlowRank], id: Option<&str>) {
+    if ranks.is_empty() {
+        return;
+    }
+    let id = id.map(|i| format!(" id=\"{i}\"")).unwrap_or_default();
+    let _ = writeln!(
+        html,
+        "<table{id}><tr><th>slow rank</th><th>host</th><th>factor</th><th>z</th><th>why</th></tr>"
+    );
+    for r in ranks.iter().take(50) {
+        // Reports written before a rank's factor was kept hold its median ratio.
+        let factor = if r.factor > 0.0 {
+            r.factor
+        } else {
+            r.median_ratio
+        };
+        let _ = writeln!(
+            html,
+            "<tr class=\"warn\"><td>{}</td><td>{}</td><td>x{:.2}</td><td>{:.1}</td><td>{}</td></tr>",
+            r.rank,
+            escape(r.host.as_deref().unwrap_or("")),
+            defined(factor),
+            defined(r.z),
+            escape(&r.why)
+        );
+    }
+    html.push_str("</table>\n");
+}
+
 fn staged_health(html: &mut String, staged: &lgate_rundir::StagedReport) {
     let p = &staged.pairs;
     let measured = if p.filled == 0 {
@@ -125,9 +166,11 @@ fn staged_health(html: &mut String, staged: &lgate_rundir::StagedReport) {
     };
     let _ = writeln!(
         html,
-        "<p id=\"slow-hosts\">A staged run screens no host, rank or pair for slowness; \
-         {measured}. <code>measure --plan full</code> screens every pair.</p>"
+        "<p>The staged run {measured}; hosts and ranks are judged on them, each at the \
+         screening size where it stands out most.</p>"
     );
+    slow_hosts_table(html, &staged.slow_hosts, "the screening");
+    slow_ranks_table(html, &staged.slow_ranks, Some("slow-ranks"));
     if !staged.interference.is_empty() {
         html.push_str(
             "<p>Pairs tested side by side against alone (the median ratio of their round \
@@ -179,22 +222,7 @@ fn slow_ranks_and_pairs(html: &mut String, r: &Report) {
             ranks.len(),
             m.slow_pairs_count
         );
-        if !ranks.is_empty() {
-            html.push_str(
-                "<table><tr><th>rank</th><th>host</th><th>median ratio</th><th>why</th></tr>\n",
-            );
-            for s in ranks.iter().take(50) {
-                let _ = writeln!(
-                    html,
-                    "<tr><td>{}</td><td>{}</td><td>{:.2}</td><td>{}</td></tr>",
-                    s.rank,
-                    escape(s.host.as_deref().unwrap_or("")),
-                    defined(s.median_ratio),
-                    escape(&s.why)
-                );
-            }
-            html.push_str("</table>\n");
-        }
+        slow_ranks_table(html, ranks, None);
         if !pairs.is_empty() {
             html.push_str(
                 "<table><tr><th>pair</th><th>class</th><th>value (us)</th>\

@@ -1,0 +1,498 @@
+//! The declared topology against the measured one: `diff RUN DECLARED`.
+//!
+//! What a site says its machine is (Slurm's topology.conf, tree or block; a topology file of
+//! ranks whose levels hold whole hosts) is checked against the run's own pairs, level by level,
+//! without clustering (so a level the clustering left undecided is still checked):
+//!
+//! - a host is **misplaced** when its pairs with another group's hosts are shorter than those
+//!   with its own group's (median, by 3 %, and a one-sided Mann-Whitney test on every measured
+//!   pair at z >= 3, in the compared matrix where it is surest): it is named with the group it
+//!   was measured with and both medians;
+//! - a declared level is **seen** when, the misplaced hosts left out, the pairs between hosts
+//!   of one group are shorter than those between groups (the same test, in the matrix where it
+//!   is surest).
+//!
+//! A slow host of the run's health (report.json) would pull its pairs away from its group's:
+//! its pairs are taken back by its factor first (the larger of a pair's two hosts').
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use lgate_topology::declared::{
+    is_slurm_conf, parse_slurm_conf, Declared, DeclaredGroup, DeclaredLevel,
+};
+
+use crate::side::{RunSide, SideValues};
+use crate::{kind_of, DiffError, JUDGED_KINDS};
+
+/// The least z of a level seen and of a host misplaced.
+pub const Z_DECLARED: f64 = 3.0;
+
+/// The least gap between the medians inside groups and between them.
+pub const LEAST_GAP: f64 = 0.03;
+
+/// A host measured nearer another group than its own.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Misplaced {
+    /// The host.
+    pub host: String,
+    /// The group the file puts it in.
+    pub declared: String,
+    /// The group it was measured nearer.
+    pub nearer: String,
+    /// The median of its pairs with its declared group's other hosts, us.
+    pub to_declared_us: f64,
+    /// The median of its pairs with the nearer group's hosts, us.
+    pub to_nearer_us: f64,
+    /// The Mann-Whitney z of its pairs with the declared group being longer.
+    pub z: f64,
+    /// Its pairs with both groups.
+    pub pairs: usize,
+}
+
+/// One declared level checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LevelCheck {
+    /// The level (`tier1`, `block`, a topology file's level name).
+    pub name: String,
+    /// Its groups (with a host of the run).
+    pub groups: Vec<String>,
+    /// The matrix it was judged in (where its groups stand apart most).
+    pub matrix: String,
+    /// Whether the pairs show it.
+    pub seen: bool,
+    /// The median of the pairs between hosts of one group, us.
+    pub inside_us: f64,
+    /// The median of the pairs between groups, us.
+    pub between_us: f64,
+    /// The Mann-Whitney z of the pairs between groups being longer.
+    pub z: f64,
+    /// Hosts measured nearer another group.
+    pub misplaced: Vec<Misplaced>,
+}
+
+/// A run checked against a declared topology.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeclaredCheck {
+    /// The run.
+    pub run: PathBuf,
+    /// The declared topology's file.
+    pub file: PathBuf,
+    /// Its format.
+    pub format: String,
+    /// The run's hosts the file does not place.
+    pub not_declared: Vec<String>,
+    /// Each declared level.
+    pub levels: Vec<LevelCheck>,
+}
+
+impl DeclaredCheck {
+    /// Whether the run disagrees: a level not seen or a host misplaced.
+    pub fn differs(&self) -> bool {
+        self.levels
+            .iter()
+            .any(|l| !l.seen || !l.misplaced.is_empty())
+    }
+}
+
+/// Whether `path` holds a declared topology (a Slurm topology.conf or a topology file) rather
+/// than a matrix.
+pub fn is_declared(path: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return false;
+    };
+    is_slurm_conf(&text) || lgate_topology::format::parse(&text, None, None).is_ok()
+}
+
+/// Checks `run` against the topology declared in `file`.
+pub fn check_declared(run: &Path, file: &Path) -> Result<DeclaredCheck, DiffError> {
+    let side = RunSide::read(run, None)?;
+    let invalid = |message: String| DiffError::Invalid {
+        path: file.to_path_buf(),
+        message,
+    };
+    let text = std::fs::read_to_string(file).map_err(|e| invalid(e.to_string()))?;
+    let declared = if is_slurm_conf(&text) {
+        parse_slurm_conf(&text).map_err(invalid)?
+    } else {
+        let ranks = side
+            .places
+            .iter()
+            .map(|p| p.rank)
+            .max()
+            .map_or(0, |r| r + 1);
+        let (topology, format) =
+            lgate_topology::format::parse(&text, None, Some(ranks)).map_err(|e| {
+                invalid(format!(
+                    "neither a Slurm topology.conf (SwitchName=, BlockName=) nor a topology \
+                     file: {e}"
+                ))
+            })?;
+        of_ranks(&topology, &side, format.name()).map_err(invalid)?
+    };
+    let run_hosts: Vec<String> = {
+        let mut h: Vec<String> = side.places.iter().filter_map(|p| p.host.clone()).collect();
+        h.sort();
+        h.dedup();
+        h
+    };
+    if run_hosts.is_empty() {
+        return Err(DiffError::Invalid {
+            path: run.to_path_buf(),
+            message: "the run names no host to check against the declared topology".into(),
+        });
+    }
+    let declared_hosts = declared.hosts();
+    if let Some(h) = declared_hosts
+        .iter()
+        .find(|h| run_hosts.binary_search(h).is_err())
+    {
+        let shown: Vec<&str> = run_hosts.iter().take(4).map(String::as_str).collect();
+        return Err(invalid(format!(
+            "host {h} is not a host of the run {} (its hosts: {}{})",
+            run.display(),
+            shown.join(", "),
+            if run_hosts.len() > 4 { ", ..." } else { "" }
+        )));
+    }
+    if declared.levels.is_empty() {
+        return Err(invalid(
+            "declares no level of two groups or more to check".into(),
+        ));
+    }
+    let values = host_pair_values(&side, &slow_factors(run));
+    let levels = (declared.levels.iter())
+        .map(|level| check_level(level, &values))
+        .collect();
+    Ok(DeclaredCheck {
+        run: run.to_path_buf(),
+        file: file.to_path_buf(),
+        format: declared.format,
+        not_declared: (run_hosts.into_iter())
+            .filter(|h| declared_hosts.binary_search(h).is_err())
+            .collect(),
+        levels,
+    })
+}
+
+/// The levels of a topology of ranks that hold whole hosts, as groups of the run's hosts.
+fn of_ranks(
+    topology: &lgate_topology::Topology,
+    side: &RunSide,
+    format: &str,
+) -> Result<Declared, String> {
+    let host_of: HashMap<usize, &str> = (side.places.iter())
+        .filter_map(|p| p.host.as_deref().map(|h| (p.rank, h)))
+        .collect();
+    let mut levels = Vec::new();
+    for level in topology.levels() {
+        let mut group_of_host: HashMap<&str, usize> = HashMap::new();
+        let mut whole = true;
+        let mut groups: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+        for (g, ranks) in level.groups.iter().enumerate() {
+            for r in ranks {
+                let Some(&h) = host_of.get(r) else { continue };
+                match group_of_host.insert(h, g) {
+                    Some(other) if other != g => whole = false,
+                    Some(_) => {}
+                    None => groups.entry(g).or_default().push(h.to_string()),
+                }
+            }
+        }
+        if whole && groups.len() >= 2 {
+            levels.push(DeclaredLevel {
+                name: level.name.clone(),
+                groups: (groups.into_iter())
+                    .map(|(g, hosts)| DeclaredGroup {
+                        name: format!("{} {g}", level.name),
+                        hosts,
+                    })
+                    .collect(),
+            });
+        }
+    }
+    if levels.is_empty() {
+        return Err(
+            "no level of this topology holds whole hosts of the run in two groups or more".into(),
+        );
+    }
+    Ok(Declared {
+        format: format!("{format} topology of ranks"),
+        levels,
+    })
+}
+
+/// Per compared matrix: its name and the measured pairs' values between each two hosts.
+type HostPairValues = Vec<(String, HashMap<(String, String), Vec<f64>>)>;
+
+/// The run's slow hosts (its report.json's health) and how much slower they are: every pair
+/// with a rank on one takes longer, which would pull it away from its group's hosts.
+fn slow_factors(run: &Path) -> HashMap<String, f64> {
+    let Ok(report) = lgate_rundir::Report::read(run) else {
+        return HashMap::new();
+    };
+    let hosts = match &report {
+        lgate_rundir::Report::Staged(s) => s.slow_hosts.clone(),
+        lgate_rundir::Report::Health(h) => (h.matrices.iter())
+            .flat_map(|m| m.slow_hosts.iter().cloned())
+            .collect(),
+    };
+    let mut out: HashMap<String, f64> = HashMap::new();
+    for h in hosts
+        .into_iter()
+        .filter(|h| h.factor.is_finite() && h.factor > 1.0)
+    {
+        let f = out.entry(h.host).or_insert(1.0);
+        *f = f.max(h.factor);
+    }
+    out
+}
+
+/// The measured pairs between each two hosts, per judged matrix; a pair with a slow host
+/// (`slow`) taken back by its factor (the larger of its two hosts').
+fn host_pair_values(side: &RunSide, slow: &HashMap<String, f64>) -> HostPairValues {
+    let mut out = Vec::new();
+    for m in side
+        .matrices
+        .iter()
+        .filter(|m| JUDGED_KINDS.contains(&kind_of(&m.name)))
+    {
+        let mut by: HashMap<(String, String), Vec<f64>> = HashMap::new();
+        let mut add = |k: usize, l: usize, v: f64| {
+            if let (Some(a), Some(b)) = (side.host(k), side.host(l)) {
+                if a != b && v.is_finite() {
+                    let key = if a < b { (a, b) } else { (b, a) };
+                    let f = |h: &str| slow.get(h).copied().unwrap_or(1.0);
+                    let v = v / f(a).max(f(b));
+                    by.entry((key.0.to_string(), key.1.to_string()))
+                        .or_default()
+                        .push(v);
+                }
+            }
+        };
+        match &m.values {
+            SideValues::Dense { values, .. } => {
+                for k in 0..side.len() {
+                    for l in k + 1..side.len() {
+                        if side.is_measured(k, l) {
+                            add(k, l, values.get(k, l));
+                        }
+                    }
+                }
+            }
+            SideValues::Pairs(p) => {
+                for (k, l, v, _) in p.iter() {
+                    add(k, l, v);
+                }
+            }
+        }
+        out.push((m.name.clone(), by));
+    }
+    out
+}
+
+/// One declared level against each matrix's pairs: its hosts measured nearer another group
+/// (each where the evidence is surest), then, without them, whether its groups stand apart
+/// (where they stand apart most).
+fn check_level(level: &DeclaredLevel, values: &HostPairValues) -> LevelCheck {
+    let mut moved: BTreeMap<String, Misplaced> = BTreeMap::new();
+    for (_, by) in values {
+        for m in misplaced(level, by) {
+            if moved.get(&m.host).is_none_or(|x| m.z > x.z) {
+                moved.insert(m.host.clone(), m);
+            }
+        }
+    }
+    let group_of: HashMap<&str, usize> = (level.groups.iter().enumerate())
+        .flat_map(|(g, grp)| grp.hosts.iter().map(move |h| (h.as_str(), g)))
+        .filter(|(h, _)| !moved.contains_key(*h))
+        .collect();
+    let mut best: Option<LevelCheck> = None;
+    for (matrix, by) in values {
+        let (mut inside, mut between) = (Vec::new(), Vec::new());
+        for ((a, b), v) in by {
+            let (Some(ga), Some(gb)) = (group_of.get(a.as_str()), group_of.get(b.as_str())) else {
+                continue;
+            };
+            if ga == gb {
+                inside.extend(v);
+            } else {
+                between.extend(v);
+            }
+        }
+        if inside.is_empty() || between.is_empty() {
+            continue;
+        }
+        let z = lgate_stats::mann_whitney_z(&inside, &between);
+        let (i, b) = (
+            lgate_stats::median(&mut inside),
+            lgate_stats::median(&mut between),
+        );
+        let check = LevelCheck {
+            name: level.name.clone(),
+            groups: level.groups.iter().map(|g| g.name.clone()).collect(),
+            matrix: matrix.clone(),
+            seen: z >= Z_DECLARED && b >= (1.0 + LEAST_GAP) * i,
+            inside_us: i,
+            between_us: b,
+            z,
+            misplaced: Vec::new(),
+        };
+        if best.as_ref().is_none_or(|x| check.z > x.z) {
+            best = Some(check);
+        }
+    }
+    let mut check = best.unwrap_or_else(|| LevelCheck {
+        name: level.name.clone(),
+        groups: level.groups.iter().map(|g| g.name.clone()).collect(),
+        matrix: String::new(),
+        seen: false,
+        inside_us: f64::NAN,
+        between_us: f64::NAN,
+        z: 0.0,
+        misplaced: Vec::new(),
+    });
+    check.misplaced = moved.into_values().collect();
+    check
+}
+
+/// The hosts of `level` measured nearer another group than their own in one matrix.
+fn misplaced(level: &DeclaredLevel, by: &HashMap<(String, String), Vec<f64>>) -> Vec<Misplaced> {
+    let pairs_with = |h: &str, g: usize| -> Vec<f64> {
+        (level.groups[g].hosts.iter())
+            .filter(|o| o.as_str() != h)
+            .flat_map(|o| {
+                let key = if h < o.as_str() {
+                    (h, o.as_str())
+                } else {
+                    (o.as_str(), h)
+                };
+                by.get(&(key.0.to_string(), key.1.to_string()))
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[])
+                    .iter()
+                    .copied()
+            })
+            .collect()
+    };
+    let mut out = Vec::new();
+    for (g, group) in level.groups.iter().enumerate() {
+        for h in &group.hosts {
+            let mut own = pairs_with(h, g);
+            if own.is_empty() {
+                continue;
+            }
+            let own_median = lgate_stats::median(&mut own);
+            let mut found: Option<Misplaced> = None;
+            for other in (0..level.groups.len()).filter(|&o| o != g) {
+                let mut theirs = pairs_with(h, other);
+                if theirs.is_empty() {
+                    continue;
+                }
+                let m = lgate_stats::median(&mut theirs);
+                let z = lgate_stats::mann_whitney_z(&theirs, &own);
+                let nearer = m * (1.0 + LEAST_GAP) <= own_median && z >= Z_DECLARED;
+                if nearer && found.as_ref().is_none_or(|f| m < f.to_nearer_us) {
+                    found = Some(Misplaced {
+                        host: h.clone(),
+                        declared: group.name.clone(),
+                        nearer: level.groups[other].name.clone(),
+                        to_declared_us: own_median,
+                        to_nearer_us: m,
+                        z,
+                        pairs: own.len() + theirs.len(),
+                    });
+                }
+            }
+            out.extend(found);
+        }
+    }
+    out
+}
+
+impl DeclaredCheck {
+    /// A few lines for people: each level, its misplaced hosts, the verdict.
+    pub fn summary(&self) -> String {
+        let mut out = format!(
+            "{} against {} ({})\n",
+            self.run.display(),
+            self.file.display(),
+            self.format
+        );
+        if !self.not_declared.is_empty() {
+            out += &format!(
+                "not declared (left out): {}\n",
+                self.not_declared.join(", ")
+            );
+        }
+        for l in &self.levels {
+            let shown: Vec<&str> = l.groups.iter().take(6).map(String::as_str).collect();
+            let groups = format!(
+                "{} groups: {}{}",
+                l.groups.len(),
+                shown.join(", "),
+                if l.groups.len() > 6 { ", ..." } else { "" }
+            );
+            let how = if l.seen { "seen" } else { "NOT SEEN" };
+            out += &format!(
+                "level {} ({groups}) at {}: {how} (pairs inside groups {:.3} us, between {:.3} us; z {:.1})\n",
+                l.name, l.matrix, l.inside_us, l.between_us, l.z
+            );
+            for m in &l.misplaced {
+                out += &format!(
+                    "  host {}: declared in {}, measured with {} ({:.3} us to {}'s hosts against {:.3} us to {}'s; z {:.1} over {} pairs)\n",
+                    m.host, m.declared, m.nearer, m.to_nearer_us, m.nearer, m.to_declared_us, m.declared, m.z, m.pairs
+                );
+            }
+        }
+        let hosts: usize = self.levels.iter().map(|l| l.misplaced.len()).sum();
+        let unseen: Vec<&str> = (self.levels.iter())
+            .filter(|l| !l.seen)
+            .map(|l| l.name.as_str())
+            .collect();
+        out += &match (hosts, unseen.is_empty()) {
+            (0, true) => "verdict: the run agrees with the declared topology\n".to_string(),
+            (n, true) => format!("verdict: {n} host(s) measured elsewhere than declared\n"),
+            (n, false) => format!(
+                "verdict: the run does not show level(s) {}{}\n",
+                unseen.join(", "),
+                if n > 0 {
+                    format!("; {n} host(s) measured elsewhere than declared")
+                } else {
+                    String::new()
+                }
+            ),
+        };
+        out
+    }
+
+    /// Everything, for scripts.
+    pub fn to_json(&self) -> serde_json::Value {
+        let finite = |x: f64| if x.is_finite() { Some(x) } else { None };
+        serde_json::json!({
+            "run": self.run.display().to_string(),
+            "declared": self.file.display().to_string(),
+            "format": self.format,
+            "differs": self.differs(),
+            "not_declared": self.not_declared,
+            "levels": self.levels.iter().map(|l| serde_json::json!({
+                "level": l.name,
+                "groups": l.groups,
+                "matrix": l.matrix,
+                "seen": l.seen,
+                "inside_us": finite(l.inside_us),
+                "between_us": finite(l.between_us),
+                "z": finite(l.z),
+                "misplaced": l.misplaced.iter().map(|m| serde_json::json!({
+                    "host": m.host,
+                    "declared": m.declared,
+                    "nearer": m.nearer,
+                    "to_declared_us": finite(m.to_declared_us),
+                    "to_nearer_us": finite(m.to_nearer_us),
+                    "z": finite(m.z),
+                    "pairs": m.pairs,
+                })).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+        })
+    }
+}

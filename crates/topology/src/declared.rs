@@ -1,0 +1,303 @@
+//! A machine's topology as its site declares it: which hosts share each switch or block, level
+//! by level, read from Slurm's `topology.conf` (the topology/tree plugin's switches, the
+//! topology/block plugin's blocks), or from a topology of ranks whose levels hold whole hosts.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::export::expand_hostlist;
+
+/// One group of hosts of a declared level (a switch, a block).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeclaredGroup {
+    /// Its name in the file (`s1`, `b0`).
+    pub name: String,
+    /// Its hosts.
+    pub hosts: Vec<String>,
+}
+
+/// One level of a declared topology: a partition of some hosts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeclaredLevel {
+    /// `tier1` (the leaf switches), `tier2`, ..., or `block`.
+    pub name: String,
+    /// Its groups.
+    pub groups: Vec<DeclaredGroup>,
+}
+
+/// A declared topology: its levels, coarsest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Declared {
+    /// What it was read from (`Slurm topology.conf (tree)`).
+    pub format: String,
+    /// The levels with two groups or more, coarsest first.
+    pub levels: Vec<DeclaredLevel>,
+}
+
+impl Declared {
+    /// Every host any level names, sorted.
+    pub fn hosts(&self) -> Vec<String> {
+        let mut h: Vec<String> = (self.levels.iter())
+            .flat_map(|l| l.groups.iter().flat_map(|g| g.hosts.iter().cloned()))
+            .collect();
+        h.sort();
+        h.dedup();
+        h
+    }
+}
+
+/// Whether `text` looks like a Slurm `topology.conf` (a `SwitchName=` or `BlockName=` line).
+pub fn is_slurm_conf(text: &str) -> bool {
+    text.lines().map(strip_comment).any(|l| {
+        let l = l.trim_start();
+        l.starts_with("SwitchName=") || l.starts_with("BlockName=")
+    })
+}
+
+fn strip_comment(line: &str) -> &str {
+    line.split('#').next().unwrap_or("")
+}
+
+/// One `SwitchName=` line's children.
+enum Below {
+    Hosts(Vec<String>),
+    Switches(Vec<String>),
+}
+
+/// Reads a Slurm `topology.conf`: `SwitchName=NAME Nodes=HOSTLIST` and `SwitchName=NAME
+/// Switches=LIST` (topology/tree) or `BlockName=NAME Nodes=HOSTLIST` (topology/block).
+/// Errors say the line and the problem.
+pub fn parse_slurm_conf(text: &str) -> Result<Declared, String> {
+    let mut switches: Vec<(String, Below)> = Vec::new();
+    let mut blocks: Vec<DeclaredGroup> = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = strip_comment(line).trim();
+        if line.is_empty() {
+            continue;
+        }
+        let bad = |what: String| format!("line {}: {what}", n + 1);
+        let mut fields: BTreeMap<String, String> = BTreeMap::new();
+        for word in line.split_whitespace() {
+            let (key, value) = word
+                .split_once('=')
+                .ok_or_else(|| bad(format!("`{word}` is not KEY=VALUE")))?;
+            fields.insert(key.to_ascii_lowercase(), value.to_string());
+        }
+        let expand = |key: &str, shown: &str| -> Result<Vec<String>, String> {
+            let list = &fields[key];
+            let names = expand_hostlist(list).map_err(|e| bad(format!("{shown}={list}: {e}")))?;
+            if names.is_empty() {
+                return Err(bad(format!("{shown}= is empty")));
+            }
+            Ok(names)
+        };
+        if let Some(name) = fields.get("switchname") {
+            let below = match (
+                fields.contains_key("nodes"),
+                fields.contains_key("switches"),
+            ) {
+                (true, false) => Below::Hosts(expand("nodes", "Nodes")?),
+                (false, true) => Below::Switches(expand("switches", "Switches")?),
+                _ => {
+                    return Err(bad(format!(
+                        "switch {name} needs Nodes= or Switches=, not both"
+                    )))
+                }
+            };
+            if switches.iter().any(|(s, _)| s == name) {
+                return Err(bad(format!("switch {name} is declared twice")));
+            }
+            switches.push((name.clone(), below));
+        } else if let Some(name) = fields.get("blockname") {
+            if !fields.contains_key("nodes") {
+                return Err(bad(format!("block {name} has no Nodes=")));
+            }
+            blocks.push(DeclaredGroup {
+                name: name.clone(),
+                hosts: expand("nodes", "Nodes")?,
+            });
+        } else if !fields.contains_key("blocksizes") {
+            return Err(bad("neither SwitchName=, BlockName= nor BlockSizes=".into()));
+        }
+    }
+    match (switches.is_empty(), blocks.is_empty()) {
+        (true, true) => Err("no SwitchName= or BlockName= line".into()),
+        (false, false) => Err("both switches and blocks: one plugin's file at a time".into()),
+        (true, false) => {
+            check_once(blocks.iter().map(|b| (&b.name, &b.hosts)))?;
+            let levels = if blocks.len() >= 2 {
+                vec![DeclaredLevel {
+                    name: "block".into(),
+                    groups: blocks,
+                }]
+            } else {
+                Vec::new()
+            };
+            Ok(Declared {
+                format: "Slurm topology.conf (block)".into(),
+                levels,
+            })
+        }
+        (false, true) => tree_levels(&switches),
+    }
+}
+
+/// Each host in one group only.
+fn check_once<'a>(
+    groups: impl Iterator<Item = (&'a String, &'a Vec<String>)>,
+) -> Result<(), String> {
+    let mut seen: HashMap<&str, &str> = HashMap::new();
+    for (name, hosts) in groups {
+        for h in hosts {
+            if let Some(other) = seen.insert(h, name) {
+                return Err(format!("host {h} is under both {other} and {name}"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The levels of a tree of switches: per height above the leaf switches (0), each host's
+/// lowest ancestor at that height or above; levels of one group left out.
+fn tree_levels(switches: &[(String, Below)]) -> Result<Declared, String> {
+    let index: HashMap<&str, usize> = (switches.iter().enumerate())
+        .map(|(k, (name, _))| (name.as_str(), k))
+        .collect();
+    let mut parent: Vec<Option<usize>> = vec![None; switches.len()];
+    for (k, (name, below)) in switches.iter().enumerate() {
+        if let Below::Switches(children) = below {
+            for c in children {
+                let &child = (index.get(c.as_str()))
+                    .ok_or_else(|| format!("switch {name}: no switch {c} is declared"))?;
+                if let Some(p) = parent[child] {
+                    return Err(format!(
+                        "switch {c} is under both {} and {name}",
+                        switches[p].0
+                    ));
+                }
+                parent[child] = Some(k);
+            }
+        }
+    }
+    // Heights: a leaf switch 0, a switch one above its highest child.
+    let mut height = vec![0usize; switches.len()];
+    for k in 0..switches.len() {
+        let (mut at, mut h, mut steps) = (k, 0, 0);
+        while let Some(p) = parent[at] {
+            h += 1;
+            height[p] = height[p].max(h);
+            at = p;
+            steps += 1;
+            if steps > switches.len() {
+                return Err(format!("switch {} is its own ancestor", switches[k].0));
+            }
+        }
+    }
+    let leaves: Vec<(&String, &Vec<String>)> = (switches.iter())
+        .filter_map(|(name, below)| match below {
+            Below::Hosts(h) => Some((name, h)),
+            Below::Switches(_) => None,
+        })
+        .collect();
+    check_once(leaves.iter().copied())?;
+    let top = height.iter().copied().max().unwrap_or(0);
+    let mut levels = Vec::new();
+    for tier in (0..=top).rev() {
+        // Each host's lowest ancestor at this height or above.
+        let mut groups: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+        for (name, hosts) in &leaves {
+            let mut at = index[name.as_str()];
+            while height[at] < tier {
+                match parent[at] {
+                    Some(p) => at = p,
+                    None => break,
+                }
+            }
+            groups.entry(at).or_default().extend(hosts.iter().cloned());
+        }
+        if groups.len() >= 2 {
+            levels.push(DeclaredLevel {
+                name: format!("tier{}", tier + 1),
+                groups: (groups.into_iter())
+                    .map(|(k, hosts)| DeclaredGroup {
+                        name: switches[k].0.clone(),
+                        hosts,
+                    })
+                    .collect(),
+            });
+        }
+    }
+    Ok(Declared {
+        format: "Slurm topology.conf (tree)".into(),
+        levels,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tree_of_switches_gives_a_level_per_tier() {
+        let text = "# two leaves under one spine, one more leaf beside\n\
+                    SwitchName=s1 Nodes=n[01-02]\n\
+                    SwitchName=s2 Nodes=n[03-04] LinkSpeed=100\n\
+                    SwitchName=s3 Nodes=n05\n\
+                    SwitchName=spine Switches=s[1-2]\n\
+                    SwitchName=root Switches=spine,s3\n";
+        assert!(is_slurm_conf(text));
+        let d = parse_slurm_conf(text).unwrap();
+        let names: Vec<(&str, Vec<&str>)> = (d.levels.iter())
+            .map(|l| {
+                (
+                    l.name.as_str(),
+                    l.groups.iter().map(|g| g.name.as_str()).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            names,
+            // n05's leaf hangs from the root: at the second tier it is under the root alone.
+            [
+                ("tier2", vec!["spine", "root"]),
+                ("tier1", vec!["s1", "s2", "s3"])
+            ]
+        );
+        assert_eq!(d.levels[0].groups[0].hosts, ["n01", "n02", "n03", "n04"]);
+        assert_eq!(d.hosts().len(), 5);
+    }
+
+    #[test]
+    fn blocks_are_one_level() {
+        let d = parse_slurm_conf(
+            "BlockName=b0 Nodes=n[1-4]\nBlockName=b1 Nodes=n[5-8]\nBlockSizes=4,8\n",
+        )
+        .unwrap();
+        assert_eq!(d.levels.len(), 1);
+        assert_eq!(d.levels[0].groups[1].hosts, ["n5", "n6", "n7", "n8"]);
+    }
+
+    #[test]
+    fn a_bad_file_says_the_line_and_the_problem() {
+        for (text, problem) in [
+            (
+                "SwitchName=s1\n",
+                "line 1: switch s1 needs Nodes= or Switches=, not both",
+            ),
+            ("SwitchName=s1 Nodes=n[1-\n", "line 1: Nodes=n[1-:"),
+            (
+                "SwitchName=s1 Nodes=a\nSwitchName=r Switches=s9\n",
+                "switch r: no switch s9",
+            ),
+            (
+                "SwitchName=s1 Nodes=a\nSwitchName=s2 Nodes=a\n",
+                "host a is under both s1 and s2",
+            ),
+            ("Nodes=a\n", "line 1: neither SwitchName="),
+            ("hello\n", "line 1: `hello` is not KEY=VALUE"),
+            ("# nothing\n", "no SwitchName= or BlockName= line"),
+        ] {
+            let e = parse_slurm_conf(text).unwrap_err();
+            assert!(e.starts_with(problem), "{text:?}: {e}");
+        }
+    }
+}
