@@ -38,6 +38,59 @@ fn ok(what: &str, out: Output) -> Output {
     out
 }
 
+/// The machine-wide lock a test holds while it uses the testbed (its namespaces have fixed
+/// names); the kernel releases it when the test's process ends, however it ends.
+const LOCK: &str = "/run/lgate-testbed.test.lock";
+
+/// Takes the testbed for this test: waits (up to 40 min) while another test run on this
+/// machine holds it, then ends what a killed test run left up. A testbed brought up by hand
+/// (the default state directory exists) is not ours to end: that fails with a message.
+fn claim_testbed() -> std::fs::File {
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(LOCK)
+        .unwrap_or_else(|e| panic!("{LOCK}: {e}"));
+    let start = Instant::now();
+    let mut said = false;
+    loop {
+        match lock.try_lock() {
+            Ok(()) => break,
+            Err(std::fs::TryLockError::WouldBlock) => {
+                if !said {
+                    eprintln!("another test run holds the testbed ({LOCK}): waiting");
+                    said = true;
+                }
+                assert!(
+                    start.elapsed().as_secs() < 40 * 60,
+                    "another test run held the testbed ({LOCK}) for 40 min"
+                );
+                std::thread::sleep(std::time::Duration::from_secs(2));
+            }
+            Err(std::fs::TryLockError::Error(e)) => panic!("{LOCK}: {e}"),
+        }
+    }
+    let left = Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).contains("lgtb-"))
+        .unwrap_or(false);
+    if left {
+        assert!(
+            !Path::new("/run/lgate-testbed").exists(),
+            "a testbed brought up by hand is up (/run/lgate-testbed): run 'scripts/testbed down' first"
+        );
+        eprintln!("a killed test run left its testbed up: taking it down");
+        let gone = tempfile::tempdir().unwrap();
+        ok(
+            "testbed down",
+            testbed(&gone.path().join("state"), &["down"]),
+        );
+    }
+    lock
+}
+
 /// Tears the testbed down however the test ends.
 struct Down<'a>(&'a Path);
 
@@ -231,6 +284,7 @@ fn an_emulated_cluster_is_recovered() {
         root,
         "the emulated cluster needs root (network namespaces): run this test as root"
     );
+    let _claim = claim_testbed();
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("testbed");
     ok(
