@@ -29,8 +29,9 @@ pub struct ClusterArgs {
     method: MethodArgs,
     /// The output format: json, lgate, newick, or Slurm's files of the levels at and above
     /// hosts: slurm (topology.conf, topology/tree), slurm-block (topology/block) or slurm-yaml
-    /// (topology.yaml); or hwloc-distances: the matrix itself for one host's ranks, for
-    /// hwloc-annotate (needs --hwloc-xml; nothing is clustered).
+    /// (topology.yaml); k8s-labels: Kubernetes node labels in topograph's keys; or
+    /// hwloc-distances: the matrix itself for one host's ranks, for hwloc-annotate (needs
+    /// --hwloc-xml; nothing is clustered).
     #[arg(long, default_value = "json", value_name = "FORMAT", value_parser = clap::builder::PossibleValuesParser::new(lgate_topology::export::names().into_iter().chain([HWLOC_DISTANCES])))]
     format: String,
     /// With --format hwloc-distances: the host's `lstopo --of xml`, the file hwloc-annotate

@@ -432,7 +432,72 @@ fn a_declared_topology_is_checked_host_by_host() {
         "{json:#}"
     );
 
+    // The same swap in a Slurm topology.yaml and in Kubernetes node labels (topograph's keys).
+    write(
+        "swapped.yaml",
+        "- topology: fabric\n  cluster_default: true\n  tree:\n    switches:\n\
+         \x20     - switch: s0\n        nodes: fram-n[0-2],fram-n5\n\
+         \x20     - switch: s1\n        nodes: [fram-n3, fram-n4, fram-n6, fram-n7]\n",
+    );
+    let node = |h: usize, leaf: &str| {
+        format!(
+            "{{\"kind\": \"Node\", \"metadata\": {{\"name\": \"fram-n{h}\", \"labels\": \
+             {{\"fabric.topograph.run/tier-0\": \"{leaf}\", \"kubernetes.io/os\": \"linux\"}}}}}}"
+        )
+    };
+    let items: Vec<String> = (0..8)
+        .map(|h| node(h, if [0, 1, 2, 5].contains(&h) { "a" } else { "b" }))
+        .collect();
+    write(
+        "swapped-labels.json",
+        &format!("{{\"kind\": \"List\", \"items\": [{}]}}", items.join(", ")),
+    );
+    for (file, level) in [
+        ("swapped.yaml", "tier1"),
+        ("swapped-labels.json", "fabric.topograph.run/tier-0"),
+    ] {
+        let (out, json) = diff(d, "run", file, &[]);
+        assert_eq!(out.status.code(), Some(1), "{file}: {json:#}");
+        let level_json = &json["levels"][0];
+        assert_eq!(level_json["level"], level, "{json:#}");
+        let hosts: Vec<&str> = (level_json["misplaced"].as_array().unwrap().iter())
+            .map(|m| m["host"].as_str().unwrap())
+            .collect();
+        assert_eq!(hosts, ["fram-n3", "fram-n5"], "{file}: {json:#}");
+    }
+    // The labels `cluster --format k8s-labels` writes agree with the run they came from.
+    let out = lgate_plogp_in(
+        d,
+        &[
+            "cluster",
+            "run",
+            "--format",
+            "k8s-labels",
+            "-o",
+            "labels.yaml",
+            "-q",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let labels = std::fs::read_to_string(d.join("labels.yaml")).unwrap();
+    assert!(labels.contains("fabric.topograph.run/tier-0"), "{labels}");
+    let out = lgate_plogp_in(d, &["diff", "run", "labels.yaml"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}\n{labels}");
+
     // Bad declared files: one line naming the file and the problem, exit 2.
+    write(
+        "no-labels.json",
+        "{\"kind\": \"List\", \"items\": [{\"metadata\": {\"name\": \"fram-n0\"}}]}",
+    );
+    write(
+        "broken-labels.yaml",
+        "kind: List\nitems:\n  - metadata: [\n",
+    );
     write(
         "unknown.conf",
         "SwitchName=s0 Nodes=fram-n[0-3],gpu9\nSwitchName=s1 Nodes=fram-n[4-7]\n",
@@ -444,6 +509,11 @@ fn a_declared_topology_is_checked_host_by_host() {
     for (file, problem) in [
         ("unknown.conf", "host gpu9 is not a host of the run"),
         ("broken.conf", "line 1: Nodes=fram-n[0-3:"),
+        (
+            "no-labels.json",
+            "none of its 1 nodes carries a topology label",
+        ),
+        ("broken-labels.yaml", "not a Kubernetes node list:"),
     ] {
         let out = lgate_plogp_in(d, &["diff", "run", file]);
         let stderr = String::from_utf8_lossy(&out.stderr);

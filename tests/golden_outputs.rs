@@ -104,6 +104,17 @@ fn a_fixed_run_and_matrix_give_the_same_bytes() {
             check(&format!("cluster/{out}"), &file(d, &out), &mut mismatches);
         }
     }
+    // The schedulers' other formats, of the default clustering.
+    for format in ["slurm-block", "slurm-yaml", "k8s-labels"] {
+        let out = format!("auto.{format}");
+        success(lgate_plogp_in(
+            d,
+            &[
+                "cluster", "sim", "--quiet", "--format", format, "--output", &out,
+            ],
+        ));
+        check(&format!("cluster/{out}"), &file(d, &out), &mut mismatches);
+    }
     // A bare matrix file (no run directory): the CSV reader's path.
     std::fs::copy(sim.join("matrices/t_1024.csv"), d.join("t.csv")).unwrap();
     let on_csv = [

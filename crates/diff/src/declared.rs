@@ -18,9 +18,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use lgate_topology::declared::{
-    is_slurm_conf, parse_slurm_conf, Declared, DeclaredGroup, DeclaredLevel,
-};
+use lgate_topology::declared::{parse_host_declared, Declared, DeclaredGroup, DeclaredLevel};
 
 use crate::side::{RunSide, SideValues};
 use crate::{kind_of, DiffError, JUDGED_KINDS};
@@ -101,7 +99,7 @@ pub fn is_declared(path: &Path) -> bool {
     let Ok(text) = std::fs::read_to_string(path) else {
         return false;
     };
-    is_slurm_conf(&text) || lgate_topology::format::parse(&text, None, None).is_ok()
+    parse_host_declared(&text).is_some() || lgate_topology::format::parse(&text, None, None).is_ok()
 }
 
 /// Checks `run` against the topology declared in `file`.
@@ -112,8 +110,8 @@ pub fn check_declared(run: &Path, file: &Path) -> Result<DeclaredCheck, DiffErro
         message,
     };
     let text = std::fs::read_to_string(file).map_err(|e| invalid(e.to_string()))?;
-    let declared = if is_slurm_conf(&text) {
-        parse_slurm_conf(&text).map_err(invalid)?
+    let declared = if let Some(declared) = parse_host_declared(&text) {
+        declared.map_err(invalid)?
     } else {
         let ranks = side
             .places
@@ -124,8 +122,8 @@ pub fn check_declared(run: &Path, file: &Path) -> Result<DeclaredCheck, DiffErro
         let (topology, format) =
             lgate_topology::format::parse(&text, None, Some(ranks)).map_err(|e| {
                 invalid(format!(
-                    "neither a Slurm topology.conf (SwitchName=, BlockName=) nor a topology \
-                     file: {e}"
+                    "not a Slurm topology.conf or topology.yaml, Kubernetes nodes or a \
+                     topology file: {e}"
                 ))
             })?;
         of_ranks(&topology, &side, format.name()).map_err(invalid)?

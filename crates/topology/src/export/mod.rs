@@ -17,7 +17,9 @@
 //! ```
 
 mod formats;
+mod host_levels;
 mod hostlist;
+mod k8s;
 mod rankfile;
 mod slurm;
 
@@ -25,6 +27,7 @@ use crate::tree::Topology;
 
 pub use formats::{JsonWriter, LgateWriter, NewickWriter};
 pub use hostlist::{expand_hostlist, hostlist};
+pub use k8s::{K8sLabelsWriter, FABRIC_TIER};
 pub use rankfile::{rankfile, Place, RankfileError};
 pub use slurm::{SlurmBlockWriter, SlurmWriter, SlurmYamlWriter};
 
@@ -74,6 +77,7 @@ pub static WRITERS: &[&dyn TopologyWriter] = &[
     &SlurmWriter,
     &SlurmBlockWriter,
     &SlurmYamlWriter,
+    &K8sLabelsWriter,
 ];
 
 /// The writer of the format called `name`.
@@ -87,6 +91,11 @@ pub fn writer(name: &str) -> Option<&'static dyn TopologyWriter> {
 /// The names of every format that can be written.
 pub fn names() -> Vec<&'static str> {
     WRITERS.iter().map(|w| w.name()).collect()
+}
+
+/// A YAML double-quoted string (host names may look like numbers to YAML).
+fn yaml_quoted(text: &str) -> String {
+    format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
 #[cfg(test)]
@@ -121,7 +130,8 @@ mod tests {
                 "newick",
                 "slurm",
                 "slurm-block",
-                "slurm-yaml"
+                "slurm-yaml",
+                "k8s-labels"
             ]
         );
     }

@@ -5,9 +5,9 @@
 
 use std::fmt::Write as _;
 
-use super::hostlist::hostlist;
-use super::{ExportContext, ExportError, TopologyWriter};
-use crate::tree::{Level, Topology};
+use super::host_levels::{Below, HostLevels};
+use super::{yaml_quoted, ExportContext, ExportError, TopologyWriter};
+use crate::tree::Topology;
 
 /// Slurm's `topology.conf` of the levels that hold whole hosts, for `TopologyPlugin=topology/tree`.
 #[derive(Debug, Clone, Copy)]
@@ -80,10 +80,10 @@ impl TopologyWriter for SlurmYamlWriter {
             "---\n- topology: lgate-plogp-tree\n  cluster_default: true\n  tree:\n    switches:\n",
         );
         for switch in machine.switches() {
-            let _ = writeln!(out, "      - switch: {}", quoted(&switch.name));
+            let _ = writeln!(out, "      - switch: {}", yaml_quoted(&switch.name));
             let _ = match &switch.below {
-                Below::Hosts(hosts) => writeln!(out, "        nodes: {}", quoted(hosts)),
-                Below::Switches(names) => writeln!(out, "        children: {}", quoted(names)),
+                Below::Hosts(hosts) => writeln!(out, "        nodes: {}", yaml_quoted(hosts)),
+                Below::Switches(names) => writeln!(out, "        children: {}", yaml_quoted(names)),
             };
         }
         let (blocks, sizes) = machine.blocks();
@@ -95,7 +95,11 @@ impl TopologyWriter for SlurmYamlWriter {
         }
         out.push_str("    blocks:\n");
         for (k, hosts) in blocks.iter().enumerate() {
-            let _ = writeln!(out, "      - block: b{k}\n        nodes: {}", quoted(hosts));
+            let _ = writeln!(
+                out,
+                "      - block: b{k}\n        nodes: {}",
+                yaml_quoted(hosts)
+            );
         }
         Ok(out)
     }
@@ -108,190 +112,6 @@ fn header(what: &str, context: &ExportContext) -> String {
         env!("CARGO_PKG_VERSION"),
         context.source.replace('\n', " ")
     )
-}
-
-/// A YAML double-quoted string (host names may look like numbers to YAML).
-fn quoted(text: &str) -> String {
-    format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
-}
-
-/// What a switch has below it, as a hostlist expression.
-enum Below {
-    Hosts(String),
-    Switches(String),
-}
-
-/// A switch of the tree: its name and what hangs below it.
-struct Switch {
-    name: String,
-    below: Below,
-}
-
-/// The host names of a topology and its levels that hold whole hosts, coarsest first.
-struct HostLevels<'a> {
-    hosts: &'a [String],
-    distinct: usize,
-    levels: Vec<&'a Level>,
-}
-
-impl<'a> HostLevels<'a> {
-    /// The hosts of `context` and the levels of `topology` in which every host lies inside one
-    /// group and that have fewer groups than there are hosts.
-    fn of(
-        topology: &'a Topology,
-        context: &ExportContext<'a>,
-        format: &'static str,
-    ) -> Result<Self, ExportError> {
-        let hosts = context.hosts.ok_or(ExportError::NeedsHosts { format })?;
-        if hosts.len() < topology.ranks() {
-            return Err(ExportError::HostCount {
-                hosts: hosts.len(),
-                ranks: topology.ranks(),
-            });
-        }
-        // Each rank's host as a small integer: every step below is linear in the ranks (this
-        // runs on machines of thousands of hosts).
-        let mut ids: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-        let host_of: Vec<usize> = hosts
-            .iter()
-            .map(|h| {
-                let next = ids.len();
-                *ids.entry(h.as_str()).or_insert(next)
-            })
-            .collect();
-        let distinct = ids.len();
-        let whole_hosts = |level: &Level| {
-            let labels = level.labels(hosts.len());
-            let mut group_of_host = vec![None; distinct];
-            host_of
-                .iter()
-                .zip(&labels)
-                .all(|(&h, &g)| *group_of_host[h].get_or_insert(g) == g)
-        };
-        let levels = topology
-            .levels()
-            .iter()
-            .filter(|l| l.groups.len() < distinct && whole_hosts(l))
-            .collect();
-        Ok(HostLevels {
-            hosts,
-            distinct,
-            levels,
-        })
-    }
-
-    /// The hosts of a group of ranks as a hostlist expression.
-    fn hosts_of(&self, group: &[usize]) -> String {
-        hostlist(
-            group
-                .iter()
-                .filter_map(|&r| self.hosts.get(r))
-                .map(String::as_str),
-        )
-    }
-
-    /// The number of distinct hosts of a group of ranks.
-    fn host_count(&self, group: &[usize]) -> usize {
-        let mut names: Vec<&str> = group
-            .iter()
-            .filter_map(|&r| self.hosts.get(r))
-            .map(String::as_str)
-            .collect();
-        names.sort_unstable();
-        names.dedup();
-        names.len()
-    }
-
-    /// The switches of topology/tree, leaves first, the root last: a leaf switch per group of
-    /// the finest host level over its hosts, a switch per coarser group over the switches of
-    /// the groups inside it (a group lies in the parent that holds its first rank), and a
-    /// root over the coarsest; one switch over every host when no level holds whole hosts.
-    fn switches(&self) -> Vec<Switch> {
-        if self.levels.is_empty() {
-            let all: Vec<usize> = (0..self.hosts.len()).collect();
-            return vec![Switch {
-                name: "s0".into(),
-                below: Below::Hosts(self.hosts_of(&all)),
-            }];
-        }
-        let depth = self.levels.len();
-        let children: Vec<Vec<Vec<usize>>> = self
-            .levels
-            .windows(2)
-            .map(|pair| {
-                let parent = pair[0].labels(self.hosts.len());
-                let mut children = vec![Vec::new(); pair[0].groups.len()];
-                for (c, group) in pair[1].groups.iter().enumerate() {
-                    if let Some(&p) = group.first().and_then(|&r| parent.get(r)) {
-                        if let Some(list) = children.get_mut(p) {
-                            list.push(c);
-                        }
-                    }
-                }
-                children
-            })
-            .collect();
-        // Switch names `s{level}_{group}`: those under one switch fold into `s1_[0-3]`.
-        let names = |k: usize, groups: &[usize]| {
-            let names: Vec<String> = groups.iter().map(|g| format!("s{k}_{g}")).collect();
-            hostlist(names.iter().map(String::as_str))
-        };
-        let mut out = Vec::new();
-        for (k, level) in self.levels.iter().enumerate().rev() {
-            for (g, group) in level.groups.iter().enumerate() {
-                let below = if k + 1 == depth {
-                    Below::Hosts(self.hosts_of(group))
-                } else {
-                    Below::Switches(names(k + 1, &children[k][g]))
-                };
-                out.push(Switch {
-                    name: format!("s{k}_{g}"),
-                    below,
-                });
-            }
-        }
-        let top: Vec<usize> = (0..self.levels[0].groups.len()).collect();
-        out.push(Switch {
-            name: "root".into(),
-            below: Below::Switches(names(0, &top)),
-        });
-        out
-    }
-
-    /// The blocks of topology/block (the groups of the finest host level, or one block of every
-    /// host) as hostlists, and the block sizes: the base is the fewest hosts in a block (every
-    /// block must hold at least that many); each coarser level whose groups all hold the same
-    /// number of hosts, a power of two times the size before, adds that size.
-    fn blocks(&self) -> (Vec<String>, Vec<usize>) {
-        let all: Vec<usize> = (0..self.hosts.len()).collect();
-        let groups: Vec<&[usize]> = match self.levels.last() {
-            Some(level) => level.groups.iter().map(Vec::as_slice).collect(),
-            None => vec![&all],
-        };
-        let blocks: Vec<String> = groups.iter().map(|g| self.hosts_of(g)).collect();
-        let base = groups
-            .iter()
-            .map(|g| self.host_count(g))
-            .min()
-            .unwrap_or(self.distinct)
-            .max(1);
-        let mut sizes = vec![base];
-        for level in self.levels.iter().rev().skip(1) {
-            let counts: Vec<usize> = level.groups.iter().map(|g| self.host_count(g)).collect();
-            let Some(&size) = counts.first() else {
-                continue;
-            };
-            let last = *sizes.last().expect("the base");
-            if counts.iter().all(|&c| c == size)
-                && size > last
-                && size % last == 0
-                && (size / last).is_power_of_two()
-            {
-                sizes.push(size);
-            }
-        }
-        (blocks, sizes)
-    }
 }
 
 #[cfg(test)]

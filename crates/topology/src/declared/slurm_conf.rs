@@ -1,49 +1,10 @@
-//! A machine's topology as its site declares it: which hosts share each switch or block, level
-//! by level, read from Slurm's `topology.conf` (the topology/tree plugin's switches, the
-//! topology/block plugin's blocks), or from a topology of ranks whose levels hold whole hosts.
+//! Slurm's `topology.conf`: the topology/tree plugin's switches, the topology/block plugin's
+//! blocks.
 
 use std::collections::{BTreeMap, HashMap};
 
+use super::{Declared, DeclaredGroup, DeclaredLevel};
 use crate::export::expand_hostlist;
-
-/// One group of hosts of a declared level (a switch, a block).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DeclaredGroup {
-    /// Its name in the file (`s1`, `b0`).
-    pub name: String,
-    /// Its hosts.
-    pub hosts: Vec<String>,
-}
-
-/// One level of a declared topology: a partition of some hosts.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DeclaredLevel {
-    /// `tier1` (the leaf switches), `tier2`, ..., or `block`.
-    pub name: String,
-    /// Its groups.
-    pub groups: Vec<DeclaredGroup>,
-}
-
-/// A declared topology: its levels, coarsest first.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Declared {
-    /// What it was read from (`Slurm topology.conf (tree)`).
-    pub format: String,
-    /// The levels with two groups or more, coarsest first.
-    pub levels: Vec<DeclaredLevel>,
-}
-
-impl Declared {
-    /// Every host any level names, sorted.
-    pub fn hosts(&self) -> Vec<String> {
-        let mut h: Vec<String> = (self.levels.iter())
-            .flat_map(|l| l.groups.iter().flat_map(|g| g.hosts.iter().cloned()))
-            .collect();
-        h.sort();
-        h.dedup();
-        h
-    }
-}
 
 /// Whether `text` looks like a Slurm `topology.conf` (a `SwitchName=` or `BlockName=` line).
 pub fn is_slurm_conf(text: &str) -> bool {
@@ -57,8 +18,8 @@ fn strip_comment(line: &str) -> &str {
     line.split('#').next().unwrap_or("")
 }
 
-/// One `SwitchName=` line's children.
-enum Below {
+/// One switch's children.
+pub(super) enum Below {
     Hosts(Vec<String>),
     Switches(Vec<String>),
 }
@@ -122,27 +83,32 @@ pub fn parse_slurm_conf(text: &str) -> Result<Declared, String> {
     match (switches.is_empty(), blocks.is_empty()) {
         (true, true) => Err("no SwitchName= or BlockName= line".into()),
         (false, false) => Err("both switches and blocks: one plugin's file at a time".into()),
-        (true, false) => {
-            check_once(blocks.iter().map(|b| (&b.name, &b.hosts)))?;
-            let levels = if blocks.len() >= 2 {
-                vec![DeclaredLevel {
-                    name: "block".into(),
-                    groups: blocks,
-                }]
-            } else {
-                Vec::new()
-            };
-            Ok(Declared {
-                format: "Slurm topology.conf (block)".into(),
-                levels,
-            })
-        }
-        (false, true) => tree_levels(&switches),
+        (true, false) => Ok(Declared {
+            format: "Slurm topology.conf (block)".into(),
+            levels: block_levels(blocks)?,
+        }),
+        (false, true) => Ok(Declared {
+            format: "Slurm topology.conf (tree)".into(),
+            levels: tree_levels(&switches)?,
+        }),
     }
 }
 
+/// The level of topology/block's blocks (none with one block).
+pub(super) fn block_levels(blocks: Vec<DeclaredGroup>) -> Result<Vec<DeclaredLevel>, String> {
+    check_once(blocks.iter().map(|b| (&b.name, &b.hosts)))?;
+    Ok(if blocks.len() >= 2 {
+        vec![DeclaredLevel {
+            name: "block".into(),
+            groups: blocks,
+        }]
+    } else {
+        Vec::new()
+    })
+}
+
 /// Each host in one group only.
-fn check_once<'a>(
+pub(super) fn check_once<'a>(
     groups: impl Iterator<Item = (&'a String, &'a Vec<String>)>,
 ) -> Result<(), String> {
     let mut seen: HashMap<&str, &str> = HashMap::new();
@@ -158,7 +124,7 @@ fn check_once<'a>(
 
 /// The levels of a tree of switches: per height above the leaf switches (0), each host's
 /// lowest ancestor at that height or above; levels of one group left out.
-fn tree_levels(switches: &[(String, Below)]) -> Result<Declared, String> {
+pub(super) fn tree_levels(switches: &[(String, Below)]) -> Result<Vec<DeclaredLevel>, String> {
     let index: HashMap<&str, usize> = (switches.iter().enumerate())
         .map(|(k, (name, _))| (name.as_str(), k))
         .collect();
@@ -226,10 +192,7 @@ fn tree_levels(switches: &[(String, Below)]) -> Result<Declared, String> {
             });
         }
     }
-    Ok(Declared {
-        format: "Slurm topology.conf (tree)".into(),
-        levels,
-    })
+    Ok(levels)
 }
 
 #[cfg(test)]

@@ -1,0 +1,66 @@
+//! A machine's topology as its site declares it: which hosts share each switch, block or
+//! domain, level by level, read from Slurm's `topology.conf` (tree or block), Slurm's
+//! `topology.yaml`, Kubernetes node labels (topograph's keys), or a topology of ranks whose
+//! levels hold whole hosts (that last one by the caller, who knows the ranks' hosts).
+
+mod k8s;
+mod slurm_conf;
+mod slurm_yaml;
+
+pub use k8s::{is_k8s_nodes, parse_k8s_nodes};
+pub use slurm_conf::{is_slurm_conf, parse_slurm_conf};
+pub use slurm_yaml::{is_slurm_yaml, parse_slurm_yaml};
+
+/// One group of hosts of a declared level (a switch, a block).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeclaredGroup {
+    /// Its name in the file (`s1`, `b0`).
+    pub name: String,
+    /// Its hosts.
+    pub hosts: Vec<String>,
+}
+
+/// One level of a declared topology: a partition of some hosts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeclaredLevel {
+    /// `tier1` (the leaf switches), `tier2`, ..., or `block`.
+    pub name: String,
+    /// Its groups.
+    pub groups: Vec<DeclaredGroup>,
+}
+
+/// A declared topology: its levels, coarsest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Declared {
+    /// What it was read from (`Slurm topology.conf (tree)`).
+    pub format: String,
+    /// The levels with two groups or more, coarsest first.
+    pub levels: Vec<DeclaredLevel>,
+}
+
+impl Declared {
+    /// Every host any level names, sorted.
+    pub fn hosts(&self) -> Vec<String> {
+        let mut h: Vec<String> = (self.levels.iter())
+            .flat_map(|l| l.groups.iter().flat_map(|g| g.hosts.iter().cloned()))
+            .collect();
+        h.sort();
+        h.dedup();
+        h
+    }
+}
+
+/// Reads a declared topology of hosts when `text` is one of the host formats (Slurm
+/// `topology.conf` or `topology.yaml`, Kubernetes nodes); `None` when it is none of them.
+/// Errors say where and what.
+pub fn parse_host_declared(text: &str) -> Option<Result<Declared, String>> {
+    if is_slurm_conf(text) {
+        Some(parse_slurm_conf(text))
+    } else if is_slurm_yaml(text) {
+        Some(parse_slurm_yaml(text))
+    } else if is_k8s_nodes(text) {
+        Some(parse_k8s_nodes(text))
+    } else {
+        None
+    }
+}
