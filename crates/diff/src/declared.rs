@@ -15,7 +15,7 @@
 //! A slow host of the run's health (report.json) would pull its pairs away from its group's:
 //! its pairs are taken back by its factor first (the larger of a pair's two hosts').
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use lgate_topology::declared::{parse_host_declared, Declared, DeclaredGroup, DeclaredLevel};
@@ -25,6 +25,9 @@ use crate::{kind_of, DiffError, JUDGED_KINDS};
 
 /// The least z of a level seen and of a host misplaced.
 pub const Z_DECLARED: f64 = 3.0;
+
+/// The least z of a host in doubt: judged again without the others in doubt.
+pub const Z_DOUBT: f64 = 2.0;
 
 /// The least gap between the medians inside groups and between them.
 pub const LEAST_GAP: f64 = 0.03;
@@ -293,9 +296,16 @@ fn host_pair_values(side: &RunSide, slow: &HashMap<String, f64>) -> HostPairValu
 /// (each where the evidence is surest), then, without them, whether its groups stand apart
 /// (where they stand apart most).
 fn check_level(level: &DeclaredLevel, values: &HostPairValues) -> LevelCheck {
+    // Hosts in doubt first (a lower bar), then every host judged against the hosts not in
+    // doubt: in small groups a swapped host's partner, counted in the group it is nearer,
+    // weighs against it (two leaves of four hosts: z at most 3.4 with it, 4.2 without).
+    let doubt: HashSet<String> = (values.iter())
+        .flat_map(|(_, by)| misplaced(level, by, &HashSet::new(), Z_DOUBT))
+        .map(|m| m.host)
+        .collect();
     let mut moved: BTreeMap<String, Misplaced> = BTreeMap::new();
     for (_, by) in values {
-        for m in misplaced(level, by) {
+        for m in misplaced(level, by, &doubt, Z_DECLARED) {
             if moved.get(&m.host).is_none_or(|x| m.z > x.z) {
                 moved.insert(m.host.clone(), m);
             }
@@ -354,11 +364,25 @@ fn check_level(level: &DeclaredLevel, values: &HostPairValues) -> LevelCheck {
     check
 }
 
-/// The hosts of `level` measured nearer another group than their own in one matrix.
-fn misplaced(level: &DeclaredLevel, by: &HashMap<(String, String), Vec<f64>>) -> Vec<Misplaced> {
+/// The hosts of `level` measured nearer another group than their own in one matrix, by a
+/// Mann-Whitney z of at least `bar`, each against the hosts not in `doubt` (when any are left).
+fn misplaced(
+    level: &DeclaredLevel,
+    by: &HashMap<(String, String), Vec<f64>>,
+    doubt: &HashSet<String>,
+    bar: f64,
+) -> Vec<Misplaced> {
     let pairs_with = |h: &str, g: usize| -> Vec<f64> {
-        (level.groups[g].hosts.iter())
-            .filter(|o| o.as_str() != h)
+        let hosts = &level.groups[g].hosts;
+        let clear = |o: &&String| o.as_str() != h && !doubt.contains(*o);
+        let all = |o: &&String| o.as_str() != h;
+        let keep: &dyn Fn(&&String) -> bool = if hosts.iter().any(|o| clear(&o)) {
+            &clear
+        } else {
+            &all
+        };
+        (hosts.iter())
+            .filter(keep)
             .flat_map(|o| {
                 let key = if h < o.as_str() {
                     (h, o.as_str())
@@ -389,7 +413,7 @@ fn misplaced(level: &DeclaredLevel, by: &HashMap<(String, String), Vec<f64>>) ->
                 }
                 let m = lgate_stats::median(&mut theirs);
                 let z = lgate_stats::mann_whitney_z(&theirs, &own);
-                let nearer = m * (1.0 + LEAST_GAP) <= own_median && z >= Z_DECLARED;
+                let nearer = m * (1.0 + LEAST_GAP) <= own_median && z >= bar;
                 if nearer && found.as_ref().is_none_or(|f| m < f.to_nearer_us) {
                     found = Some(Misplaced {
                         host: h.clone(),
