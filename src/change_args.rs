@@ -24,6 +24,11 @@ pub struct ChangeArgs {
     /// (5=1.5): a busy or slow core. Repeatable.
     #[arg(long, value_name = "RANK=FACTOR", value_parser = lgate_simulate::RankSlowdown::parse)]
     pub slow_rank: Vec<lgate_simulate::RankSlowdown>,
+    /// Make one pair of ranks slower: that pair alone takes FACTOR times as long, as
+    /// RANK:RANK=FACTOR (3:12=2): a bad link, port or cable between two particular ranks.
+    /// Repeatable.
+    #[arg(long, value_name = "RANK:RANK=FACTOR", value_parser = lgate_simulate::RankSlowdown::parse_pair)]
+    pub slow_pair: Vec<lgate_simulate::RankSlowdown>,
     /// Measure the same machine again: this run's noise is drawn anew (N = 1, 2, ...) while the
     /// placement and the artifacts stay those of --seed.
     #[arg(long, value_name = "N", default_value_t = 0)]

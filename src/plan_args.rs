@@ -43,6 +43,12 @@ pub struct PlanArgs {
     /// (none on a fabric whose levels are clear; 0: none ever).
     #[arg(long, default_value_t = StagedOptions::default().confidence, value_name = "N")]
     confidence: usize,
+    /// Staged: screen every pair between hosts, LinkTest's way (P - 1 rounds of P/2 pairs at
+    /// once, up to 4096 ranks), instead of K sampled pairs per pair of hosts; the pairs slow
+    /// against their hosts' others are retested alone, each beside a usual pair, and the run's
+    /// health names those that stay slow (a bad link, port or cable).
+    #[arg(long)]
+    sweep: bool,
     /// Staged: the most pair tests running at once across the machine [default: one per
     /// host].
     #[arg(long, value_name = "N")]
@@ -71,6 +77,7 @@ impl PlanArgs {
                 refine: self.refine,
                 confidence: self.confidence,
                 concurrency: self.concurrency,
+                sweep: self.sweep,
             },
             screen_sizes: if self.screen_size.0 == 0 {
                 vec![0]

@@ -188,7 +188,10 @@ impl SimulateArgs {
             },
             host_changes: self.change.odd_host.clone(),
             degraded: self.change.degraded(),
-            slow_ranks: self.change.slow_rank.clone(),
+            slow_ranks: (self.change.slow_rank.iter())
+                .chain(&self.change.slow_pair)
+                .copied()
+                .collect(),
             rerun: self.change.rerun,
         })
     }

@@ -38,6 +38,7 @@ pub mod plogp;
 pub mod report;
 pub mod run;
 pub mod slow;
+mod slow_pairs;
 pub mod staged;
 /// Long-format tables (CSV and Parquet), from the run directory's crate.
 pub use lgate_rundir::table;

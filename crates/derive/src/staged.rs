@@ -96,7 +96,7 @@ pub fn derive_staged(
             .map(|(w, p, t)| (Stage::Alone, *w, *p, t.as_slice()))
             .chain(side.iter().map(|(s, w, p, t)| (*s, *w, *p, t.as_slice()))),
     );
-    screening.finish(run, meta, &sampled, interference, options)
+    screening.finish(run, meta, &sampled, interference, &alone, options)
 }
 
 /// The stage of a journal entry of a staged run, checked: a stage, and a pair of its ranks.
@@ -151,8 +151,12 @@ pub fn write_staged_outputs(
             .iter()
             .map(|(e, stage, trips)| (*stage, e.sweep, Pair::new(e.i, e.j), trips.as_slice())),
     );
+    let alone: Vec<(u32, Pair, Vec<RoundTrips>)> = (screened.iter())
+        .filter(|(_, stage, _)| *stage == Stage::Alone)
+        .map(|(e, _, trips)| (e.sweep, Pair::new(e.i, e.j), trips.clone()))
+        .collect();
     drop(screened);
-    screening.finish(run, meta, &sampled, interference, options)
+    screening.finish(run, meta, &sampled, interference, &alone, options)
 }
 
 /// One row of the screening table: sweep, stage, pair and round trips.
@@ -213,14 +217,15 @@ impl StagedScreening {
     }
 
     /// Writes the run's outputs: the screening table and dense matrices when kept, the host
-    /// blocks, the `sampled` pairs' full tests and `report.json` with `interference`; returns
-    /// the names written.
+    /// blocks, the `sampled` pairs' full tests and `report.json` with `interference` and the
+    /// slow pairs the `alone` tests confirm; returns the names written.
     pub fn finish(
         self,
         run: &RunDir,
         meta: &RunMeta,
         sampled: &[JournalEntry],
         interference: BTreeMap<String, BTreeMap<String, Interference>>,
+        alone: &[(u32, Pair, Vec<RoundTrips>)],
         options: &OutputOptions,
     ) -> Result<Vec<String>, OutputError> {
         let journal = run.file(lgate_rundir::JOURNAL_FILE).display().to_string();
@@ -260,6 +265,7 @@ impl StagedScreening {
         }
         let group_of = by.blocks.index.host_of();
         let slow = crate::report::slow_in_blocks(&by, &meta.ranks);
+        let slow_pairs = crate::slow_pairs::slow_pairs(&by, alone, &meta.ranks);
         drop(by);
 
         // The full test's outputs for the sampled pairs.
@@ -286,7 +292,8 @@ impl StagedScreening {
 
         let mut tests = self.tests;
         *tests.entry(Stage::Sample).or_default() += sampled.len();
-        let health = crate::slow::health_lines(&slow);
+        let mut health = crate::slow::health_lines(&slow);
+        health.extend(crate::slow_pairs::slow_pair_lines(&slow_pairs));
         let report = Report::Staged(StagedReport {
             groups: self.groups.len(),
             hosts: crate::report::hosts_report(&meta.ranks, &meta.hosts),
@@ -312,6 +319,7 @@ impl StagedScreening {
                 .collect(),
             slow_hosts: slow.hosts,
             slow_ranks: slow.ranks,
+            slow_pairs,
             health,
         });
         run.write_file(REPORT_FILE, report.to_json().as_bytes())?;

@@ -273,13 +273,26 @@ fn estimate(
                 human_duration(hosts_s * sweeps)
             ));
             lines.push(format!(
-                "stage between: {tests_between} screening tests in {} rounds: {}",
-                plan.rounds(),
+                "stage between: {tests_between} screening tests in {} rounds{}: {}",
+                plan.between_rounds(),
+                if choices.sweep {
+                    " (the sweep: every pair between groups, a pair per rank a round)"
+                } else {
+                    ""
+                },
                 human_duration(between_s * sweeps)
             ));
             lines.push(format!(
-                "stage alone:   {} screening tests one at a time: {}",
+                "stage alone:   {} screening tests one at a time{}: {}",
                 c.alone(),
+                if choices.sweep {
+                    format!(
+                        " (at most; up to {} slow pairs retested, each beside a usual pair)",
+                        crate::staged::SWEEP_RETESTS
+                    )
+                } else {
+                    String::new()
+                },
                 human_duration(alone_s * sweeps)
             ));
             lines.push(format!(

@@ -252,6 +252,44 @@ pub struct SlowRank {
     pub matrix: String,
 }
 
+/// How many times the usual pair between the same two groups a pair's screening must take to
+/// be retested alone, and alone again to be named slow (ClusterKit marks a pair at 2.1 times
+/// the least latency; the usual pair is the median, not the least).
+pub const SLOW_PAIR_FACTOR: f64 = 1.5;
+
+/// A pair of ranks slow against the other pairs between the same two groups, retested alone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RetestedPair {
+    /// Its first rank.
+    pub i: usize,
+    /// Its second rank.
+    pub j: usize,
+    /// The host of `i`, where known.
+    pub host_i: Option<String>,
+    /// The host of `j`, where known.
+    pub host_j: Option<String>,
+    /// The screening size compared (`64KiB`).
+    pub size: String,
+    /// Its round trip side by side, us.
+    #[serde(deserialize_with = "number")]
+    pub side_by_side_us: f64,
+    /// The median round trip of the pairs between the same two groups side by side, us.
+    #[serde(deserialize_with = "number")]
+    pub usual_us: f64,
+    /// Its round trip alone, us.
+    #[serde(deserialize_with = "number")]
+    pub alone_us: f64,
+    /// The median round trip alone of the usual pairs of the same two groups retested with it,
+    /// us (NaN when none was).
+    #[serde(deserialize_with = "number")]
+    pub usual_alone_us: f64,
+    /// Alone over usual alone (side by side over usual when no usual pair was retested).
+    #[serde(deserialize_with = "number")]
+    pub factor: f64,
+    /// Whether it stayed slow alone: at least [`SLOW_PAIR_FACTOR`] times the usual alone.
+    pub confirmed: bool,
+}
+
 /// How much repeats of one pair vary next to how much pairs differ, for one t(m).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SpreadReport {
@@ -415,6 +453,10 @@ pub struct StagedReport {
     /// out most.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub slow_ranks: Vec<SlowRank>,
+    /// Pairs slow against the other pairs of their two groups side by side, retested alone:
+    /// those that stayed slow (`confirmed`) and those that did not.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slow_pairs: Vec<RetestedPair>,
     /// The warnings about the machine's health, for people (`cluster` and `report` show them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub health: Vec<String>,

@@ -102,11 +102,14 @@ impl Degradation {
     }
 }
 
-/// A rank made slower: every pair it is in takes `factor` times as long (a busy or slow core).
+/// A rank made slower: every pair it is in takes `factor` times as long (a busy or slow
+/// core); or, with `with`, only its pair with that rank (a bad link, port or cable).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RankSlowdown {
     /// The rank.
     pub rank: usize,
+    /// The other rank of the one slow pair, if only that pair is slow.
+    pub with: Option<usize>,
     /// How many times as long its pairs take (above 0).
     pub factor: f64,
 }
@@ -125,7 +128,31 @@ impl RankSlowdown {
         if !(factor.is_finite() && factor > 0.0) {
             return Err(DegradationError::Factor(s.to_string()));
         }
-        Ok(RankSlowdown { rank, factor })
+        Ok(RankSlowdown {
+            rank,
+            with: None,
+            factor,
+        })
+    }
+
+    /// Parses `RANK:RANK=FACTOR`: one pair of ranks slower.
+    pub fn parse_pair(s: &str) -> Result<RankSlowdown, DegradationError> {
+        let wrong = || DegradationError::Form {
+            text: s.to_string(),
+            form: "RANK:RANK=FACTOR",
+            example: "3:12=2",
+        };
+        let (ranks, factor) = s.split_once('=').ok_or_else(wrong)?;
+        let (a, b) = ranks.split_once(':').ok_or_else(wrong)?;
+        let one = RankSlowdown::parse(&format!("{a}={factor}")).map_err(|_| wrong())?;
+        let with: usize = b.trim().parse().map_err(|_| wrong())?;
+        if with == one.rank {
+            return Err(DegradationError::SameRank(s.to_string()));
+        }
+        Ok(RankSlowdown {
+            with: Some(with),
+            ..one
+        })
     }
 }
 
@@ -148,6 +175,9 @@ pub enum DegradationError {
     /// Both ends of a link are one host.
     #[error("{0}: a link joins two different hosts")]
     SameHost(String),
+    /// Both ranks of a pair are one rank.
+    #[error("{0}: a pair joins two different ranks")]
+    SameRank(String),
 }
 
 /// One fact of one simulated host set apart from the rest: `HOST:FACT=VALUE`, the host by name
@@ -257,8 +287,8 @@ pub struct Effects {
     slow_nodes: Vec<usize>,
     /// Degraded hosts (one node) and links (two), by node number, with their factor.
     degraded: Vec<(Vec<usize>, f64)>,
-    /// Slower ranks, with their factor.
-    slow_ranks: Vec<(usize, f64)>,
+    /// Slower ranks (and the other rank when only their pair is slower), with their factor.
+    slow_ranks: Vec<(usize, Option<usize>, f64)>,
 }
 
 impl Effects {
@@ -368,8 +398,12 @@ impl Effects {
                 f *= factor;
             }
         }
-        for &(rank, factor) in &self.slow_ranks {
-            if pair.i == rank || pair.j == rank {
+        for &(rank, with, factor) in &self.slow_ranks {
+            let hit = match with {
+                None => pair.i == rank || pair.j == rank,
+                Some(w) => (pair.i, pair.j) == (rank.min(w), rank.max(w)),
+            };
+            if hit {
                 f *= factor;
             }
         }
@@ -519,15 +553,21 @@ impl<'a> Simulation<'a> {
             effects.degraded.push((nodes, d.factor));
         }
         for r in &options.slow_ranks {
-            if r.rank >= layout.size() {
+            if let Some(bad_rank) = [Some(r.rank), r.with]
+                .into_iter()
+                .flatten()
+                .find(|&k| k >= layout.size())
+            {
+                let flag = match r.with {
+                    None => format!("--slow-rank {}={}", r.rank, r.factor),
+                    Some(w) => format!("--slow-pair {}:{w}={}", r.rank, r.factor),
+                };
                 return bad(format!(
-                    "--slow-rank {}={}: no such rank; the ranks are 0-{}",
-                    r.rank,
-                    r.factor,
+                    "{flag}: no rank {bad_rank}; the ranks are 0-{}",
                     layout.size() - 1
                 ));
             }
-            effects.slow_ranks.push((r.rank, r.factor));
+            effects.slow_ranks.push((r.rank, r.with, r.factor));
         }
         let changed = options
             .host_changes
@@ -908,10 +948,14 @@ impl<'a> Simulation<'a> {
                 "hosts": nodes.iter().map(|&n| self.layout.host_name(n)).collect::<Vec<_>>(),
                 "factor": f,
             })).collect::<Vec<_>>(),
-            "slow_ranks": self.effects.slow_ranks.iter().map(|&(rank, f)| serde_json::json!({
+            "slow_ranks": self.effects.slow_ranks.iter().filter(|r| r.1.is_none()).map(|&(rank, _, f)| serde_json::json!({
                 "rank": rank,
                 "factor": f,
             })).collect::<Vec<_>>(),
+            "slow_rank_pairs": self.effects.slow_ranks.iter().filter_map(|&(rank, with, f)| with.map(|w| serde_json::json!({
+                "ranks": [rank.min(w), rank.max(w)],
+                "factor": f,
+            }))).collect::<Vec<_>>(),
             "rerun": self.options.rerun,
             "times": "simulated: start from SOURCE_DATE_EPOCH (or the Unix epoch), wall time as estimated for a real run",
         })

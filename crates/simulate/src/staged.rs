@@ -234,7 +234,11 @@ impl Simulation<'_> {
                 .chain(&side)
                 .map(|(stage, sweep, pair, r)| (*stage, *sweep, *pair, r.sizes.as_slice())),
         );
-        let mut files = screening.finish(run, &meta, &sampled, interference, &o.outputs)?;
+        let retested: Vec<(u32, Pair, Vec<RoundTrips>)> = (alone.iter())
+            .map(|(_, sweep, pair, r)| (*sweep, *pair, r.sizes.clone()))
+            .collect();
+        let mut files =
+            screening.finish(run, &meta, &sampled, interference, &retested, &o.outputs)?;
         let tests_run: usize = counts.iter().sum();
         meta.status = RunStatus::Complete;
         meta.end = Some(end);

@@ -26,6 +26,10 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 
+mod sweep;
+
+pub use sweep::{SWEEP_MAX_RANKS, SWEEP_RETESTS};
+
 use lgate_rundir::Stage;
 use lgate_topology::{Rank, TopologyNode};
 use serde::{Deserialize, Serialize};
@@ -76,6 +80,10 @@ pub struct StagedOptions {
     pub confidence: usize,
     /// The most pair tests running at once across the machine; unbounded when `None`.
     pub concurrency: Option<usize>,
+    /// The stage between groups screens every pair across groups, LinkTest's way (see
+    /// [`sweep`]), instead of K sampled pairs per pair of groups.
+    #[serde(default)]
+    pub sweep: bool,
 }
 
 impl Default for StagedOptions {
@@ -87,6 +95,7 @@ impl Default for StagedOptions {
             refine: 32,
             confidence: 512,
             concurrency: None,
+            sweep: false,
         }
     }
 }
@@ -307,6 +316,13 @@ impl StagedPlan {
         options: &StagedOptions,
     ) -> Result<Self, ScheduleError> {
         options.check()?;
+        if options.sweep && size > SWEEP_MAX_RANKS {
+            return Err(ScheduleError::BadOption(format!(
+                "--sweep tests every pair between hosts: {} pairs at {size} ranks; it runs on up \
+                 to {SWEEP_MAX_RANKS} ranks: sweep a part of the machine at a time",
+                size * (size - 1) / 2
+            )));
+        }
         // The same checks as the full plan: every rank in one group.
         Schedule::new(tree, size, seed, None)?;
         let groups = tree.sorted_groups();
@@ -365,28 +381,22 @@ impl StagedPlan {
 
     /// The tournament's rounds: `H - 1` for an even number of groups `H`, `H` for an odd one.
     pub fn rounds(&self) -> usize {
-        let h = self.groups.len();
-        if h < 2 {
-            0
+        sweep::circle_rounds(self.groups.len())
+    }
+
+    /// The rounds of the stage between groups: the tournament's, or the sweep's `P - 1`.
+    pub fn between_rounds(&self) -> usize {
+        if self.options.sweep {
+            sweep::circle_rounds(self.size())
         } else {
-            h + h % 2 - 1
+            self.rounds()
         }
     }
 
     /// The group that `group` meets in `round`, if any (an odd number of groups gives each
     /// group one round off): the circle method, with the last slot fixed.
     pub fn partner(&self, group: usize, round: usize) -> Option<usize> {
-        let h = self.groups.len();
-        let slots = h + h % 2;
-        let turning = slots - 1;
-        let other = if group == turning {
-            round
-        } else if group == round {
-            turning
-        } else {
-            (2 * round + turning - group) % turning
-        };
-        (other < h && other != group).then_some(other)
+        sweep::circle(self.groups.len(), group, round)
     }
 
     /// The meetings of `round`, each as (a, b) with a < b, ordered by a.
@@ -401,7 +411,7 @@ impl StagedPlan {
     pub fn meeting_pairs(&self, a: usize, b: usize) -> Vec<Pair> {
         let k = self.options.pairs_between;
         let (ga, gb) = (&self.groups[a], &self.groups[b]);
-        if ga.len() * gb.len() <= k {
+        if ga.len() * gb.len() <= k || self.options.sweep {
             return ga
                 .iter()
                 .flat_map(|&x| gb.iter().map(move |&y| Pair::new(x, y)))
@@ -427,7 +437,11 @@ impl StagedPlan {
         let several = self.groups.len() > 1;
         FollowUpCounts {
             alone_inside: o.alone - o.alone / 2,
-            alone_between: if several { o.alone / 2 } else { 0 },
+            alone_between: match (several, o.sweep) {
+                (false, _) => 0,
+                (true, false) => o.alone / 2,
+                (true, true) => o.alone / 2 + 2 * SWEEP_RETESTS,
+            },
             sample_inside: o.samples,
             // The slowest pair between groups is added to a sample that has any.
             sample_between: if several && o.samples > 0 {
@@ -445,7 +459,11 @@ impl StagedPlan {
             .iter()
             .map(|g| g.len() * (g.len() - 1) / 2)
             .sum();
-        let k = self.options.pairs_between;
+        let k = if self.options.sweep {
+            usize::MAX
+        } else {
+            self.options.pairs_between
+        };
         let mut between = 0;
         for a in 0..self.groups.len() {
             for b in a + 1..self.groups.len() {
@@ -503,7 +521,18 @@ impl StagedPlan {
                     members: Cow::Borrowed(&self.everyone[..]),
                     id: barrier_id(0, sweep, 0xff_ffff, 0),
                 }))
-                .chain(self.between_program(rank, sweep, done))
+                .chain(
+                    (!self.options.sweep)
+                        .then(|| self.between_program(rank, sweep, done))
+                        .into_iter()
+                        .flatten(),
+                )
+                .chain(
+                    (self.options.sweep)
+                        .then(|| self.sweep_program(rank, sweep, done))
+                        .into_iter()
+                        .flatten(),
+                )
                 .chain(std::iter::once(StagedStep::Barrier {
                     members: Cow::Borrowed(&self.everyone[..]),
                     id: barrier_id(1, sweep, 0xff_ffff, 0),
@@ -673,6 +702,10 @@ impl StagedPlan {
             .chunks(wave_len.min(per_group.len().max(1)))
             .map(|w| w.iter().copied().fold(0.0, f64::max) + barrier_time(self.size()))
             .sum();
+        if self.options.sweep {
+            let between = self.sweep_time(pair_time, &barrier_time);
+            return (inside, between + barrier_time(self.size()));
+        }
         let mut between = 0.0;
         for round in 0..self.rounds() {
             let meetings = self.meetings(round);
@@ -738,6 +771,13 @@ pub fn choose_follow_up(screened: &mut ScreenedValues, plan: &StagedPlan) -> Fol
         }) {
             if !sample.contains(&slowest.pair()) {
                 sample.push(slowest.pair());
+            }
+        }
+    }
+    if options.sweep {
+        for p in sweep::retests(screened, plan) {
+            if !alone.contains(&p) {
+                alone.push(p);
             }
         }
     }
@@ -952,7 +992,7 @@ mod tests {
         lgate::parse(text, None).unwrap().tree().clone()
     }
 
-    fn hosts(h: usize, per: usize) -> TopologyNode {
+    pub(crate) fn hosts(h: usize, per: usize) -> TopologyNode {
         let groups: Vec<String> = (0..h)
             .map(|k| format!("group {{ {}-{} }}", k * per, k * per + per - 1))
             .collect();
