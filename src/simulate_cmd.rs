@@ -214,8 +214,14 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("sim-{}-{}", model.name, args.seed)));
+    let existed = out.exists();
     let run = lgate_rundir::RunDir::create(&out, args.force)?;
-    let report = sim.write(&run)?;
+    let report = sim.write(&run).inspect_err(|_| {
+        // A run that cannot be simulated (its plan refused) leaves no folder behind.
+        if !existed {
+            let _ = std::fs::remove_dir_all(&out);
+        }
+    })?;
     if !args.quiet {
         eprintln!(
             "simulated {} pair measurements of {} in {:.2} s",

@@ -633,6 +633,56 @@ fn a_dry_run_prints_the_plan_and_its_cost_and_writes_nothing() {
 }
 
 #[test]
+fn a_sweep_screens_every_pair_between_groups_once_over_real_mpi() {
+    // 6 ranks in two groups of 3: the sweep screens all 9 pairs between them (the default
+    // samples 4), rank by rank in 5 rounds, and says so in the dry run.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("two.lgate"),
+        "cluster { group { 0-2 } group { 3-5 } }\n",
+    )
+    .unwrap();
+    let measure = |extra: &[&str]| {
+        let mut args = vec![
+            "measure",
+            "--topology",
+            "two.lgate",
+            "--sweep",
+            "--screen-size",
+            "4KiB",
+            "--max-size",
+            "4KiB",
+            "--samples",
+            "0",
+            "--quiet",
+        ];
+        args.extend_from_slice(extra);
+        mpirun(6, &args, dir.path())
+    };
+    let dry = measure(&["--dry-run"]);
+    assert!(dry.status.success(), "{}", stderr(&dry));
+    let text = String::from_utf8_lossy(&dry.stdout);
+    assert!(
+        text.contains("stage between: 9 screening tests in 5 rounds (the sweep"),
+        "{text}"
+    );
+    let out = measure(&["--out", "run"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run = dir.path().join("run");
+    let between: Vec<(u64, u64)> = (journal(&run).iter())
+        .filter(|e| e["stage"] == "between")
+        .map(|e| (e["i"].as_u64().unwrap(), e["j"].as_u64().unwrap()))
+        .collect();
+    let mut expected: Vec<(u64, u64)> = (0..3).flat_map(|i| (3..6).map(move |j| (i, j))).collect();
+    let mut got = between.clone();
+    got.sort_unstable();
+    expected.sort_unstable();
+    assert_eq!(got, expected, "every pair between the groups once");
+    let report = read_json(&run.join("report.json"));
+    assert_eq!(report["tests"]["between"], 9, "{report:#}");
+}
+
+#[test]
 fn an_interrupted_run_says_what_it_kept_and_how_to_continue() {
     let dir = tempfile::tempdir().unwrap();
     // Rank 0 says it when the signal reaches it; a launcher may kill the ranks before their

@@ -4,8 +4,10 @@
 //! and host levels exactly, with `--topology auto` too; and so does `measure` with its
 //! defaults (the staged plan), clustered with nothing given at all; and so does mpiGraph's
 //! output, imported with `import mpigraph`. Then Slurm on the same
-//! testbed: `srun lgate-plogp measure`, and the tree it finds loaded into slurmctld. Needs root
-//! (CI has it); elsewhere it says so and checks nothing.
+//! testbed: `srun lgate-plogp measure`, and the tree it finds loaded into slurmctld. On a second
+//! testbed (2 leaves x 4 hosts x 2 ranks): a Slurm topology.conf with two hosts swapped is
+//! named by `diff RUN DECLARED`, and `measure --sweep` screens every pair between hosts. Needs
+//! root (CI has it); elsewhere it says so and checks nothing.
 
 mod common;
 
@@ -371,7 +373,7 @@ fn an_emulated_cluster_is_recovered() {
 
 #[test]
 #[ignore = "needs root (network namespaces): scripts/test runs it with --include-ignored as root, as CI does"]
-fn a_declared_topology_is_checked_on_the_emulated_cluster() {
+fn the_emulated_cluster_checks_a_declared_topology_and_sweeps_its_links() {
     // 2 leaves x 4 hosts x 2 ranks, the default (staged) measurement; a topology.conf with
     // l0h3 and l1h0 swapped between the leaves names both (exit 1), the right one agrees.
     let _claim = claim_testbed();
@@ -434,6 +436,20 @@ fn a_declared_topology_is_checked_on_the_emulated_cluster() {
         .map(|m| m["host"].as_str().unwrap())
         .collect();
     assert_eq!(hosts, ["l0h3", "l1h0"], "{text}");
+    // The sweep on the same fabric: every one of the 112 pairs between hosts, over real MPI
+    // and real links (the pairs slow only side by side are left to the health, printed).
+    let swept = d.join("swept");
+    let mut sweep = measure.to_vec();
+    sweep[7] = swept.to_str().unwrap();
+    sweep.push("--sweep");
+    ok("measure --sweep", testbed(&state, &sweep));
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(swept.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["tests"]["between"], 112, "{report:#}");
+    eprintln!(
+        "sweep on the testbed: {} pairs between hosts, slow pairs {}",
+        report["tests"]["between"], report["slow_pairs"]
+    );
     for m in misplaced {
         eprintln!(
             "declared check on the testbed: {} misplaced, {:.1} us to its declared leaf, {:.1} us \

@@ -249,7 +249,8 @@ fn estimate(
                 time_of(false, false).unwrap_or(0.0),
             );
             let c = plan.follow_up_counts();
-            let alone_s = c.alone_inside as f64 * si + c.alone_between as f64 * sb;
+            let alone_s =
+                c.alone_inside as f64 * si + (c.alone_between + c.retest_between) as f64 * sb;
             // The sample spreads over the distances, and adds the slowest pair between hosts.
             let sample_s = c.sample_inside as f64 * pi
                 + (c.sample_between.saturating_sub(1)) as f64 * pb

@@ -66,7 +66,7 @@ impl Simulation<'_> {
             plan.groups().len(),
             options.sweeps,
             human_duration(e.stage_wall_s[0]),
-            plan.rounds(),
+            plan.between_rounds(),
             human_duration(e.stage_wall_s[1]),
             counts.alone(),
             human_duration(e.stage_wall_s[3]),

@@ -255,7 +255,7 @@ pub fn estimate_staged(
     let top = 0;
     let deepest = model.levels.len().saturating_sub(1);
     let c = plan.follow_up_counts();
-    let (samples_between, alone_between) = (c.sample_between, c.alone_between);
+    let (samples_between, alone_between) = (c.sample_between, c.alone_between + c.retest_between);
     let (alone_inside, samples_inside) = (c.alone_inside, c.sample_inside);
     let sample_wall = samples_inside as f64 * (full_s[deepest] + barrier(2))
         + samples_between as f64 * (full_s[top] + barrier(2));

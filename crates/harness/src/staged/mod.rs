@@ -43,6 +43,8 @@ pub struct FollowUpCounts {
     pub alone_inside: usize,
     /// Screened pairs between groups tested again alone.
     pub alone_between: usize,
+    /// The most pairs the sweep retests alone: slow pairs and a usual pair beside each.
+    pub retest_between: usize,
     /// Pairs inside groups given the full test.
     pub sample_inside: usize,
     /// Pairs between groups given the full test, the slowest among them.
@@ -52,7 +54,7 @@ pub struct FollowUpCounts {
 impl FollowUpCounts {
     /// Tests of the stage alone.
     pub fn alone(&self) -> usize {
-        self.alone_inside + self.alone_between
+        self.alone_inside + self.alone_between + self.retest_between
     }
 
     /// Tests of the stage sample.
@@ -437,10 +439,11 @@ impl StagedPlan {
         let several = self.groups.len() > 1;
         FollowUpCounts {
             alone_inside: o.alone - o.alone / 2,
-            alone_between: match (several, o.sweep) {
-                (false, _) => 0,
-                (true, false) => o.alone / 2,
-                (true, true) => o.alone / 2 + 2 * SWEEP_RETESTS,
+            alone_between: if several { o.alone / 2 } else { 0 },
+            retest_between: if several && o.sweep {
+                2 * SWEEP_RETESTS
+            } else {
+                0
             },
             sample_inside: o.samples,
             // The slowest pair between groups is added to a sample that has any.
