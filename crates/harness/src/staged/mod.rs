@@ -851,10 +851,15 @@ pub fn confirmation(
             for &b in &d.members[n + 1..] {
                 let measured = plan.meeting_pairs(a, b);
                 let (ga, gb) = (&plan.groups()[a], &plan.groups()[b]);
-                let mut more: Vec<Pair> = diagonal_pairs(ga, gb)
-                    .filter(|p| !measured.contains(p) && !refine.contains(p))
-                    .take(need)
-                    .collect();
+                // After a sweep every pair between the two is screened already.
+                let mut more: Vec<Pair> = if plan.options().sweep {
+                    Vec::new()
+                } else {
+                    diagonal_pairs(ga, gb)
+                        .filter(|p| !measured.contains(p) && !refine.contains(p))
+                        .take(need)
+                        .collect()
+                };
                 // Every pair between the two screened already: each screened again, so that
                 // its value is the median of two tests.
                 let fresh = !more.is_empty();
@@ -921,7 +926,8 @@ const DISAGREE: f64 = 1.25;
 /// as many new pairs as it had samples, within `options.refine` tests.
 pub fn refinement(screened: &ScreenedValues, plan: &StagedPlan) -> Vec<Pair> {
     let budget = plan.options().refine;
-    if budget == 0 {
+    // A sweep screened every pair between groups: there is none to add.
+    if budget == 0 || plan.options().sweep {
         return Vec::new();
     }
     let group_of = plan.group_of();
