@@ -13,12 +13,14 @@
 #   blocking     3 leaves x 2 hosts, uplinks 10x thinner than a host link (the testbed default)
 #   fat-tree     3 leaves x 2 hosts, non-blocking (uplinks as wide as their hosts together),
 #                2 extra hops between a leaf and the spine: only the hops tell leaves apart
+#   fat-tree-jitter  the same with one relay hop per uplink that holds each frame 4 us +- 4 us
+#                (scripts/testbed --hop-delay, lgate-testbed-hop; on top of its own cost)
 #   dragonfly    4 leaves x 2 hosts in 2 groups, non-blocking inside a group, the groups joined
 #                by global links a tenth as wide as a leaf's uplink
 #   background   the blocking fabric with other jobs' traffic between the two hosts of leaf 0
 #                for the whole run
-# This machine's kernel has no netem: delays and their jitter come from hops and traffic, not
-# from a per-link setting.
+# This machine's kernel has no netem: delays and their jitter come from hops (bridges, or
+# relays in user space with --hop-delay) and traffic, not from a per-link setting.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -26,7 +28,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/lgate-plogp/target}"
 cargo build --release --quiet
 bin="$CARGO_TARGET_DIR/release/lgate-plogp"
 peers="${PEERS:-$repo/../shared/peers}"
-fabrics="${FABRICS:-blocking fat-tree dragonfly background}"
+fabrics="${FABRICS:-blocking fat-tree fat-tree-jitter dragonfly background}"
 work="$(mktemp -d)"
 export LGATE_TESTBED_STATE="$work/testbed"
 cleanup() {
@@ -59,11 +61,12 @@ print("%s | kept: %s | undecided: %s" % (sys.argv[2], kept, undecided if c else 
 EOF
 }
 
-printf '%-11s %-9s %8s  %s\n' fabric tool "wall s" "ARI per true level | levels kept (confidence) | undecided"
+printf '%-15s %-9s %8s  %s\n' fabric tool "wall s" "ARI per true level | levels kept (confidence) | undecided"
 for fabric in $fabrics; do
     case "$fabric" in
     blocking) up=() ;;
     fat-tree) up=(--uplink-rate 4gbit --extra-hops 2) ;;
+    fat-tree-jitter) up=(--uplink-rate 4gbit --extra-hops 1 --hop-delay 4 --hop-jitter 4) ;;
     dragonfly) up=(--leaves 4 --groups 2 --uplink-rate 4gbit --global-rate 400mbit) ;;
     background) up=() ;;
     *) echo "unknown fabric $fabric" >&2; exit 2 ;;
@@ -76,11 +79,11 @@ for fabric in $fabrics; do
     "$repo/scripts/testbed" run -- "$work/peers/mpiGraph" 1048576 10 10 >"$work/mpigraph.txt" 2>/dev/null
     mpigraph_s=$(since "$start")
     "$bin" import mpigraph "$work/mpigraph.txt" --output "$work/mpigraph" --force --quiet
-    printf '%-11s %-9s %8s  %s\n' "$fabric" mpiGraph "$mpigraph_s" "$(levels "$work/mpigraph")"
+    printf '%-15s %-9s %8s  %s\n' "$fabric" mpiGraph "$mpigraph_s" "$(levels "$work/mpigraph")"
     rm -rf "$work/staged"
     start=$(now)
     "$repo/scripts/testbed" run -- "$bin" measure --output "$work/staged" --quiet 2>/dev/null
     staged_s=$(since "$start")
-    printf '%-11s %-9s %8s  %s\n' "$fabric" measure "$staged_s" "$(levels "$work/staged")"
+    printf '%-15s %-9s %8s  %s\n' "$fabric" measure "$staged_s" "$(levels "$work/staged")"
     "$repo/scripts/testbed" down 2>/dev/null
 done

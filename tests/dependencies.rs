@@ -197,6 +197,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("lgate-stats", 0),
     ("lgate-output", 0),
     ("lgate-topology", 0),
+    ("lgate-testbed-hop", 0),
     ("lgate-rundir", 1),
     ("lgate-matrix", 1),
     ("lgate-transport", 2),

@@ -6,8 +6,9 @@
 //! output, imported with `import mpigraph`. Then Slurm on the same
 //! testbed: `srun lgate-plogp measure`, and the tree it finds loaded into slurmctld. On a second
 //! testbed (2 leaves x 4 hosts x 2 ranks): a Slurm topology.conf with two hosts swapped is
-//! named by `diff RUN DECLARED`, and `measure --sweep` screens every pair between hosts. Needs
-//! root (CI has it); elsewhere it says so and checks nothing.
+//! named by `diff RUN DECLARED`, and `measure --sweep` screens every pair between hosts. On a
+//! third (2 leaves x 1 host), relay hops hold every frame for their delay. Needs root (CI has
+//! it); elsewhere it says so and checks nothing.
 
 mod common;
 
@@ -460,6 +461,90 @@ fn the_emulated_cluster_checks_a_declared_topology_and_sweeps_its_links() {
             m["z"].as_f64().unwrap_or(f64::NAN)
         );
     }
+}
+
+#[test]
+#[ignore = "needs root (network namespaces): scripts/test runs it with --include-ignored as root, as CI does"]
+fn a_relay_hop_holds_every_frame_for_its_delay() {
+    // 2 leaves x 1 host x 1 rank, one relay hop on each uplink that holds every frame
+    // 200 +- 50 us: a round trip between the two hosts crosses a relay four times, so it
+    // takes at least 4 x 150 us, whatever else the machine does (through bridge hops it takes
+    // 15-50 us here).
+    let _claim = claim_testbed();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let state = d.join("testbed");
+    let up = [
+        "up",
+        "--leaves",
+        "2",
+        "--hosts-per-leaf",
+        "1",
+        "--ranks-per-host",
+        "1",
+        "--extra-hops",
+        "1",
+        "--hop-delay",
+        "200us",
+        "--hop-jitter",
+        "50",
+    ];
+    let said = ok("testbed up", testbed(&state, &up));
+    assert!(
+        String::from_utf8_lossy(&said.stderr).contains("1 extra hop(s) of 200 us +- 50 us"),
+        "{}",
+        String::from_utf8_lossy(&said.stderr)
+    );
+    let _down = Down(&state);
+    let run = d.join("run");
+    let bin = env!("CARGO_BIN_EXE_lgate-plogp");
+    let measure = [
+        "run",
+        "--timeout",
+        "300",
+        "--",
+        bin,
+        "measure",
+        "--plan",
+        "full",
+        "--test",
+        "pingpong",
+        "--max-size",
+        "1KiB",
+        "--reps",
+        "50",
+        "--out",
+        run.to_str().unwrap(),
+        "--quiet",
+    ];
+    ok("measure", testbed(&state, &measure));
+    let table = std::fs::read_to_string(run.join("pingpong.csv")).unwrap();
+    let zero = table
+        .lines()
+        .find(|l| l.split(',').nth(3) == Some("0"))
+        .unwrap_or_else(|| panic!("no 0 B row in\n{table}"));
+    // sweep,i,j,size_bytes,rtt_min_us,rtt_p10_us,rtt_median_us,...
+    let min: f64 = zero.split(',').nth(4).unwrap().parse().unwrap();
+    eprintln!("relay hops of 200 +- 50 us: the round trip between the leaves at 0 B: {zero}");
+    assert!(
+        min >= 600.0,
+        "a round trip of {min} us through four relay crossings of 150 us or more"
+    );
+    // Bad delays are refused before anything is made.
+    let bad = testbed(&d.join("other"), &["up", "--hop-delay", "2ms"]);
+    assert!(!bad.status.success());
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("whole microseconds"),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
+    let no_hops = testbed(&d.join("other"), &["up", "--hop-delay", "20"]);
+    assert!(!no_hops.status.success());
+    assert!(
+        String::from_utf8_lossy(&no_hops.stderr).contains("--extra-hops 1 or more"),
+        "{}",
+        String::from_utf8_lossy(&no_hops.stderr)
+    );
 }
 
 /// Slurm on the testbed: `srun ... lgate-plogp measure`, the run clustered into a Slurm

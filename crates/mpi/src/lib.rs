@@ -9,6 +9,7 @@
 #![deny(missing_docs)]
 
 mod doorbell;
+mod remote_bells;
 mod tools;
 
 pub use doorbell::Doorbells;
@@ -168,7 +169,8 @@ impl MpiTransport {
     }
 
     fn start(idle_yield: Option<IdleYield>) -> Result<Self, MpiError> {
-        let (universe, _) = mpi::initialize_with_threading(Threading::Single)
+        // Funneled: only this thread calls MPI; the wake-up listener (`remote_bells`) never does.
+        let (universe, _) = mpi::initialize_with_threading(Threading::Funneled)
             .ok_or(MpiError::AlreadyInitialised)?;
         let world = universe.world();
         let (rank, size) = (world.rank() as Rank, world.size() as usize);
@@ -430,7 +432,7 @@ impl Transport for MpiTransport {
     }
 
     fn notifies(&self, from: Rank) -> bool {
-        self.doorbells.as_ref().is_some_and(|d| d.is_local(from))
+        self.doorbells.as_ref().is_some_and(|d| d.wakes_me(from))
     }
 
     fn notified_by_all(&self) -> bool {

@@ -221,29 +221,42 @@ pub trait Transport {
 /// the idle rank uses little CPU (six processes waking every 100 us made 2-rank pair tests here
 /// 10-40x slower; every millisecond, no slower). So a waiting rank sleeps:
 /// - until woken, when the peer it waits for wakes it after sending ([`Transport::notify`]:
-///   ranks on the same host, the ones that share cores), with [`PoliteWait::NOTIFIED_SLEEP`]
-///   as a safety net;
+///   ranks on the same host through a futex, on other hosts through a datagram once one has
+///   come through), with [`PoliteWait::NOTIFIED_SLEEP`] as a safety net; once woken, the
+///   message may still be on its way (a datagram can overtake it), so a few short sleeps
+///   that double ([`PoliteWait::AFTER_WAKE`]) look for it before the long sleep again (the
+///   wake-up may have been for another message);
 /// - otherwise for a share of the time it has already waited ([`PoliteWait::SLACK`]): a wait
 ///   of T wakes about ln(T) / SLACK times, not T / constant times, and notices the awaited
 ///   message at most SLACK x T late.
+///
+/// Every wake-up counts: on a virtual machine a sleep and its wake-up cost some tens of
+/// microseconds of CPU, whatever their length.
 #[derive(Debug)]
 pub struct PoliteWait {
     started: Instant,
     polls: u32,
     limit: Option<Duration>,
+    /// Sleeps since a peer last woke this wait, if one did.
+    since_woken: Option<u32>,
 }
 
 impl PoliteWait {
-    /// Quick polls before the first sleep.
-    const QUICK_POLLS: u32 = 4;
+    /// Quick polls before the first sleep, and again after a wake-up.
+    const QUICK_POLLS: u32 = 2;
     /// The shortest sleep.
     const MIN_SLEEP: Duration = Duration::from_micros(50);
     /// The longest sleep while waiting for a peer that cannot wake this rank.
     const MAX_SLEEP: Duration = Duration::from_millis(10);
     /// Each sleep lasts this share of the time waited so far.
     pub const SLACK: f64 = 1.0 / 32.0;
-    /// The longest sleep while waiting for a peer that wakes this rank when it sends.
-    pub const NOTIFIED_SLEEP: Duration = Duration::from_millis(25);
+    /// The longest sleep while waiting for a peer that wakes this rank when it sends: the
+    /// safety net for a wake-up lost on its way.
+    pub const NOTIFIED_SLEEP: Duration = Duration::from_millis(100);
+    /// The first of the short sleeps after a wake-up, each twice the one before.
+    pub const AFTER_WAKE: Duration = Duration::from_micros(200);
+    /// How many short sleeps follow a wake-up.
+    const AFTER_WAKE_SLEEPS: u32 = 3;
 
     /// A wait that gives up after `limit`, or never.
     pub fn new(limit: Option<Duration>) -> Self {
@@ -251,6 +264,7 @@ impl PoliteWait {
             started: Instant::now(),
             polls: 0,
             limit,
+            since_woken: None,
         }
     }
 
@@ -274,15 +288,23 @@ impl PoliteWait {
         if self.quick_poll() {
             return Ok(());
         }
-        let sleep = match peer {
-            Some(p) if t.notifies(p) => Self::NOTIFIED_SLEEP,
-            None if t.notified_by_all() => Self::NOTIFIED_SLEEP,
-            _ => self.proportional_sleep(),
+        let notified = match peer {
+            Some(p) => t.notifies(p),
+            None => t.notified_by_all(),
+        };
+        let sleep = match (notified, self.since_woken) {
+            (true, Some(k)) if k < Self::AFTER_WAKE_SLEEPS => {
+                self.since_woken = Some(k + 1);
+                Self::AFTER_WAKE * (1 << k)
+            }
+            (true, _) => Self::NOTIFIED_SLEEP,
+            (false, _) => self.proportional_sleep(),
         };
         if t.sleep(sleep) {
             // Woken: the message is on its way. A poll may need a second look before it sees
             // it (MPI_Iprobe can pull a message in without reporting it), so poll quickly again.
             self.polls = 0;
+            self.since_woken = Some(0);
         }
         Ok(())
     }
@@ -338,6 +360,8 @@ mod tests {
     struct Sleeper {
         all_notify: bool,
         asked: std::cell::RefCell<Vec<Duration>>,
+        /// Whether the first sleep is ended by a wake-up.
+        woken_once: bool,
     }
 
     impl Transport for Sleeper {
@@ -375,8 +399,9 @@ mod tests {
             self.all_notify
         }
         fn sleep(&self, duration: Duration) -> bool {
-            self.asked.borrow_mut().push(duration);
-            false
+            let mut asked = self.asked.borrow_mut();
+            asked.push(duration);
+            self.woken_once && asked.len() == 1
         }
     }
 
@@ -386,6 +411,7 @@ mod tests {
             let t = Sleeper {
                 all_notify,
                 asked: Default::default(),
+                woken_once: false,
             };
             let mut wait = PoliteWait::new(None);
             for _ in 0..=PoliteWait::QUICK_POLLS {
@@ -404,5 +430,25 @@ mod tests {
                 assert!(asked[0] < PoliteWait::NOTIFIED_SLEEP, "{asked:?}");
             }
         }
+    }
+
+    #[test]
+    fn after_a_wake_up_the_sleeps_start_short_again() {
+        let t = Sleeper {
+            all_notify: true,
+            asked: Default::default(),
+            woken_once: true,
+        };
+        let mut wait = PoliteWait::new(None);
+        // Quick polls, the long sleep a wake-up ends, quick polls again, then short sleeps
+        // that double (the message the wake-up announced may not show at once), then the
+        // long sleep again (it may have been another message's).
+        for _ in 0..(2 * PoliteWait::QUICK_POLLS + 5) {
+            wait.pause(&t, None, Tag::RESULT).unwrap();
+        }
+        let asked = t.asked.borrow();
+        let a = PoliteWait::AFTER_WAKE;
+        let n = PoliteWait::NOTIFIED_SLEEP;
+        assert_eq!(*asked, [n, a, 2 * a, 4 * a, n]);
     }
 }
