@@ -163,8 +163,30 @@ fn hosts_part(
     let (tree, doubts) = match between {
         _ if h < 2 => (Tree::Leaf(vec![0]), Vec::new()),
         Some(between) => {
-            let values = between_values(between, &index.host_of(), k, &factor);
-            crate::host_levels::refine(auto(&g, p), &g, &values, p)
+            // This size's pairs first, then every other size's whose host pairs were all
+            // measured: the levels above the hosts may show at different sizes.
+            let host_of = index.host_of();
+            let mut sizes_evidence =
+                vec![(g.clone(), between_values(between, &host_of, k, &factor))];
+            for other in (0..index.sizes.len()).filter(|&o| o != k) {
+                let mut go = blocks.links.matrix(other, h);
+                let measured = (0..h).all(|a| (a + 1..h).all(|b| go[[a, b]].is_finite()));
+                if !measured {
+                    continue;
+                }
+                for a in 0..h {
+                    go[[a, a]] = 0.0;
+                    for b in 0..h {
+                        if a != b {
+                            go[[a, b]] /= factor[a].max(factor[b]);
+                        }
+                    }
+                }
+                sizes_evidence.push((go, between_values(between, &host_of, other, &factor)));
+            }
+            let sets: Vec<crate::host_levels::Evidence<'_>> =
+                sizes_evidence.iter().map(|(g, v)| (g, v)).collect();
+            crate::host_levels::refine_sizes(auto(&g, p), &sets, p)
         }
         None => (auto(&g, p), Vec::new()),
     };

@@ -66,6 +66,16 @@ impl PingPongResult {
     pub fn screening_value(&self) -> Option<f64> {
         self.sizes.last().map(|s| s.rtt.median)
     }
+
+    /// The median round trip at the smallest size, in seconds, when the test had more than
+    /// one size: the latency that tells apart what bandwidth does not (a non-blocking
+    /// fabric's hops).
+    pub fn smallest_screening_value(&self) -> Option<f64> {
+        match self.sizes.as_slice() {
+            [first, _, ..] => Some(first.rtt.median),
+            _ => None,
+        }
+    }
 }
 
 /// g(m) found by link saturation.

@@ -174,12 +174,8 @@ impl Simulation<'_> {
                 .collect();
             for (t, r) in chunk.iter().zip(&results) {
                 counts[t.stage as usize] += 1;
-                if let Some(value) = r.screening_value() {
-                    screened.push(ScreenedPair {
-                        stage: t.stage,
-                        pair: t.test.pair,
-                        value,
-                    });
+                if let Some(s) = ScreenedPair::of(t.stage, t.test.pair, r) {
+                    screened.push(s);
                 }
                 screening.add(t.stage, t.test.sweep, t.test.pair, &r.sizes);
             }

@@ -111,6 +111,7 @@ impl Collector {
                         stage,
                         pair: record.pair,
                         value,
+                        smallest: record.smallest,
                     });
                 }
             }

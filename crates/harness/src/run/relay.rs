@@ -5,8 +5,8 @@
 use super::*;
 
 /// The fixed part of a record: i, j (u64), sweep (u32), stage (u8), start, end, screening
-/// value (f64, NaN for none), the line's length (u32); little-endian.
-const HEADER: usize = 8 + 8 + 4 + 1 + 8 + 8 + 8 + 4;
+/// value, the smallest size's (f64, NaN for none), the line's length (u32); little-endian.
+const HEADER: usize = 8 + 8 + 4 + 1 + 8 + 8 + 8 + 8 + 4;
 
 /// A relay forwards its batch once it holds this many bytes (about 2000 results)...
 const BATCH_BYTES: usize = 1 << 20;
@@ -23,6 +23,8 @@ pub(super) struct Record<'a> {
     pub(super) end_s: f64,
     /// The screening stages' value the follow-up is chosen from.
     pub(super) screened: Option<f64>,
+    /// The round trip at the smallest screening size, NaN for none.
+    pub(super) smallest: f64,
     /// The journal line, newline included.
     pub(super) line: &'a [u8],
 }
@@ -54,13 +56,14 @@ fn stage_of(code: u8) -> Result<Option<Stage>, String> {
 pub(super) fn encode(entry: &JournalEntry, out: &mut Vec<u8>) {
     let mut line = serde_json::to_vec(entry).expect("journal entries serialise");
     line.push(b'\n');
-    let screened = screened_pair(entry).map_or(f64::NAN, |s| s.value);
+    let (screened, smallest) =
+        screened_pair(entry).map_or((f64::NAN, f64::NAN), |s| (s.value, s.smallest));
     out.reserve(HEADER + line.len());
     out.extend_from_slice(&(entry.i as u64).to_le_bytes());
     out.extend_from_slice(&(entry.j as u64).to_le_bytes());
     out.extend_from_slice(&entry.sweep.to_le_bytes());
     out.push(stage_code(entry.stage));
-    for x in [entry.start_s, entry.end_s, screened] {
+    for x in [entry.start_s, entry.end_s, screened, smallest] {
         out.extend_from_slice(&x.to_le_bytes());
     }
     out.extend_from_slice(&(line.len() as u32).to_le_bytes());
@@ -96,7 +99,7 @@ fn take_record(bytes: &[u8]) -> Result<(Record<'_>, &[u8]), String> {
     let (i, j) = (u64_at(0) as usize, u64_at(8) as usize);
     let sweep = u32::from_le_bytes(head[16..20].try_into().expect("4 bytes"));
     let stage = stage_of(head[20])?;
-    let len = u32::from_le_bytes(head[45..49].try_into().expect("4 bytes")) as usize;
+    let len = u32::from_le_bytes(head[53..57].try_into().expect("4 bytes")) as usize;
     let (line, rest) = rest
         .split_at_checked(len)
         .ok_or_else(|| format!("a line of {len} bytes with {} left", rest.len()))?;
@@ -111,6 +114,7 @@ fn take_record(bytes: &[u8]) -> Result<(Record<'_>, &[u8]), String> {
         start_s: f64_at(21),
         end_s: f64_at(29),
         screened,
+        smallest: f64_at(45),
         line,
     };
     Ok((record, rest))

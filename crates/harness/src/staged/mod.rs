@@ -30,7 +30,7 @@ mod sweep;
 
 pub use sweep::{SWEEP_MAX_RANKS, SWEEP_RETESTS};
 
-use lgate_rundir::Stage;
+use lgate_rundir::{PingPongResult, Stage};
 use lgate_topology::{Rank, TopologyNode};
 use serde::{Deserialize, Serialize};
 
@@ -140,12 +140,27 @@ pub struct ScreenedPair {
     pub pair: Pair,
     /// The screening distance (round trip at the largest screening size, seconds).
     pub value: f64,
+    /// The round trip at the smallest screening size (seconds), NaN when the test had one.
+    pub smallest: f64,
 }
 
-/// One screening value as [`ScreenedValues`] holds it: 16 bytes.
+impl ScreenedPair {
+    /// A screening test's pair as rank 0 keeps it, if the test has a value.
+    pub fn of(stage: Stage, pair: Pair, result: &PingPongResult) -> Option<ScreenedPair> {
+        Some(ScreenedPair {
+            stage,
+            pair,
+            value: result.screening_value()?,
+            smallest: result.smallest_screening_value().unwrap_or(f64::NAN),
+        })
+    }
+}
+
+/// One screening value as [`ScreenedValues`] holds it: 24 bytes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Screened {
     value: f64,
+    smallest: f64,
     i: u32,
     j: u32,
 }
@@ -185,6 +200,7 @@ impl ScreenedValues {
         };
         let kept = Screened {
             value: s.value,
+            smallest: s.smallest,
             i,
             j,
         };
@@ -818,33 +834,28 @@ pub fn confirmation(
              while measuring; none added"
         )];
     }
-    let group_of = plan.group_of();
-    let mut values = lgate_cluster::host_levels::BetweenValues::default();
-    for s in &screened.between {
-        let (a, b) = (group_of[s.i as usize], group_of[s.j as usize]);
-        if a != b && a < g && b < g && s.value.is_finite() {
-            // Microseconds, as the host blocks hold them.
-            let key = (a.min(b), a.max(b));
-            values.values.entry(key).or_default().push(s.value * 1e6);
+    // The largest size's round trips first (bandwidth), then the smallest's (latency: a
+    // non-blocking fabric's hops show only there); a grouping either nearly decides counts once.
+    let mut doubts: Vec<(lgate_cluster::host_levels::Doubt, &str)> = Vec::new();
+    for (by, at) in [
+        (&(|s: &Screened| s.value) as &dyn Fn(&Screened) -> f64, ""),
+        (
+            &|s: &Screened| s.smallest,
+            " at the smallest screening size",
+        ),
+    ] {
+        for d in doubts_by(screened, plan, by) {
+            if !doubts
+                .iter()
+                .any(|(e, _)| e.members == d.members && e.groups == d.groups)
+            {
+                doubts.push((d, at));
+            }
         }
     }
-    let mut medians = ndarray::Array2::<f64>::zeros((g, g));
-    for a in 0..g {
-        for b in a + 1..g {
-            let Some(v) = values.values.get(&(a, b)) else {
-                return Vec::new();
-            };
-            let m = lgate_stats::median(&mut v.clone());
-            medians[[a, b]] = m;
-            medians[[b, a]] = m;
-        }
-    }
-    let p = lgate_cluster::AutoParams::default();
-    let tree = lgate_cluster::auto(&medians, &p);
-    let (_, doubts) = lgate_cluster::host_levels::refine(tree, &medians, &values, &p);
     let mut lines = Vec::new();
     let before = refine.len();
-    for d in &doubts {
+    for (d, at) in &doubts {
         let need = d.pairs_needed.saturating_sub(d.pairs);
         let (mut added, mut again) = (0, 0);
         'pairs: for (n, &a) in d.members.iter().enumerate() {
@@ -902,12 +913,47 @@ pub fn confirmation(
             ),
         };
         lines.push(format!(
-            "confidence: {} groups nearly fall into {} (Mann-Whitney z = {:.1} of the 4 that \
-             decides, {} pairs between two): {what}{spent}",
+            "confidence: {} groups nearly fall into {}{at} (Mann-Whitney z = {:.1} of the 4 \
+             that decides, {} pairs between two): {what}{spent}",
             d.hosts, d.groups, d.z, d.pairs
         ));
     }
     lines
+}
+
+/// The groupings above the groups that the screened pairs' values `by` nearly decide (`auto`
+/// on the host x host medians, then the pairs' test); none when a pair of groups has no value.
+fn doubts_by(
+    screened: &ScreenedValues,
+    plan: &StagedPlan,
+    by: &dyn Fn(&Screened) -> f64,
+) -> Vec<lgate_cluster::host_levels::Doubt> {
+    let g = plan.groups().len();
+    let group_of = plan.group_of();
+    let mut values = lgate_cluster::host_levels::BetweenValues::default();
+    for s in &screened.between {
+        let (a, b) = (group_of[s.i as usize], group_of[s.j as usize]);
+        let v = by(s);
+        if a != b && a < g && b < g && v.is_finite() {
+            // Microseconds, as the host blocks hold them.
+            let key = (a.min(b), a.max(b));
+            values.values.entry(key).or_default().push(v * 1e6);
+        }
+    }
+    let mut medians = ndarray::Array2::<f64>::zeros((g, g));
+    for a in 0..g {
+        for b in a + 1..g {
+            let Some(v) = values.values.get(&(a, b)) else {
+                return Vec::new();
+            };
+            let m = lgate_stats::median(&mut v.clone());
+            medians[[a, b]] = m;
+            medians[[b, a]] = m;
+        }
+    }
+    let p = lgate_cluster::AutoParams::default();
+    let tree = lgate_cluster::auto(&medians, &p);
+    lgate_cluster::host_levels::refine(tree, &medians, &values, &p).1
 }
 
 /// The pairs of ranks of groups `ga` and `gb` along diagonals (each rank of `ga` with a
@@ -1234,6 +1280,7 @@ mod tests {
                         stage: Stage::Between,
                         pair: p,
                         value: base * off,
+                        smallest: f64::NAN,
                     });
                 }
             }
@@ -1266,6 +1313,54 @@ mod tests {
     }
 
     #[test]
+    fn a_level_only_the_smallest_size_nearly_decides_gets_its_pairs_too() {
+        // A non-blocking fabric: at the largest size every pair of hosts looks alike, at the
+        // smallest the hosts of one leaf are 8 % nearer (hops), as in the test above.
+        let t = tree(
+            "cluster { group { 0-3 } group { 4-7 } group { 8-11 } group { 12-15 } \
+             group { 16-19 } group { 20-23 } }",
+        );
+        let options = StagedOptions {
+            pairs_between: 2,
+            confidence: 512,
+            ..StagedOptions::default()
+        };
+        let plan = StagedPlan::new(&t, 24, 1, &options).unwrap();
+        let mut screened = Vec::new();
+        let mut k = 0u64;
+        for a in 0..6 {
+            for b in a + 1..6 {
+                for p in plan.meeting_pairs(a, b) {
+                    k += 1;
+                    let base = if a / 2 == b / 2 { 10e-6 } else { 10.8e-6 };
+                    let off = 1.0 + 0.03 * ((k * 7919 % 13) as f64 / 12.0 - 0.5);
+                    let flat = 1.0 + 0.03 * ((k * 104_729 % 17) as f64 / 16.0 - 0.5);
+                    screened.push(ScreenedPair {
+                        stage: Stage::Between,
+                        pair: p,
+                        value: 300e-6 * flat,
+                        smallest: base * off,
+                    });
+                }
+            }
+        }
+        let f = choose_follow_up(&mut screened.iter().copied().collect(), &plan);
+        assert_eq!(f.doubts.len(), 1, "{:?}", f.doubts);
+        assert!(
+            f.doubts[0].contains("6 groups nearly fall into 3 at the smallest screening size"),
+            "{:?}",
+            f.doubts
+        );
+        assert!(!f.refine.is_empty());
+        // Without the smallest size's values nothing is in doubt.
+        for s in &mut screened {
+            s.smallest = f64::NAN;
+        }
+        let f = choose_follow_up(&mut screened.iter().copied().collect(), &plan);
+        assert!(f.doubts.is_empty(), "{:?}", f.doubts);
+    }
+
+    #[test]
     fn follow_up_spreads_over_distances_and_takes_the_slowest() {
         let mut screened = Vec::new();
         for k in 0..20usize {
@@ -1273,11 +1368,13 @@ mod tests {
                 stage: Stage::Hosts,
                 pair: Pair::new(k, k + 1),
                 value: 1.0 + (k % 2) as f64,
+                smallest: f64::NAN,
             });
             screened.push(ScreenedPair {
                 stage: Stage::Between,
                 pair: Pair::new(k, k + 30),
                 value: 10.0 + k as f64,
+                smallest: f64::NAN,
             });
         }
         let two = tree("cluster { group { 0-29 } group { 30-59 } }");
@@ -1316,6 +1413,7 @@ mod tests {
         let mut v: Vec<Screened> = (0..1000u32)
             .map(|k| Screened {
                 value: f64::from((k * 7919) % 13),
+                smallest: 0.0,
                 i: (k * 31) % 97,
                 j: 100 + k,
             })
@@ -1348,6 +1446,7 @@ mod tests {
                     stage: Stage::Between,
                     pair,
                     value,
+                    smallest: f64::NAN,
                 });
             }
         }

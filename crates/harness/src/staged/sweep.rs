@@ -250,6 +250,7 @@ mod tests {
                     stage: Stage::Between,
                     pair: Pair::new(i, j),
                     value,
+                    smallest: f64::NAN,
                 });
             }
         }
