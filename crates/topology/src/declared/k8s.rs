@@ -130,10 +130,19 @@ pub fn parse_k8s_nodes(text: &str) -> Result<Declared, String> {
     let mut seen = std::collections::HashSet::new();
     for n in &nodes {
         let host = &n.metadata.name;
+        if host.trim().is_empty() {
+            return Err("a node without a name".to_string());
+        }
         if !seen.insert(host.as_str()) {
             return Err(format!("node {host} is listed twice"));
         }
-        for (key, value) in &n.metadata.labels {
+        // An empty value (valid in Kubernetes) places the node in no group of that level.
+        for (key, value) in n
+            .metadata
+            .labels
+            .iter()
+            .filter(|(_, v)| !v.trim().is_empty())
+        {
             if let Some((prefix, tier)) = family {
                 if let Some(t) = key.strip_prefix(prefix).and_then(tier) {
                     let (_, groups) = tiers
@@ -232,6 +241,26 @@ mod tests {
         assert_eq!(d.levels.len(), 2);
         assert_eq!(d.levels[0].name, "network.topology.nvidia.com/spine");
         assert_eq!(d.levels[0].groups[0].hosts, ["a", "b"]);
+    }
+
+    #[test]
+    fn an_empty_label_value_places_a_node_in_no_group_and_a_node_needs_a_name() {
+        let text = "kind: NodeList\nitems:\n\
+            - metadata:\n    name: a\n    labels:\n      network.topology.nvidia.com/leaf: l1\n\
+            - metadata:\n    name: b\n    labels:\n      network.topology.nvidia.com/leaf: \"\"\n\
+            - metadata:\n    name: c\n    labels:\n      network.topology.nvidia.com/leaf: l2\n";
+        let d = parse_k8s_nodes(text).unwrap();
+        assert_eq!(d.levels.len(), 1);
+        let names: Vec<&str> = d.levels[0].groups.iter().map(|g| g.name.as_str()).collect();
+        assert_eq!(names, ["l1", "l2"]);
+        let hosts: Vec<&String> = d.levels[0].groups.iter().flat_map(|g| &g.hosts).collect();
+        assert_eq!(hosts, ["a", "c"]);
+        let nameless = "kind: NodeList\nitems:\n\
+            - metadata:\n    name: \"\"\n    labels:\n      network.topology.nvidia.com/leaf: l1\n";
+        assert_eq!(
+            parse_k8s_nodes(nameless).unwrap_err(),
+            "a node without a name"
+        );
     }
 
     #[test]
