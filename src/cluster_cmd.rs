@@ -96,7 +96,7 @@ pub fn run(args: ClusterArgs) -> Result<()> {
             _ if args.by_hosts => {
                 lgate_cluster::load_by_hosts(&args.input, args.matrix.as_deref())?
             }
-            Some(name) => vec![lgate_cluster::load(&args.input, Some(name))?],
+            Some(name) => vec![lgate_cluster::load_with_sizes(&args.input, Some(name))?],
             None => lgate_cluster::load_candidates(&args.input)?,
         };
         lgate_cluster::cluster_matrices(inputs, &m.algo, &m.params(), m.search, args.resamples)?
@@ -153,25 +153,11 @@ fn hwloc_distances(args: &ClusterArgs) -> Result<()> {
 /// many times slower), and the summary on stderr.
 fn emit(args: &ClusterArgs, c: &lgate_cluster::Clustering) -> Result<()> {
     let input = &c.input;
-    let (topology, unbound) = input.placed_topology(&c.tree)?;
     let resamples = (args.resamples)
         .unwrap_or_else(|| lgate_cluster::confidence::default_resamples(input.items()));
-    let topology = topology.with_outliers(
-        (c.slow.iter())
-            .map(|&(i, f)| lgate_topology::Outlier {
-                rank: input.ranks[i],
-                slowness: f,
-            })
-            .collect(),
-    )?;
     let params = args.method.params();
-    let (topology, _) = lgate_cluster::confidence::attach(
-        input,
-        topology,
-        (&args.method.algo, &params),
-        (&c.tree, &c.slow),
-        resamples,
-    )?;
+    let (topology, unbound) =
+        lgate_cluster::finished_topology(c, (&args.method.algo, &params), resamples)?;
     let writer = lgate_topology::export::writer(&args.format)
         .with_context(|| format!("unknown --format {}", args.format))?;
     let context = lgate_topology::export::ExportContext {

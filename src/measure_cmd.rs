@@ -53,6 +53,8 @@ pub fn run(args: MeasureArgs) -> Result<()> {
             let derived = lgate_rundir::RunDir::open(&report.run_dir)
                 .map_err(anyhow::Error::from)
                 .and_then(|run| Ok((lgate_derive::derive(&run, &outputs)?, run)));
+            // The levels `cluster` finds, with their confidence, recorded in report.json.
+            let found = (derived.as_ref().ok()).map(|(_, run)| record_levels(run, &report));
             let deriving_s = deriving.elapsed().as_secs_f64();
             // The others sleep until then (also when deriving failed), not spin in MPI_Finalize.
             lgate_harness::wait_for_rank_0(&mpi)?;
@@ -76,6 +78,11 @@ pub fn run(args: MeasureArgs) -> Result<()> {
                     job: Some(job),
                 };
                 eprint!("{summary}");
+                match found {
+                    Some(Ok(levels)) => eprint!("{}", levels_lines(&levels)),
+                    Some(Err(e)) => eprintln!("warning: the levels were not clustered: {e:#}"),
+                    None => {}
+                }
             }
             Ok(())
         }
@@ -89,6 +96,53 @@ pub fn run(args: MeasureArgs) -> Result<()> {
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// Clusters the run in `run` as `cluster` does with its defaults and records the levels found,
+/// with their confidence and what measuring said about levels in doubt, in its report.json.
+#[cfg(feature = "mpi")]
+fn record_levels(
+    run: &lgate_rundir::RunDir,
+    report: &lgate_harness::RunReport,
+) -> Result<lgate_rundir::FoundLevels> {
+    let notes = (report.summary.notes.iter())
+        .filter(|n| n.starts_with("confidence:"))
+        .cloned()
+        .collect();
+    let found = lgate_cluster::found_levels(run.path(), notes)?;
+    let mut written = lgate_rundir::Report::read(run.path())?;
+    written.set_levels(Some(found.clone()));
+    run.write_file(
+        lgate_rundir::files::REPORT_FILE,
+        written.to_json().as_bytes(),
+    )?;
+    Ok(found)
+}
+
+/// The levels found, for people: each with its groups and confidence, then the undecided.
+#[cfg(feature = "mpi")]
+fn levels_lines(found: &lgate_rundir::FoundLevels) -> String {
+    use std::fmt::Write;
+    let mut text = format!(
+        "levels: {} as `cluster` finds them with its defaults (in report.json)\n",
+        found.levels.len()
+    );
+    for l in &found.levels {
+        let sure = l
+            .confidence
+            .map_or(String::new(), |c| format!(", confidence {c:.2}"));
+        let _ = writeln!(text, "  {:<8} {} groups{sure}", l.name, l.groups);
+    }
+    for u in &found.undecided {
+        let _ = writeln!(
+            text,
+            "  undecided: {}{} groups, in {:.0} % of the resamples",
+            u.name.as_ref().map_or(String::new(), |n| format!("{n}, ")),
+            u.groups,
+            100.0 * u.share
+        );
+    }
+    text
 }
 
 /// Runs `measure` on this rank.

@@ -571,6 +571,28 @@ fn staged_plan_screens_groups_samples_between_and_fills_the_rest() {
         "{}",
         stderr(&out)
     );
+    // measure recorded what cluster finds with its defaults, confidence and all.
+    assert!(
+        err.contains("as `cluster` finds them with its defaults"),
+        "{err}"
+    );
+    let topology = read_json(&dir.path().join("topology.json"));
+    let found = &report["levels"];
+    assert!(
+        found["matrix"].as_str().unwrap().contains("rtt:"),
+        "{found}"
+    );
+    let (levels, want) = (
+        found["levels"].as_array().unwrap(),
+        topology["levels"].as_array().unwrap(),
+    );
+    assert_eq!(levels.len(), want.len(), "{found} against {topology}");
+    for (l, w) in levels.iter().zip(want) {
+        assert_eq!(l["name"], w["name"]);
+        assert_eq!(l["groups"], w["groups"].as_array().unwrap().len());
+        assert_eq!(l["confidence"], w["confidence"]);
+    }
+    assert!(found["resamples"].as_u64().unwrap() > 0, "{found}");
 }
 
 #[test]

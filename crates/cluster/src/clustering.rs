@@ -116,7 +116,7 @@ pub fn default_topology(run: &Path) -> Result<lgate_topology::Topology, InputErr
 /// its defaults (a staged run's screening size that shows the most levels).
 pub fn load_chosen(path: &Path, name: Option<&str>) -> Result<ClusterInput, InputError> {
     if name.is_some() {
-        return crate::input::load(path, name);
+        return crate::input::load_with_sizes(path, name);
     }
     let mut inputs = crate::input::load_candidates(path)?;
     if inputs.len() == 1 {
@@ -215,17 +215,27 @@ fn fit_one(
 
 /// What a grouping of hosts the pairs nearly decide would take, for people.
 fn doubt_line(d: &crate::host_levels::Doubt) -> String {
+    let decide = crate::host_levels::Z_DECIDE;
+    let what = match (d.every_pair, d.z_most < decide) {
+        (true, true) => format!(
+            "every pair between two of its hosts was measured, and so few cannot reach {decide} \
+             in this group alone (at most z = {:.1}); with sibling groups of the same shape \
+             their combined z decides: more repetitions of each pair (measure --screen-reps) \
+             sharpen them, more ranks per host add pairs",
+            d.z_most
+        ),
+        (true, false) => "every pair between two of its hosts was measured: more repetitions \
+                          of each (measure --screen-reps) would sharpen them"
+            .to_string(),
+        (false, _) => format!(
+            "about {} pairs between each two hosts would decide it (measure --pairs-between {})",
+            d.pairs_needed, d.pairs_needed
+        ),
+    };
     format!(
         "undecided: {} hosts in {} groups, nearer inside than across by their pairs, but not \
-         surely (Mann-Whitney z = {:.1}, {} decides; {} pairs between two hosts): about {} \
-         pairs between each two hosts would decide it (measure --pairs-between {})",
-        d.hosts,
-        d.groups,
-        d.z,
-        crate::host_levels::Z_DECIDE,
-        d.pairs,
-        d.pairs_needed,
-        d.pairs_needed
+         surely (Mann-Whitney z = {:.1}, {decide} decides; {} pairs between two hosts): {what}",
+        d.hosts, d.groups, d.z, d.pairs
     )
 }
 

@@ -99,8 +99,8 @@ pub fn stability(
     resamples: usize,
     seed: u64,
 ) -> Stability {
-    let fit = |r: &Array2<f64>| auto(r, params);
-    stability_kept(d, levels, slow, &fit, (resamples, seed), &|_| true, None)
+    let fit = |r: &[Array2<f64>]| auto(&r[0], params);
+    stability_kept(&[d], levels, slow, &fit, (resamples, seed), &|_| true, None)
 }
 
 /// Which pairs of a matrix were measured, and how the others were filled: each with the
@@ -113,28 +113,30 @@ pub struct Fill<'a> {
     pub groups: &'a [usize],
 }
 
-/// [`stability`] with `fit` clustering each resample (`auto`, or `auto` by hosts), counting
-/// only the resamples' levels that `keep` (labels per item) accepts, as the topology kept only
-/// such levels.
+/// [`stability`] of the matrix `sizes[0]`, with `fit` clustering each resample (`auto`, or
+/// `auto` by hosts), counting only the resamples' levels that `keep` (labels per item)
+/// accepts, as the topology kept only such levels. The same items' matrices at other sizes
+/// (`sizes[1..]`) are resampled with it, each pair drawing one pair's residuals at every size,
+/// and `fit` takes them all (the first clustered).
 pub fn stability_kept(
-    d: &Array2<f64>,
+    sizes: &[&Array2<f64>],
     levels: &[Vec<usize>],
     slow: &[(usize, f64)],
-    fit: &(dyn Fn(&Array2<f64>) -> Tree + Sync),
+    fit: &(dyn Fn(&[Array2<f64>]) -> Tree + Sync),
     (resamples, seed): (usize, u64),
     keep: &(dyn Fn(&[usize]) -> bool + Sync),
     fill: Option<Fill>,
 ) -> Stability {
-    let n = d.nrows();
+    let n = sizes.first().map_or(0, |d| d.nrows());
     // Only measured pairs are evidence; filled ones are made again from them.
     let measured = |a: usize, b: usize| fill.is_none_or(|f| f.measured[[a, b]]);
-    let owned;
-    let m = if slow.is_empty() {
-        d
-    } else {
-        owned = crate::outliers::without_slowness(d, slow);
-        &owned
-    };
+    // Slow items divided out of every size (as found on the first).
+    let ms: Vec<std::borrow::Cow<'_, Array2<f64>>> = (sizes.iter())
+        .map(|&d| match slow.is_empty() {
+            true => std::borrow::Cow::Borrowed(d),
+            false => std::borrow::Cow::Owned(crate::outliers::without_slowness(d, slow)),
+        })
+        .collect();
     let levels: Vec<Vec<usize>> = levels.iter().map(|l| canonical(l)).collect();
     let finest: Vec<usize> = levels.last().cloned().unwrap_or_else(|| vec![0; n]);
     let class = |a: usize, b: usize| levels.iter().filter(|l| l[a] == l[b]).count();
@@ -142,28 +144,35 @@ pub fn stability_kept(
         let (x, y) = (finest[a], finest[b]);
         (x.min(y), x.max(y))
     };
-    // Block medians, then the residuals (ratios to them) of each class.
-    let mut values: HashMap<(usize, usize), Vec<f64>> = HashMap::new();
-    for a in 0..n {
-        for b in (a + 1..n).filter(|&b| measured(a, b)) {
-            let v = m[[a, b]];
-            if v.is_finite() && v > 0.0 {
-                values.entry(block(a, b)).or_default().push(v);
-            }
-        }
-    }
-    let medians: HashMap<(usize, usize), f64> = values
-        .into_iter()
-        .map(|(k, mut v)| (k, lgate_stats::median(&mut v)))
-        .collect();
-    let mut pools: Vec<Vec<f64>> = vec![Vec::new(); levels.len() + 1];
-    for a in 0..n {
-        for b in (a + 1..n).filter(|&b| measured(a, b)) {
-            let v = m[[a, b]];
-            if let Some(&mid) = medians.get(&block(a, b)).filter(|&&mid| mid > 0.0) {
-                if v.is_finite() && v > 0.0 {
-                    pools[class(a, b)].push(v / mid);
+    let usable = |v: f64| v.is_finite() && v > 0.0;
+    // Per size, block medians; then per class, each pair's residuals (ratios to its block's
+    // median) at every size, NaN where it has none.
+    let medians: Vec<HashMap<(usize, usize), f64>> = (ms.iter())
+        .map(|m| {
+            let mut values: HashMap<(usize, usize), Vec<f64>> = HashMap::new();
+            for a in 0..n {
+                for b in (a + 1..n).filter(|&b| measured(a, b) && usable(m[[a, b]])) {
+                    values.entry(block(a, b)).or_default().push(m[[a, b]]);
                 }
+            }
+            (values.into_iter())
+                .map(|(k, mut v)| (k, lgate_stats::median(&mut v)))
+                .collect()
+        })
+        .collect();
+    let residual = |s: usize, a: usize, b: usize| {
+        let v = ms[s][[a, b]];
+        match medians[s].get(&block(a, b)) {
+            Some(&mid) if mid > 0.0 && usable(v) => v / mid,
+            _ => f64::NAN,
+        }
+    };
+    let mut pools: Vec<Vec<Vec<f64>>> = vec![Vec::new(); levels.len() + 1];
+    for a in 0..n {
+        for b in (a + 1..n).filter(|&b| measured(a, b)) {
+            let r: Vec<f64> = (0..ms.len()).map(|s| residual(s, a, b)).collect();
+            if r[0].is_finite() {
+                pools[class(a, b)].push(r);
             }
         }
     }
@@ -171,24 +180,27 @@ pub fn stability_kept(
         .into_par_iter()
         .map(|k| {
             let mut rng = ChaCha8Rng::seed_from_u64(seed.wrapping_add(k as u64));
-            let mut r = Array2::<f64>::zeros((n, n));
+            let mut rs = vec![Array2::<f64>::zeros((n, n)); ms.len()];
             for a in 0..n {
                 for b in (a + 1..n).filter(|&b| measured(a, b)) {
                     let pool = &pools[class(a, b)];
-                    let v = match medians.get(&block(a, b)) {
-                        Some(&mid) if !pool.is_empty() => {
-                            mid * pool[rng.random_range(0..pool.len())]
-                        }
-                        _ => m[[a, b]],
-                    };
-                    r[[a, b]] = v;
-                    r[[b, a]] = v;
+                    let drawn = (!pool.is_empty()).then(|| &pool[rng.random_range(0..pool.len())]);
+                    for (s, r) in rs.iter_mut().enumerate() {
+                        let v = match (medians[s].get(&block(a, b)), drawn) {
+                            (Some(&mid), Some(res)) if res[s].is_finite() => mid * res[s],
+                            _ => ms[s][[a, b]],
+                        };
+                        r[[a, b]] = v;
+                        r[[b, a]] = v;
+                    }
                 }
             }
             if let Some(f) = fill {
-                refill(&mut r, m, f);
+                for (r, m) in rs.iter_mut().zip(&ms) {
+                    refill(r, m, f);
+                }
             }
-            let mut found = levels_of(&fit(&r), n);
+            let mut found = levels_of(&fit(&rs), n);
             found.retain(|l| keep(l));
             found
         })
@@ -335,12 +347,36 @@ pub fn attach(
         .map(|(measured, groups)| Fill { measured, groups });
     // Each resample clustered as the matrix was: by hosts when its items are on hosts.
     let hosts = input.dense_hosts();
-    let fit = |r: &Array2<f64>| match &hosts {
-        Some(hosts) => crate::dense_by_hosts(r, hosts, &auto_params)
-            .map_or_else(|_| auto(r, &auto_params), |c| c.tree),
-        None => auto(r, &auto_params),
+    let sizes: Vec<&Array2<f64>> = match &hosts {
+        Some(hosts) => std::iter::once(d)
+            .chain((hosts.other_sizes.iter()).map(|m| &**m))
+            .filter(|m| m.dim() == d.dim())
+            .collect(),
+        None => vec![d],
     };
-    let first = stability_kept(d, &reported, slow, &fit, (resamples, SEED), &keep, fill);
+    let fit = |rs: &[Array2<f64>]| match &hosts {
+        Some(hosts) => {
+            let resampled = crate::by_hosts::DenseHosts {
+                other_sizes: rs[1..]
+                    .iter()
+                    .map(|m| std::sync::Arc::new(m.clone()))
+                    .collect(),
+                ..hosts.clone()
+            };
+            crate::dense_by_hosts(&rs[0], &resampled, &auto_params)
+                .map_or_else(|_| auto(&rs[0], &auto_params), |c| c.tree)
+        }
+        None => auto(&rs[0], &auto_params),
+    };
+    let first = stability_kept(
+        &sizes,
+        &reported,
+        slow,
+        &fit,
+        (resamples, SEED),
+        &keep,
+        fill,
+    );
     // Levels the resamples do not show more often than not are not kept, but said.
     let (kept, dropped): (Vec<usize>, Vec<usize>) =
         (0..reported.len()).partition(|&k| first.levels[k] >= kept_share(resamples));

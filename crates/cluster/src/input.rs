@@ -91,6 +91,9 @@ pub struct ClusterInput {
     /// in the matrix's order), each filled pair holding the median of the measured pairs
     /// between its ranks' hosts.
     pub mask: Option<PathBuf>,
+    /// For a run's screening size: the other sizes' matrices over the same items, in the same
+    /// order (their pairs between hosts decide levels above the host too).
+    pub other_sizes: Vec<Arc<ndarray::Array2<f64>>>,
 }
 
 impl ClusterInput {
@@ -189,6 +192,7 @@ impl ClusterInput {
             host_of,
             names,
             measured,
+            other_sizes: self.other_sizes.clone(),
         })
     }
 
@@ -434,7 +438,51 @@ pub fn load_candidates(path: &Path) -> Result<Vec<ClusterInput>, InputError> {
     if names.len() < 2 {
         return Ok(vec![load(path, None)?]);
     }
-    names.iter().map(|n| load(path, Some(n))).collect()
+    let mut inputs: Vec<ClusterInput> = (names.iter())
+        .map(|n| load(path, Some(n)))
+        .collect::<Result<_, _>>()?;
+    // Each size's matrix, shared by the others of the same items.
+    type Size = (Vec<usize>, Arc<ndarray::Array2<f64>>);
+    let matrices: Vec<Option<Size>> = (inputs.iter())
+        .map(|i| (i.dense()).map(|m| (i.ranks.clone(), Arc::new(m.values().clone()))))
+        .collect();
+    for (k, input) in inputs.iter_mut().enumerate() {
+        input.other_sizes = (matrices.iter().enumerate())
+            .filter(|&(o, _)| o != k)
+            .filter_map(|(_, m)| m.as_ref())
+            .filter(|(ranks, _)| *ranks == input.ranks)
+            .map(|(_, m)| m.clone())
+            .collect();
+    }
+    Ok(inputs)
+}
+
+/// [`load`], and when the matrix chosen is one of a run's screening sizes, the other sizes'
+/// matrices with it (see [`ClusterInput::other_sizes`]), as `cluster` reads them.
+pub fn load_with_sizes(path: &Path, matrix: Option<&str>) -> Result<ClusterInput, InputError> {
+    let Some(name) = matrix.filter(|_| path.is_dir()) else {
+        return load(path, matrix);
+    };
+    let mut input = load(path, Some(name))?;
+    if input.dense().is_none() {
+        return Ok(input);
+    }
+    let run = lgate_rundir::RunDir::open(path)?;
+    let index = lgate_rundir::MatrixIndex::read(&run)?;
+    let chosen = index.find(name).map(|e| e.name.clone());
+    let names: Vec<String> = (index.default_candidates().iter())
+        .map(|e| e.name.clone())
+        .collect();
+    if names.len() < 2 || !chosen.as_ref().is_some_and(|c| names.contains(c)) {
+        return Ok(input);
+    }
+    for other in names.iter().filter(|n| Some(*n) != chosen.as_ref()) {
+        let read = load(path, Some(other))?;
+        if let Some(m) = read.dense().filter(|_| read.ranks == input.ranks) {
+            input.other_sizes.push(Arc::new(m.values().clone()));
+        }
+    }
+    Ok(input)
 }
 
 /// Clusters each input with `fit` and keeps the one whose topology has the most levels (of
@@ -594,6 +642,7 @@ pub fn load_by_hosts(path: &Path, matrix: Option<&str>) -> Result<Vec<ClusterInp
             placement: Some(placement.clone()),
             filled: Some((filled, total)),
             mask: None,
+            other_sizes: Vec::new(),
         })
         .collect())
 }
@@ -633,6 +682,7 @@ pub fn load(path: &Path, matrix: Option<&str>) -> Result<ClusterInput, InputErro
             placement: None,
             filled: None,
             mask: None,
+            other_sizes: Vec::new(),
         });
     }
     let run = lgate_rundir::RunDir::open(path)?;
@@ -708,6 +758,7 @@ pub fn load(path: &Path, matrix: Option<&str>) -> Result<ClusterInput, InputErro
         mask: (index.measured.as_ref())
             .filter(|m| m.filled_pairs > 0)
             .map(|m| run.file(&format!("{}/{}", lgate_rundir::MATRICES_DIR, m.file))),
+        other_sizes: Vec::new(),
     })
 }
 
@@ -742,6 +793,7 @@ mod tests {
             placement: None,
             filled: None,
             mask: None,
+            other_sizes: Vec::new(),
         }
     }
 

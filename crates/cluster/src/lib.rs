@@ -26,6 +26,7 @@ pub mod by_hosts;
 pub mod clustering;
 pub mod confidence;
 pub mod features;
+pub mod found;
 pub mod hdbscan;
 pub mod host_levels;
 pub mod hwloc_export;
@@ -48,11 +49,12 @@ pub use clustering::{
     cluster_features, cluster_matrices, default_clustering, default_topology, load_chosen,
     Clustering, ClusteringError,
 };
+pub use found::{finished_topology, found_levels};
 pub use hdbscan::{hdbscan, Hdbscan, HdbscanParams};
 pub use hwloc_export::{host_distances, HostDistances};
 pub use input::{
-    choose_by_levels, choose_by_sure_levels, load, load_by_hosts, load_candidates, read_truth,
-    ClusterInput, Distances, InputError, Truth, UnboundLevel,
+    choose_by_levels, choose_by_sure_levels, load, load_by_hosts, load_candidates, load_with_sizes,
+    read_truth, ClusterInput, Distances, InputError, Truth, UnboundLevel,
 };
 pub use linkage::{profile_distances, Dendrogram, Linkage};
 pub use outliers::slow_ranks;

@@ -605,6 +605,7 @@ pub fn report(inputs: &ReportInputs) -> HealthReport {
         hosts,
         latency_not_positive: not_positive,
         latency_not_positive_count: not_positive_count,
+        levels: None,
         matrices,
         pairs: inputs.pairs,
         ranks: inputs.ranks.len(),

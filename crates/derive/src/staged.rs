@@ -298,6 +298,7 @@ impl StagedScreening {
             groups: self.groups.len(),
             hosts: crate::report::hosts_report(&meta.ranks, &meta.hosts),
             interference,
+            levels: None,
             pairs: PairCounts {
                 filled: measured.filled_pairs,
                 filled_share: measured.filled_share(),

@@ -52,7 +52,9 @@ pub use records::{
     Estimator, MessageSize, Pair, PairMeasurement, PingPongParameters, PingPongResult, RawSamples,
     RoundTrips, Saturation, SizeError, SizeResult, UnknownEstimator,
 };
-pub use report::{Report, RetestedPair, StagedReport, SLOW_PAIR_FACTOR};
+pub use report::{
+    FoundLevel, FoundLevels, Report, RetestedPair, StagedReport, UndecidedFound, SLOW_PAIR_FACTOR,
+};
 pub use screen::{parse_screen_table, read_screen_table, ScreenRow};
 
 /// An error of creating, reading or writing a run directory.

@@ -93,6 +93,22 @@ impl Report {
         }
     }
 
+    /// The levels `cluster` finds with its defaults, when `measure` recorded them.
+    pub fn levels(&self) -> Option<&FoundLevels> {
+        match self {
+            Report::Health(h) => h.levels.as_ref(),
+            Report::Staged(s) => s.levels.as_ref(),
+        }
+    }
+
+    /// Records the levels `cluster` finds with its defaults.
+    pub fn set_levels(&mut self, levels: Option<FoundLevels>) {
+        match self {
+            Report::Health(h) => h.levels = levels,
+            Report::Staged(s) => s.levels = levels,
+        }
+    }
+
     /// The hosts' part, which every report has.
     pub fn hosts(&self) -> &HostsReport {
         match self {
@@ -100,6 +116,46 @@ impl Report {
             Report::Staged(s) => &s.hosts,
         }
     }
+}
+
+/// The levels `cluster` finds in a run with its defaults, and how sure it is of each: the share
+/// of resamples of the measurements (their noise dealt out anew) that gave each back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FoundLevels {
+    /// The levels, coarsest first.
+    pub levels: Vec<FoundLevel>,
+    /// The matrix clustered, as `cluster` names it.
+    pub matrix: String,
+    /// What measuring and clustering said about levels in doubt, for people.
+    pub notes: Vec<String>,
+    /// The resamples clustered (0: the confidence was not estimated).
+    pub resamples: usize,
+    /// The share of resamples that gave exactly these levels, when estimated.
+    pub same_levels: Option<f64>,
+    /// Levels the resamples made that are not reported (undecided), most often first.
+    pub undecided: Vec<UndecidedFound>,
+}
+
+/// One level found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FoundLevel {
+    /// The share of resamples that gave its groups back, when estimated.
+    pub confidence: Option<f64>,
+    /// Its groups.
+    pub groups: usize,
+    /// Its name (after the placement the run recorded where they match).
+    pub name: String,
+}
+
+/// A level the evidence almost shows, left undecided.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UndecidedFound {
+    /// Its groups.
+    pub groups: usize,
+    /// Its name, when found but given back by too few resamples to keep.
+    pub name: Option<String>,
+    /// The share of resamples that made it.
+    pub share: f64,
 }
 
 /// The health report of a run whose every pair was measured.
@@ -117,6 +173,10 @@ pub struct HealthReport {
     pub latency_not_positive: Vec<SweepPairRef>,
     /// How many pairs' L came out as zero.
     pub latency_not_positive_count: usize,
+    /// The levels `cluster` finds with its defaults, with how sure it is of each (written by
+    /// `measure` once the run is derived).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub levels: Option<FoundLevels>,
     /// The report of each matrix: the latency, then t(m) per size.
     pub matrices: Vec<MatrixReport>,
     /// Pair measurements, all sweeps.
@@ -437,6 +497,10 @@ pub struct StagedReport {
     pub hosts: HostsReport,
     /// Per stage measured side by side, per size: how much slower than alone.
     pub interference: BTreeMap<String, BTreeMap<String, Interference>>,
+    /// The levels `cluster` finds with its defaults, with how sure it is of each (written by
+    /// `measure` once the run is derived).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub levels: Option<FoundLevels>,
     /// Pairs measured and filled.
     pub pairs: PairCounts,
     /// Always `staged`.

@@ -930,7 +930,10 @@ fn doubts_by(
 ) -> Vec<lgate_cluster::host_levels::Doubt> {
     let g = plan.groups().len();
     let group_of = plan.group_of();
-    let mut values = lgate_cluster::host_levels::BetweenValues::default();
+    let mut values = lgate_cluster::host_levels::BetweenValues {
+        ranks: plan.groups().iter().map(Vec::len).collect(),
+        ..Default::default()
+    };
     for s in &screened.between {
         let (a, b) = (group_of[s.i as usize], group_of[s.j as usize]);
         let v = by(s);

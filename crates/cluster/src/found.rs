@@ -1,0 +1,77 @@
+//! The topology a clustering gives as `cluster` writes it, and the levels `measure` records in
+//! a run's report.json: what `cluster` finds there with its defaults, with each level's
+//! confidence.
+
+use std::path::Path;
+
+use lgate_rundir::{FoundLevel, FoundLevels, UndecidedFound};
+
+use crate::clustering::{cluster_matrices, Clustering, ClusteringError};
+use crate::input::{InputError, UnboundLevel};
+use crate::methods::MethodParams;
+
+/// The topology of the clustering `c` as `cluster` writes it: levels named after the run's
+/// placement (those splitting ranks not bound apart left out, and returned), the slow items as
+/// outliers, and for `auto` each level's confidence from `resamples` resamples.
+pub fn finished_topology(
+    c: &Clustering,
+    (algo, params): (&str, &MethodParams),
+    resamples: usize,
+) -> Result<(lgate_topology::Topology, Vec<UnboundLevel>), InputError> {
+    let input = &c.input;
+    let (topology, unbound) = input.placed_topology(&c.tree)?;
+    let outliers = (c.slow.iter())
+        .map(|&(i, f)| lgate_topology::Outlier {
+            rank: input.ranks[i],
+            slowness: f,
+        })
+        .collect();
+    let topology = topology.with_outliers(outliers)?;
+    let (topology, _) = crate::confidence::attach(
+        input,
+        topology,
+        (algo, params),
+        (&c.tree, &c.slow),
+        resamples,
+    )?;
+    Ok((topology, unbound))
+}
+
+/// The levels `cluster` finds in the run directory `run` with its defaults, with how sure it
+/// is of each; `notes` (what measuring said about levels in doubt) come first among its notes.
+pub fn found_levels(run: &Path, notes: Vec<String>) -> Result<FoundLevels, ClusteringError> {
+    let inputs = crate::input::load_candidates(run)?;
+    let params = MethodParams::default();
+    let c = cluster_matrices(inputs, "auto", &params, None, None)?;
+    let resamples = crate::confidence::default_resamples(c.input.items());
+    let (topology, _) = finished_topology(&c, ("auto", &params), resamples)?;
+    let confidence = topology.confidence();
+    let mut notes = notes;
+    notes.extend(
+        (c.note.iter())
+            .flat_map(|n| n.lines())
+            .filter(|l| l.starts_with("undecided"))
+            .map(str::to_string),
+    );
+    Ok(FoundLevels {
+        levels: (topology.levels().iter())
+            .map(|l| FoundLevel {
+                confidence: l.confidence,
+                groups: l.groups.len(),
+                name: l.name.clone(),
+            })
+            .collect(),
+        matrix: c.input.source.clone(),
+        notes,
+        resamples: confidence.map_or(0, |c| c.resamples),
+        same_levels: confidence.map(|c| c.same_levels),
+        undecided: (confidence.iter())
+            .flat_map(|c| c.undecided.iter())
+            .map(|u| UndecidedFound {
+                groups: u.groups,
+                name: u.name.clone(),
+                share: u.share,
+            })
+            .collect(),
+    })
+}
