@@ -19,6 +19,8 @@
 #                by global links a tenth as wide as a leaf's uplink
 #   background   the blocking fabric with other jobs' traffic between the two hosts of leaf 0
 #                for the whole run
+#   flat         1 leaf of 6 hosts, non-blocking: nothing above the hosts, so any level found
+#                there is invented (the truth's one leaf scores 1 only when no level is kept)
 # This machine's kernel has no netem: delays and their jitter come from hops (bridges, or
 # relays in user space with --hop-delay) and traffic, not from a per-link setting.
 set -euo pipefail
@@ -28,7 +30,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/lgate-plogp/target}"
 cargo build --release --quiet
 bin="$CARGO_TARGET_DIR/release/lgate-plogp"
 peers="${PEERS:-$repo/../shared/peers}"
-fabrics="${FABRICS:-blocking fat-tree fat-tree-jitter dragonfly background}"
+fabrics="${FABRICS:-blocking fat-tree fat-tree-jitter dragonfly background flat}"
 work="$(mktemp -d)"
 export LGATE_TESTBED_STATE="$work/testbed"
 cleanup() {
@@ -69,6 +71,7 @@ for fabric in $fabrics; do
     fat-tree-jitter) up=(--uplink-rate 4gbit --extra-hops 1 --hop-delay 4 --hop-jitter 4) ;;
     dragonfly) up=(--leaves 4 --groups 2 --uplink-rate 4gbit --global-rate 400mbit) ;;
     background) up=() ;;
+    flat) up=(--leaves 1 --hosts-per-leaf 6 --uplink-rate 4gbit) ;;
     *) echo "unknown fabric $fabric" >&2; exit 2 ;;
     esac
     "$repo/scripts/testbed" up "${up[@]}" 2>/dev/null
