@@ -732,6 +732,16 @@ mod tests {
         assert!(e.to_string().contains("n0 and n1"), "{e}");
     }
 
+    /// `n` items on hosts of `per` each, every pair measured.
+    fn on_hosts(n: usize, per: usize) -> DenseHosts {
+        DenseHosts {
+            host_of: (0..n).map(|a| a / per).collect(),
+            names: (0..n.div_ceil(per)).map(|x| format!("h{x}")).collect(),
+            measured: None,
+            other_sizes: Vec::new(),
+        }
+    }
+
     /// A dense matrix of 6 hosts of 4 ranks in 3 leaves: 10 us inside a host, 100 between
     /// hosts of a leaf and 120 across, each pair between hosts off by log-normal noise 0.15
     /// (drawn from a fixed sequence), and pair 0-4 (hosts 0 and 1) 6 times slower.
@@ -766,13 +776,7 @@ mod tests {
                 d[[b, a]] = v;
             }
         }
-        let hosts = DenseHosts {
-            host_of: (0..n).map(|a| a / 4).collect(),
-            names: (0..6).map(|x| format!("h{x}")).collect(),
-            measured: None,
-            other_sizes: Vec::new(),
-        };
-        (d, hosts)
+        (d, on_hosts(n, 4))
     }
 
     #[test]
@@ -829,13 +833,7 @@ mod tests {
                 }
             }
         }
-        let hosts = DenseHosts {
-            host_of: (0..n).map(|a| a / 2).collect(),
-            names: (0..8).map(|x| format!("h{x}")).collect(),
-            measured: None,
-            other_sizes: Vec::new(),
-        };
-        (small, large, hosts)
+        (small, large, on_hosts(n, 2))
     }
 
     #[test]
