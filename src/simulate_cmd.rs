@@ -13,7 +13,8 @@ use lgate_simulate::{MachineModel, Placement, SimulateOptions, Simulation};
 /// Options of `simulate`.
 #[derive(Debug, Args)]
 pub struct SimulateArgs {
-    /// A machine named after the reference thesis's systems: fram, betzy, arm1, hpclab.
+    /// A machine named after the reference thesis's systems (fram, betzy, arm1, hpclab) or a
+    /// hybrid CPU (hybrid).
     #[arg(long, value_name = "NAME", conflicts_with = "model")]
     preset: Option<String>,
     /// A machine model file (JSON, as --print-model writes it).

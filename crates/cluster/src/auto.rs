@@ -40,7 +40,11 @@
 //! - at least two groups hold two or more ranks, and at most a third are singletons, after
 //!   each singleton joined the group it is nearest to when it is nearer to it than halfway
 //!   from that group's distances inside to the distances between groups (a level may hold
-//!   singletons: E-cores without an SMT sibling, or SMT siblings measured slow by a slow pair).
+//!   singletons: E-cores without an SMT sibling, or SMT siblings measured slow by a slow pair);
+//!   a group of two at least halfway from the usual group of two to the distances between
+//!   groups is two singletons first; more singletons than a third of the ranks make a level
+//!   only in the raw view with a gap of `min_gap` and `min_noise_gaps` times the noise (a
+//!   hybrid CPU's SMT level: P-core pairs beside as many E-cores without a sibling).
 //!
 //! Levels beneath a level are looked for inside each group, with that group's own distances
 //! and scale. A finer level found inside fewer than half of the groups of one size (nodes
@@ -271,6 +275,74 @@ mod tests {
             }
         });
         assert!(matches!(auto(&flat, &AutoParams::default()), Tree::Leaf(_)));
+    }
+
+    /// `n` ranks all `1.0` apart but for the pairs `(2i, 2i + 1)` of the first `pairs`, `near`
+    /// apart; every distance off by log-normal noise `sigma` drawn from `seed`.
+    fn pairs_beside_singletons(
+        n: usize,
+        pairs: usize,
+        near: f64,
+        sigma: f64,
+        seed: u64,
+    ) -> Array2<f64> {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let mut d = Array2::zeros((n, n));
+        for i in 0..n {
+            for j in i + 1..n {
+                let base = if i / 2 == j / 2 && i / 2 < pairs {
+                    near
+                } else {
+                    1.0
+                };
+                let (u1, u2): (f64, f64) =
+                    (rng.random_range(1e-12..1.0), rng.random_range(0.0..1.0));
+                let normal = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+                d[[i, j]] = base * (sigma * normal).exp();
+                d[[j, i]] = d[[i, j]];
+            }
+        }
+        d
+    }
+
+    #[test]
+    fn pairs_beside_more_singletons_are_a_level_when_far_out_of_the_noise() {
+        // A hybrid CPU's SMT level: 6 P-cores of two threads at 0.4 beside 12 E-cores without
+        // one, 1.0 between cores, 1 % noise: half the ranks are singletons.
+        for seed in 0..5 {
+            let d = pairs_beside_singletons(24, 6, 0.4, 0.01, seed);
+            let t = auto(&d, &AutoParams::default());
+            let Tree::Node { children, .. } = &t else {
+                panic!("seed {seed}: {t:?}")
+            };
+            assert_eq!(children.len(), 18, "seed {seed}: {t:?}");
+            let pairs = children.iter().filter(|c| c.ranks().len() == 2).count();
+            assert_eq!(pairs, 6, "seed {seed}: {t:?}");
+        }
+    }
+
+    #[test]
+    fn noise_draws_no_level_of_singletons_and_chance_pairs() {
+        // Flat sets with no structure: the nearest pairs that noise draws together are no
+        // level, however many singletons stand beside them.
+        for (n, sigma) in [
+            (12, 0.01),
+            (24, 0.01),
+            (24, 0.05),
+            (48, 0.05),
+            (24, 0.15),
+            (48, 0.15),
+        ] {
+            for seed in 0..40 {
+                let d = pairs_beside_singletons(n, 0, 1.0, sigma, 100 + seed);
+                let t = auto(&d, &AutoParams::default());
+                assert!(
+                    matches!(t, Tree::Leaf(_)),
+                    "{n} ranks, noise {sigma}, seed {seed}: {t:?}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -111,6 +111,49 @@ pub(crate) fn members_of(labels: &[usize], k: usize) -> Vec<Vec<usize>> {
     members
 }
 
+/// A group of two whose distance is at least halfway from the usual such group's (the median
+/// of them) to the mean distance between groups is two singletons: an SMT pair measured slow,
+/// or two ranks that noise drew together in a level of singletons. Only when three or more
+/// groups of two can tell the usual one, and at most a quarter of them are so far apart.
+pub(crate) fn split_far_pairs(m: &Array2<f64>, labels: &mut [usize]) {
+    let n = labels.len();
+    let k = labels.iter().max().map_or(0, |&x| x + 1);
+    let members = members_of(labels, k);
+    let pairs: Vec<usize> = (0..k).filter(|&g| members[g].len() == 2).collect();
+    if pairs.len() < 3 {
+        return;
+    }
+    let distance = |g: usize| m[[members[g][0], members[g][1]]];
+    let usual = median(&mut pairs.iter().map(|&g| distance(g)).collect::<Vec<_>>());
+    // The mean distance between ranks of different groups (every `stride`-th pair of ranks
+    // when there are more than [`WITHIN_SAMPLES`]).
+    let stride = (n * n.saturating_sub(1) / 2 / WITHIN_SAMPLES).max(1);
+    let (mut sum, mut count) = (0.0, 0usize);
+    for (i, j) in (0..n)
+        .flat_map(|i| (i + 1..n).map(move |j| (i, j)))
+        .step_by(stride)
+    {
+        if labels[i] != labels[j] {
+            sum += m[[i, j]];
+            count += 1;
+        }
+    }
+    if count == 0 {
+        return;
+    }
+    let halfway = 0.5 * (usual + sum / count as f64);
+    let far: Vec<usize> = pairs
+        .into_iter()
+        .filter(|&g| distance(g) >= halfway)
+        .collect();
+    if far.is_empty() || 4 * far.len() > members.iter().filter(|g| g.len() == 2).count() {
+        return;
+    }
+    for (next, g) in (k..).zip(far) {
+        labels[members[g][1]] = next;
+    }
+}
+
 /// A singleton joins the group it is nearest to (mean raw distance) when it is nearer to it
 /// than halfway from the group's mean distance inside to the mean distance between groups: a
 /// slow rank still belongs where it runs, while a rank as far from every group as groups are
@@ -295,11 +338,12 @@ pub(crate) fn separation(
         sizes[l] += 1;
     }
     let singletons = sizes.iter().filter(|&&s| s == 1).count();
-    if singletons as f64 > p.max_singleton_share * n as f64
-        || sizes.iter().filter(|&&s| s >= 2).count() < 2
-    {
+    if sizes.iter().filter(|&&s| s >= 2).count() < 2 {
         return 0.0;
     }
+    // More singletons than `max_singleton_share` of the ranks: a level only far out of the
+    // noise (below).
+    let crowded = singletons as f64 > p.max_singleton_share * n as f64;
     let members = members_of(labels, k);
     // Inside each group of three or more: the upper quartile of its pairs (every `stride`-th
     // pair of a large group: a quantile of 200 000 samples is exact to a small fraction of a
@@ -358,6 +402,18 @@ pub(crate) fn separation(
         return 0.0;
     }
     let gap = least_between - inside;
+    if crowded {
+        // A level of more singletons than usual (a hybrid CPU's SMT level: P-core siblings
+        // beside E-cores without one) is one when it also stands far out of the noise: groups
+        // that chance drew together in a flat set do not.
+        let clear_of_noise = view == View::Raw
+            && gap >= p.min_gap * scale
+            && least_between >= p.min_ratio * inside
+            && gap >= p.min_noise_gaps * noise(m, &members, &near);
+        if !clear_of_noise {
+            return 0.0;
+        }
+    }
     if gap < p.min_gap * scale {
         // A narrower gap is a level only when it stands far out of the noise, for groups alike
         // (module documentation).
@@ -624,6 +680,7 @@ pub(crate) fn best_split(m: &Array2<f64>, p: &AutoParams) -> Option<Split> {
     let mut passing: Vec<(&Array2<f64>, Split)> = candidates
         .into_par_iter()
         .map_init(Vec::new, |within, (kind, view, mut labels)| {
+            split_far_pairs(m, &mut labels);
             absorb_singletons(m, &mut labels);
             let s = separation(view, &labels, scale, p, within, kind);
             (s >= p.min_ratio).then_some((

@@ -1,5 +1,5 @@
 //! Machines named after the systems of the reference thesis (chapter 4), with the figures it
-//! reports for them (chapter 5).
+//! reports for them (chapter 5), and kinds of node its systems lack (a hybrid CPU).
 
 use std::collections::BTreeMap;
 
@@ -8,7 +8,7 @@ use crate::model::{
 };
 
 /// The preset names.
-pub const PRESETS: [&str; 4] = ["fram", "betzy", "arm1", "hpclab"];
+pub const PRESETS: [&str; 5] = ["fram", "betzy", "arm1", "hpclab", "hybrid"];
 
 /// The artifacts the presets measure with: what section 5.1 saw on every system, and one node
 /// slower than the others, as real clusters almost always have.
@@ -110,6 +110,21 @@ pub fn preset(name: &str) -> Option<MachineModel> {
             )],
             0.3,
             1024,
+        ),
+        "hybrid" => model(
+            "hybrid",
+            "A hybrid CPU as Intel's 12th-14th generation desktop parts have it: 8 P-cores of two \
+             threads and 8 E-cores without SMT, one socket; SMT siblings 0.34 us apart at t(0), \
+             cores 0.83 us (ARM1's core and socket links), the E-cores' clusters not showing; \
+             the SMT level is 8 pairs beside 8 singletons; block placement; R = 128",
+            "core=16,smt=2x8/1x8",
+            Placement::Block,
+            &[
+                ("smt", Link::linear(0.20, (0.04, 9000.0), (0.12, 12000.0), (0.08, 12000.0), 0.48)),
+                ("core", Link::linear(0.55, (0.08, 4000.0), (0.25, 5000.0), (0.15, 5000.0), 1.26)),
+            ],
+            0.05,
+            128,
         ),
         _ => return None,
     })

@@ -113,6 +113,13 @@ fn arm1_with_every_artifact() {
 }
 
 #[test]
+fn the_hybrid_preset_with_every_artifact() {
+    // Its SMT level holds 8 pairs beside 8 singletons (E-cores without a sibling): half the
+    // ranks' groups are singletons, a level only because it stands far out of the noise.
+    every_level_of("hybrid", &[0, 1]);
+}
+
+#[test]
 fn a_hybrid_node_of_smt_p_cores_and_e_core_clusters() {
     // 8 P-cores of two threads, then 2 clusters of 4 E-cores: 24 ranks, one level of 10
     // groups of 2 and 4 (SMT siblings and E-core clusters at 0.34 us, 0.83 us between them),

@@ -29,6 +29,7 @@ pub fn recovery_error(run: &Path, what: &str) -> Option<String> {
             let groups = labels.iter().max().map_or(0, |&m| m + 1);
             groups > 1 && groups < labels.len()
         })
+        .map(|(name, labels)| (name, without_slow_pairs(run, labels)))
         .collect();
     levels_error(run, &truth, what)
 }
@@ -60,8 +61,6 @@ pub fn levels_error(run: &Path, truth: &[(String, Vec<usize>)], what: &str) -> O
 /// `simulation.slow_pairs`, and ranks 0 and 1 when the slow first pair is on) made two
 /// singletons where the pair was measured farther apart than one of them is from a rank of
 /// another group: no measurement then says the two belong together.
-// Used by robustness.rs, not by recovery.rs, which shares this module.
-#[allow(dead_code)]
 pub fn without_slow_pairs(run: &Path, mut labels: Vec<usize>) -> Vec<usize> {
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("meta.json")).unwrap()).unwrap();
