@@ -125,16 +125,14 @@ pub(crate) fn split_far_pairs(m: &Array2<f64>, labels: &mut [usize]) {
     }
     let distance = |g: usize| m[[members[g][0], members[g][1]]];
     let usual = median(&mut pairs.iter().map(|&g| distance(g)).collect::<Vec<_>>());
-    // The mean distance between ranks of different groups (every `stride`-th pair of ranks
-    // when there are more than [`WITHIN_SAMPLES`]).
+    // The mean distance between ranks of different groups (the pairs of every `stride`-th
+    // rank when there are more than [`WITHIN_SAMPLES`]).
     let stride = (n * n.saturating_sub(1) / 2 / WITHIN_SAMPLES).max(1);
     let (mut sum, mut count) = (0.0, 0usize);
-    for (i, j) in (0..n)
-        .flat_map(|i| (i + 1..n).map(move |j| (i, j)))
-        .step_by(stride)
-    {
-        if labels[i] != labels[j] {
-            sum += m[[i, j]];
+    for i in (0..n).step_by(stride) {
+        let row = m.row(i);
+        for j in (i + 1..n).filter(|&j| labels[i] != labels[j]) {
+            sum += row[j];
             count += 1;
         }
     }
@@ -344,6 +342,9 @@ pub(crate) fn separation(
     // More singletons than `max_singleton_share` of the ranks: a level only far out of the
     // noise (below).
     let crowded = singletons as f64 > p.max_singleton_share * n as f64;
+    if crowded && view != View::Raw {
+        return 0.0;
+    }
     let members = members_of(labels, k);
     // Inside each group of three or more: the upper quartile of its pairs (every `stride`-th
     // pair of a large group: a quantile of 200 000 samples is exact to a small fraction of a
@@ -406,8 +407,7 @@ pub(crate) fn separation(
         // A level of more singletons than usual (a hybrid CPU's SMT level: P-core siblings
         // beside E-cores without one) is one when it also stands far out of the noise: groups
         // that chance drew together in a flat set do not.
-        let clear_of_noise = view == View::Raw
-            && gap >= p.min_gap * scale
+        let clear_of_noise = gap >= p.min_gap * scale
             && least_between >= p.min_ratio * inside
             && gap >= p.min_noise_gaps * noise(m, &members, &near);
         if !clear_of_noise {
