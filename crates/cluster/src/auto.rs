@@ -345,6 +345,73 @@ mod tests {
         }
     }
 
+    /// `cores` cores of `threads` threads each (ranks numbered core by core): threads of one
+    /// core `sibling` apart, cores `core` apart times a fixed factor per pair of cores of
+    /// log-normal `spread` (their places on a ring), every distance off by `sigma`.
+    fn spread_cores(
+        cores: usize,
+        threads: usize,
+        (sibling, core, spread): (f64, f64, f64),
+        sigma: f64,
+        seed: u64,
+    ) -> Array2<f64> {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let mut normal = move || {
+            let (u1, u2): (f64, f64) = (rng.random_range(1e-12..1.0), rng.random_range(0.0..1.0));
+            (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+        };
+        let factor: Vec<f64> = (0..cores * cores)
+            .map(|_| (spread * normal()).exp())
+            .collect();
+        let n = cores * threads;
+        let mut d = Array2::zeros((n, n));
+        for i in 0..n {
+            for j in i + 1..n {
+                let (a, b) = (i / threads, j / threads);
+                let base = if a == b {
+                    sibling
+                } else {
+                    core * factor[a * cores + b]
+                };
+                d[[i, j]] = base * (sigma * normal()).exp();
+                d[[j, i]] = d[[i, j]];
+            }
+        }
+        d
+    }
+
+    #[test]
+    fn siblings_barely_nearer_than_the_nearest_cores_of_a_spread_ccd_are_a_level() {
+        // 8 cores of two threads: siblings 0.30 apart, cores 0.38 times 4 % of spread, 0.3 %
+        // noise: the nearest cores are 1.1-1.2x the siblings (below the 1.2 a level needs
+        // otherwise), a gap some 30 times the noise.
+        for seed in 0..10 {
+            let d = spread_cores(8, 2, (0.30, 0.38, 0.04), 0.003, seed);
+            let t = auto(&d, &AutoParams::default());
+            let Tree::Node { children, .. } = &t else {
+                panic!("seed {seed}: {t:?}")
+            };
+            let pairs: Vec<Vec<usize>> = children.iter().map(Tree::ranks).collect();
+            let expected: Vec<Vec<usize>> = (0..8).map(|c| vec![2 * c, 2 * c + 1]).collect();
+            assert_eq!(pairs, expected, "seed {seed}");
+        }
+    }
+
+    #[test]
+    fn cores_spread_on_a_ring_without_siblings_are_no_level() {
+        // The same spread and noise, one thread per core: the nearest pairs of cores are no
+        // level, however far out of the noise their distances are.
+        for (cores, seed) in (0..20u64).map(|s| (12 + 4 * (s as usize % 3), 200 + s)) {
+            let d = spread_cores(cores, 1, (0.30, 0.37, 0.04), 0.003, seed);
+            let t = auto(&d, &AutoParams::default());
+            assert!(
+                matches!(t, Tree::Leaf(_)),
+                "{cores} cores, seed {seed}: {t:?}"
+            );
+        }
+    }
+
     #[test]
     fn a_gap_below_the_noise_floor_is_no_level() {
         // Groups 2 % apart: a ratio of 1.02 and a gap far below 20 % of the scale.

@@ -160,6 +160,12 @@ fn hosts_part(
         factor[x] = f;
     }
     let g = Array2::from_shape_fn((h, h), |(a, b)| g[[a, b]] / factor[a].max(factor[b]));
+    // Levels of hosts are judged by their pairs at every size (host_levels), not by a narrow
+    // gap of one size's host medians, whose noise averaging over blocks all but removes.
+    let hosts_p = AutoParams {
+        narrow: false,
+        ..*p
+    };
     let (tree, doubts) = match between {
         _ if h < 2 => (Tree::Leaf(vec![0]), Vec::new()),
         Some(between) => {
@@ -186,9 +192,9 @@ fn hosts_part(
             }
             let sets: Vec<crate::host_levels::Evidence<'_>> =
                 sizes_evidence.iter().map(|(g, v)| (g, v)).collect();
-            crate::host_levels::refine_sizes(auto(&g, p), &sets, p)
+            crate::host_levels::refine_sizes(auto(&g, &hosts_p), &sets, &hosts_p)
         }
-        None => (auto(&g, p), Vec::new()),
+        None => (auto(&g, &hosts_p), Vec::new()),
     };
     let separation = host_separation(&g, &tree, &blocks.links, &factor, k);
     Ok(HostsPart {

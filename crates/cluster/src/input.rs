@@ -385,9 +385,9 @@ pub struct UnboundLevel {
 
 impl ClusterInput {
     /// The levels of `topology` (a clustering of this input) whose groups do not stand apart
-    /// in the matrix as `auto` requires of a level: (name, separation) for each separation
-    /// below [`crate::AutoParams`]'s `min_ratio`. For the algorithms that keep any split they
-    /// make, so that a weak answer is said.
+    /// in the matrix as `auto` requires of a level: (name, how far apart they stand: the least
+    /// median between groups over the upper quartile inside, 0 when that is not even 1). For
+    /// the algorithms that keep any split they make, so that a weak answer is said.
     /// Host blocks have none to say: their levels are `auto`'s.
     pub fn weak_levels(&self, topology: &lgate_topology::Topology) -> Vec<(String, f64)> {
         let Some(matrix) = self.dense() else {
@@ -401,7 +401,16 @@ impl ClusterInput {
                 // Items the level leaves out are groups of their own.
                 let labels = level.labels_of(&self.ranks, self.job_size.max(topology.ranks()));
                 let s = crate::separation_of(matrix.values(), &labels, &params);
-                (s < params.min_ratio).then(|| (level.name.clone(), s))
+                // The ratio alone, without the gaps a level needs besides.
+                let plain = crate::AutoParams {
+                    min_ratio: 1.0,
+                    min_gap: 0.0,
+                    ..params
+                };
+                (s <= 0.0).then(|| {
+                    let ratio = crate::separation_of(matrix.values(), &labels, &plain);
+                    (level.name.clone(), ratio)
+                })
             })
             .collect()
     }

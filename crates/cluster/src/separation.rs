@@ -23,6 +23,9 @@ pub struct AutoParams {
     pub trim: f64,
     /// The largest share of singletons in a level.
     pub max_singleton_share: f64,
+    /// Whether a level below `min_ratio` may stand when its gap is far out of the noise (SMT
+    /// siblings barely nearer than the nearest cores of their CCD).
+    pub narrow: bool,
     /// Sets of fewer items are split on raw distances only.
     pub profile_min_items: usize,
     /// Sets of more items are split on raw distances only (profiles cost n^3).
@@ -41,6 +44,7 @@ impl Default for AutoParams {
             min_noise_gaps: 7.0,
             trim: 0.05,
             max_singleton_share: 1.0 / 3.0,
+            narrow: true,
             profile_min_items: 4,
             profile_max_items: 512,
             all_cuts_up_to: 256,
@@ -313,10 +317,10 @@ pub(crate) fn inverted(raw: &Array2<f64>, labels: &[usize], p: &AutoParams) -> b
         p,
         &mut Vec::new(),
         View::Raw,
-    ) < p.min_ratio
+    ) <= 0.0
 }
 
-/// The separation of a partition in a view, or 0 when it cannot be a level: the least median
+/// The separation of a partition in a view, or 0 when it is not a level: the least median
 /// distance between two groups over the greatest upper quartile of the distances inside a
 /// group (groups of two, one distance each, pooled: their 95th percentile when there are 20 or
 /// more). Medians and quartiles, because measured distances are noisy both ways and a few
@@ -414,27 +418,43 @@ pub(crate) fn separation(
             return 0.0;
         }
     }
-    if gap < p.min_gap * scale {
-        // A narrower gap is a level only when it stands far out of the noise, for groups alike
-        // (module documentation).
-        let clear_of_noise = view == View::Raw
-            && regular(&sizes)
-            && least_between >= p.min_ratio * inside
-            && gap >= 0.5 * p.min_gap * scale
-            && gap >= p.min_noise_gaps * noise(m, &members, &near);
+    let ratio = if inside > 0.0 {
+        least_between / inside
+    } else if least_between > 0.0 {
+        // Groups without spread inside stand apart without measure.
+        f64::INFINITY
+    } else {
+        0.0
+    };
+    if gap < p.min_gap * scale || ratio < p.min_ratio {
+        // A narrower gap, or a smaller ratio, is a level only when it stands far out of the
+        // noise, for groups alike (module documentation).
+        if view != View::Raw || !regular(&sizes) {
+            return 0.0;
+        }
+        let noise = noise(m, &members, &near);
+        let clear_of_noise = gap >= p.min_noise_gaps * noise
+            && if ratio >= p.min_ratio {
+                gap >= 0.5 * p.min_gap * scale
+            } else {
+                // The farther out of the noise, the smaller a ratio will do: 1.1 at 14 times
+                // the noise (SMT siblings barely nearer than the nearest other cores of their
+                // CCD, whose pairs spread by their places on its ring).
+                p.narrow
+                    && ratio >= least_ratio(p)
+                    && (ratio - 1.0) * gap >= (p.min_ratio - 1.0) * p.min_noise_gaps * noise
+            };
         if !clear_of_noise {
             return 0.0;
         }
     }
-    if inside <= 0.0 {
-        // Groups without spread inside stand apart without measure.
-        return if least_between > 0.0 {
-            f64::INFINITY
-        } else {
-            0.0
-        };
-    }
-    least_between / inside
+    ratio
+}
+
+/// The least separation of a level however far out of the noise: a quarter of the way from
+/// 1 to `min_ratio`.
+pub(crate) fn least_ratio(p: &AutoParams) -> f64 {
+    1.0 + 0.25 * (p.min_ratio - 1.0)
 }
 
 /// Whether every group of two or more ranks holds as many ranks as the others (singletons
@@ -683,7 +703,7 @@ pub(crate) fn best_split(m: &Array2<f64>, p: &AutoParams) -> Option<Split> {
             split_far_pairs(m, &mut labels);
             absorb_singletons(m, &mut labels);
             let s = separation(view, &labels, scale, p, within, kind);
-            (s >= p.min_ratio).then_some((
+            (s > 0.0).then_some((
                 view,
                 Split {
                     labels,
@@ -693,8 +713,13 @@ pub(crate) fn best_split(m: &Array2<f64>, p: &AutoParams) -> Option<Split> {
         })
         .flatten()
         .collect();
-    // The costly checks last, best first: usually only the winner is checked.
-    passing.sort_by(|a, b| b.1.separation.total_cmp(&a.1.separation));
+    // The costly checks last, best first: usually only the winner is checked. A level that
+    // stands `min_ratio` apart comes before a narrower one far out of the noise.
+    let key = |s: &Split| (s.separation >= p.min_ratio, s.separation);
+    passing.sort_by(|a, b| {
+        let (ka, kb) = (key(&a.1), key(&b.1));
+        kb.0.cmp(&ka.0).then(kb.1.total_cmp(&ka.1))
+    });
     passing
         .into_iter()
         .find(|(view, s)| !inverted(m, &s.labels, p) && distinct(view, &s.labels))

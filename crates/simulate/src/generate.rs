@@ -289,6 +289,8 @@ pub struct Effects {
     degraded: Vec<(Vec<usize>, f64)>,
     /// Slower ranks (and the other rank when only their pair is slower), with their factor.
     slow_ranks: Vec<(usize, Option<usize>, f64)>,
+    /// Where the fixed factors of links with a spread are drawn from.
+    spread_seed: u64,
 }
 
 impl Effects {
@@ -339,6 +341,7 @@ impl Effects {
             slow_nodes,
             degraded: Vec::new(),
             slow_ranks: Vec::new(),
+            spread_seed: splitmix(seed ^ 0x7370_7265_6164),
         }
     }
 
@@ -359,10 +362,27 @@ impl Effects {
         &self.bands
     }
 
+    /// The fixed factor of the pair of items `pair` parts at, when its link has a spread: the
+    /// same for every pair of ranks on those two items.
+    fn spread_factor(&self, model: &MachineModel, layout: &Layout, pair: Pair) -> f64 {
+        let (level, x, y) = layout.parting_items(pair.i, pair.j);
+        let spread = model
+            .links
+            .get(&model.levels[level].name)
+            .map_or(0.0, |l| l.spread);
+        if spread == 0.0 {
+            return 1.0;
+        }
+        let key =
+            splitmix(self.spread_seed ^ ((level as u64) << 56) ^ ((x as u64) << 28) ^ y as u64);
+        let z: f64 = ChaCha8Rng::seed_from_u64(key).sample(StandardNormal);
+        (spread * z).exp()
+    }
+
     /// How much slower than its link every measurement of `pair` is.
     pub(crate) fn factor(&self, model: &MachineModel, layout: &Layout, pair: Pair) -> f64 {
         let a = &model.artifacts;
-        let mut f = 1.0;
+        let mut f = self.spread_factor(model, layout, pair);
         if let Some(first) = a.first_pair {
             if pair == Pair::new(0, 1) {
                 f *= first.factor;

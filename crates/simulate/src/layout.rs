@@ -144,6 +144,14 @@ impl Layout {
             .unwrap_or(ga.len() - 1)
     }
 
+    /// The level at which two different ranks part and their two items of it (indices among
+    /// all items of the level, the smaller first): the two cores of a CCD two threads sit on.
+    pub fn parting_items(&self, a: usize, b: usize) -> (usize, u32, u32) {
+        let l = self.parting_level(a, b);
+        let (x, y) = (self.groups[a][l], self.groups[b][l]);
+        (l, x.min(y), x.max(y))
+    }
+
     /// The node (in machine order) a rank runs on; 0 without a node level.
     pub fn node_of(&self, rank: usize) -> usize {
         self.node_level.map_or(0, |k| self.groups[rank][k] as usize)

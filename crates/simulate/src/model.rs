@@ -176,6 +176,14 @@ pub struct Link {
     pub or_us: Piecewise,
     /// What the rendezvous handshake adds to o_s(m) and g(m) above the eager limit.
     pub rendezvous_us: f64,
+    /// The sigma of a fixed log-normal factor each pair of items parting here draws once (0:
+    /// every pair alike): cores of one CCD that sit farther apart on its ring or mesh.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub spread: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 impl Link {
@@ -195,7 +203,14 @@ impl Link {
             os_us: line(os0, os_bw),
             or_us: line(or0, or_bw),
             rendezvous_us,
+            spread: 0.0,
         }
+    }
+
+    /// The link with pairs spread by a fixed log-normal factor of `sigma` each.
+    pub fn spread(mut self, sigma: f64) -> Link {
+        self.spread = sigma;
+        self
     }
 
     /// The true (noise-free) parameters at `m` bytes, microseconds.
@@ -629,6 +644,9 @@ impl Link {
         let finite = |x: f64| x.is_finite() && x >= 0.0;
         if !finite(self.latency_us) || !finite(self.rendezvous_us) {
             return Err("latency_us and rendezvous_us must be finite and not negative".into());
+        }
+        if !finite(self.spread) || self.spread > 1.0 {
+            return Err("spread must be between 0 and 1".into());
         }
         for (name, f) in [
             ("g_us", &self.g_us),

@@ -1,5 +1,6 @@
 //! Machines named after the systems of the reference thesis (chapter 4), with the figures it
-//! reports for them (chapter 5), and kinds of node its systems lack (a hybrid CPU).
+//! reports for them (chapter 5), and kinds of node its systems lack (a hybrid CPU, SMT siblings barely nearer than the other
+//! cores of their CCD).
 
 use std::collections::BTreeMap;
 
@@ -8,7 +9,7 @@ use crate::model::{
 };
 
 /// The preset names.
-pub const PRESETS: [&str; 5] = ["fram", "betzy", "arm1", "hpclab", "hybrid"];
+pub const PRESETS: [&str; 6] = ["fram", "betzy", "arm1", "hpclab", "hybrid", "zen4"];
 
 /// The artifacts the presets measure with: what section 5.1 saw on every system, and one node
 /// slower than the others, as real clusters almost always have.
@@ -122,6 +123,23 @@ pub fn preset(name: &str) -> Option<MachineModel> {
             &[
                 ("smt", Link::linear(0.20, (0.04, 9000.0), (0.12, 12000.0), (0.08, 12000.0), 0.48)),
                 ("core", Link::linear(0.55, (0.08, 4000.0), (0.25, 5000.0), (0.15, 5000.0), 1.26)),
+            ],
+            0.05,
+            128,
+        ),
+        "zen4" => model(
+            "zen4",
+            "A 16-core Zen 4 desktop part: 2 CCDs of 8 cores of two threads; SMT siblings 0.40 us \
+             apart at RTT(0), other cores of one CCD 0.62 us spread 4 % by their places on the \
+             CCD's ring, cores of two CCDs 1.26 us; at t(0) the siblings' 0.30 us is 1.1-1.2x \
+             below the nearest other pair of their CCD, a gap narrow against the CCD's spread; \
+             block placement, siblings on consecutive ranks; R = 128",
+            "ccd=2,core=8,thread=2",
+            Placement::Block,
+            &[
+                ("thread", Link::linear(0.16, (0.04, 9000.0), (0.12, 12000.0), (0.08, 12000.0), 0.48)),
+                ("core", Link::linear(0.26, (0.05, 9000.0), (0.12, 12000.0), (0.08, 12000.0), 0.48).spread(0.04)),
+                ("ccd", Link::linear(0.55, (0.08, 4000.0), (0.25, 5000.0), (0.15, 5000.0), 1.26)),
             ],
             0.05,
             128,

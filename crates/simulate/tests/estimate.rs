@@ -83,6 +83,7 @@ fn measured_link() -> Link {
         os_us: line(&|m| gap(m) + 2.0 * LATENCY),
         or_us: line(&|_| RECV),
         rendezvous_us: 0.0,
+        spread: 0.0,
     }
 }
 

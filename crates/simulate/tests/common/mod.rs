@@ -4,11 +4,19 @@ use std::path::Path;
 
 use lgate_cluster::{adjusted_rand_index, auto, topology_of, AutoParams};
 
-/// The levels `auto` finds in the run's default matrix, coarsest first: a label per rank each.
+/// The levels `auto` finds in the run as `cluster` reads it (each screening size tried, the
+/// one showing the most levels kept), coarsest first: a label per rank each.
 fn found_levels(run: &Path) -> Vec<Vec<usize>> {
-    let input = lgate_cluster::load(run, None).unwrap();
+    let inputs = lgate_cluster::load_candidates(run).unwrap();
+    let (input, tree, _) =
+        lgate_cluster::choose_by_levels::<lgate_cluster::InputError>(inputs, |input| {
+            Ok(auto(
+                input.dense().unwrap().values(),
+                &AutoParams::default(),
+            ))
+        })
+        .unwrap();
     let n = input.items();
-    let tree = auto(input.dense().unwrap().values(), &AutoParams::default());
     topology_of(&tree, n, None)
         .unwrap()
         .levels()
@@ -17,7 +25,7 @@ fn found_levels(run: &Path) -> Vec<Vec<usize>> {
         .collect()
 }
 
-/// What `auto` got wrong on the run's default matrix, if anything: a true level (more than one
+/// What `auto` got wrong on the run, if anything: a true level (more than one
 /// group, fewer groups than ranks) not recovered exactly (ARI 1), or more or fewer levels than
 /// the machine has.
 pub fn recovery_error(run: &Path, what: &str) -> Option<String> {
@@ -34,7 +42,7 @@ pub fn recovery_error(run: &Path, what: &str) -> Option<String> {
     levels_error(run, &truth, what)
 }
 
-/// What `auto` got wrong on the run's default matrix against the `expected` levels (name,
+/// What `auto` got wrong on the run against the `expected` levels (name,
 /// label per rank), if anything: one not recovered exactly, or more or fewer levels.
 pub fn levels_error(run: &Path, truth: &[(String, Vec<usize>)], what: &str) -> Option<String> {
     let found = found_levels(run);
@@ -99,7 +107,7 @@ pub fn without_slow_pairs(run: &Path, mut labels: Vec<usize>) -> Vec<usize> {
     labels
 }
 
-/// What `auto` got wrong on the run's default matrix against one `expected` level, if
+/// What `auto` got wrong on the run against one `expected` level, if
 /// anything: more or fewer levels than one, or that level not found exactly.
 #[allow(dead_code)]
 pub fn level_error(run: &Path, expected: &[usize], what: &str) -> Option<String> {
