@@ -5,10 +5,10 @@
 //! use lgate_cluster::{auto, topology_of, AutoParams};
 //! use ndarray::Array2;
 //!
-//! // Two nodes of four ranks: 1-1.1 us inside, 3 us across.
+//! // Two nodes of four ranks: 1-1.01 us inside, 3 us across.
 //! let d = Array2::from_shape_fn((8, 8), |(i, j)| match (i == j, i / 4 == j / 4) {
 //!     (true, _) => 0.0,
-//!     (false, true) => 1.0 + 0.1 * ((i + j) % 2) as f64,
+//!     (false, true) => 1.0 + 0.01 * ((i + j) % 2) as f64,
 //!     (false, false) => 3.0,
 //! });
 //! let topology = topology_of(&auto(&d, &AutoParams::default()), 8, None)?;

@@ -225,6 +225,13 @@ pub(crate) fn absorb_singletons(m: &Array2<f64>, labels: &mut [usize]) {
             }
         })
         .collect();
+    // The usual distance inside a group of two: a singleton slow towards one rank of a group
+    // of two (a slow pair) is judged by its distance to the other (the third core of a CCD).
+    let mut twos: Vec<f64> = (members.iter())
+        .filter(|g| g.len() == 2)
+        .map(|g| m[[g[0], g[1]]])
+        .collect();
+    let usual_two = (!twos.is_empty()).then(|| median(&mut twos));
     let original = labels.to_vec();
     let mut sums = vec![0.0f64; k];
     for i in 0..n {
@@ -238,9 +245,13 @@ pub(crate) fn absorb_singletons(m: &Array2<f64>, labels: &mut [usize]) {
                 sums[original[j]] += row[j];
             }
         }
+        let distance = |g: usize| match (members[g].as_slice(), usual_two) {
+            (&[a, b], Some(u)) if row[a].max(row[b]) > SLOW_PAIR * u => row[a].min(row[b]),
+            _ => sums[g] / sizes[g] as f64,
+        };
         let nearest = (0..k)
             .filter(|&g| sizes[g] >= 2)
-            .map(|g| (g, sums[g] / sizes[g] as f64))
+            .map(|g| (g, distance(g)))
             .min_by(|a, b| a.1.total_cmp(&b.1));
         if let Some((g, d)) = nearest {
             if d < (inside[g] + level) / 2.0 {
@@ -350,16 +361,17 @@ pub(crate) fn separation(
         return 0.0;
     }
     let members = members_of(labels, k);
-    // Inside each group of three or more: the upper quartile of its pairs (every `stride`-th
+    // Inside each group of four or more: the upper quartile of its pairs (every `stride`-th
     // pair of a large group: a quantile of 200 000 samples is exact to a small fraction of a
-    // percent). Groups of two have one distance each: those are pooled, and their 95th
-    // percentile taken when there are 20 or more, so that one slow pair does not decide.
+    // percent). Groups of two and three have one and three distances each: those are pooled,
+    // and their 95th percentile taken when there are 20 or more, so that one slow pair does
+    // not decide.
     let mut inside = 0.0f64;
-    let mut pairs_of_two = Vec::new();
+    let mut small_pairs = Vec::new();
     for group in &members {
         match group.len() {
             0 | 1 => {}
-            2 => pairs_of_two.push(m[[group[0], group[1]]]),
+            2 | 3 => small_pairs.extend(pairs_in(m, group)),
             size => {
                 values.clear();
                 let pairs = size * (size - 1) / 2;
@@ -378,24 +390,16 @@ pub(crate) fn separation(
             }
         }
     }
-    if !pairs_of_two.is_empty() {
+    if !small_pairs.is_empty() {
         // A pair far slower than the usual pair is a slow pair (the slow first pair), not the
         // level's distance: left out, when at most a quarter of the pairs are.
-        let usual = median(&mut pairs_of_two);
-        let kept: Vec<f64> = pairs_of_two
-            .iter()
-            .copied()
-            .filter(|&x| x <= SLOW_PAIR * usual)
-            .collect();
-        if 4 * kept.len() >= 3 * pairs_of_two.len() {
-            pairs_of_two = kept;
-        }
-        let q = if pairs_of_two.len() >= 20 {
+        without_slow_pairs(&mut small_pairs);
+        let q = if small_pairs.len() >= 20 {
             1.0 - p.trim
         } else {
             1.0
         };
-        inside = inside.max(quantile(&mut pairs_of_two, q));
+        inside = inside.max(quantile(&mut small_pairs, q));
     }
     // Between each two groups: the median of their pairs; the least of those medians.
     let near = near_group_pairs(m, labels, &members);
@@ -433,16 +437,18 @@ pub(crate) fn separation(
             return 0.0;
         }
         let noise = noise(m, &members, &near);
-        let clear_of_noise = gap >= p.min_noise_gaps * noise
+        // The farther out of the noise, the smaller a ratio will do, and the wider apart, the
+        // nearer the noise: (ratio - 1) x gap / noise at least (min_ratio - 1) x min_noise_gaps,
+        // that is 1.2 at 7 times the noise, 1.1 at 14 (SMT siblings barely nearer than the
+        // nearest other cores of their CCD, whose pairs spread by their places on its ring),
+        // 1.3 at 4.7; never under half of min_noise_gaps.
+        let far = (ratio - 1.0) * gap >= (p.min_ratio - 1.0) * p.min_noise_gaps * noise
+            && gap >= 0.5 * p.min_noise_gaps * noise;
+        let clear_of_noise = far
             && if ratio >= p.min_ratio {
                 gap >= 0.5 * p.min_gap * scale
             } else {
-                // The farther out of the noise, the smaller a ratio will do: 1.1 at 14 times
-                // the noise (SMT siblings barely nearer than the nearest other cores of their
-                // CCD, whose pairs spread by their places on its ring).
-                p.narrow
-                    && ratio >= least_ratio(p)
-                    && (ratio - 1.0) * gap >= (p.min_ratio - 1.0) * p.min_noise_gaps * noise
+                p.narrow && ratio >= least_ratio(p)
             };
         if !clear_of_noise {
             return 0.0;
@@ -571,6 +577,21 @@ pub(crate) fn near_group_pairs(
 /// A group of two whose distance is this many times the usual pair's is a slow pair.
 pub(crate) const SLOW_PAIR: f64 = 1.5;
 
+/// The distances between the members of a small group.
+fn pairs_in<'a>(m: &'a Array2<f64>, group: &'a [usize]) -> impl Iterator<Item = f64> + 'a {
+    (0..group.len()).flat_map(move |a| (a + 1..group.len()).map(move |b| m[[group[a], group[b]]]))
+}
+
+/// `pairs` (the distances inside small groups) without those [`SLOW_PAIR`] times the usual
+/// one, when at most a quarter are.
+fn without_slow_pairs(pairs: &mut Vec<f64>) {
+    let usual = median(&mut pairs.clone());
+    let kept = pairs.iter().filter(|&&x| x <= SLOW_PAIR * usual).count();
+    if 4 * kept >= 3 * pairs.len() {
+        pairs.retain(|&x| x <= SLOW_PAIR * usual);
+    }
+}
+
 /// The median distance between two groups (from every `step`-th row of the first when the two
 /// are large).
 pub(crate) fn median_between(
@@ -677,6 +698,12 @@ pub(crate) fn best_split(m: &Array2<f64>, p: &AutoParams) -> Option<Split> {
     if let Some((view, tree)) = &profile {
         views.push((View::Profile, view, tree));
     }
+    // Small sets: single linkage's cuts too, which keep a group whose one pair a slow pair
+    // hit (three cores of a CCD, two of them measured slow) where average linkage parts it.
+    let single = (n <= p.all_cuts_up_to).then(|| Dendrogram::new(m, Linkage::Single));
+    if let Some(tree) = &single {
+        views.push((View::Raw, m, tree));
+    }
     // Every cut's labels first (cuts are reached by merging, one way), then scored in parallel.
     let mut candidates: Vec<(View, &Array2<f64>, Vec<usize>)> = Vec::new();
     for &(kind, view, dendrogram) in &views {
@@ -697,13 +724,14 @@ pub(crate) fn best_split(m: &Array2<f64>, p: &AutoParams) -> Option<Split> {
             candidates.push((kind, view, labels));
         }
     }
-    let mut passing: Vec<(&Array2<f64>, Split)> = candidates
+    let mut passing: Vec<(View, &Array2<f64>, Split)> = candidates
         .into_par_iter()
         .map_init(Vec::new, |within, (kind, view, mut labels)| {
             split_far_pairs(m, &mut labels);
             absorb_singletons(m, &mut labels);
             let s = separation(view, &labels, scale, p, within, kind);
             (s > 0.0).then_some((
+                kind,
                 view,
                 Split {
                     labels,
@@ -714,16 +742,18 @@ pub(crate) fn best_split(m: &Array2<f64>, p: &AutoParams) -> Option<Split> {
         .flatten()
         .collect();
     // The costly checks last, best first: usually only the winner is checked. A level that
-    // stands `min_ratio` apart comes before a narrower one far out of the noise.
-    let key = |s: &Split| (s.separation >= p.min_ratio, s.separation);
+    // stands `min_ratio` apart comes before a narrower one far out of the noise, and one the
+    // distances themselves show before one only profiles show (slow pairs that happen to
+    // share ranks make those look alike).
+    let key = |kind: View, s: &Split| (s.separation >= p.min_ratio, kind == View::Raw);
     passing.sort_by(|a, b| {
-        let (ka, kb) = (key(&a.1), key(&b.1));
-        kb.0.cmp(&ka.0).then(kb.1.total_cmp(&ka.1))
+        let (ka, kb) = (key(a.0, &a.2), key(b.0, &b.2));
+        kb.cmp(&ka).then(b.2.separation.total_cmp(&a.2.separation))
     });
     passing
         .into_iter()
-        .find(|(view, s)| !inverted(m, &s.labels, p) && distinct(view, &s.labels))
-        .map(|(_, s)| s)
+        .find(|(_, view, s)| !inverted(m, &s.labels, p) && distinct(view, &s.labels))
+        .map(|(_, _, s)| s)
 }
 
 /// How often a distance between a group and its nearest group must exceed a distance inside a
@@ -767,18 +797,29 @@ pub(crate) fn distinct(m: &Array2<f64>, labels: &[usize]) -> bool {
         v.sort_unstable_by(f64::total_cmp);
         v
     };
-    let inside_total: usize = members
-        .iter()
-        .map(|g| g.len() * g.len().saturating_sub(1) / 2)
+    // Groups of four or more sampled; the pairs of groups of two and three without their slow
+    // pairs, as the separation takes them.
+    let large = |g: &&Vec<usize>| g.len() > 3;
+    let inside_total: usize = (members.iter().filter(large))
+        .map(|g| g.len() * (g.len() - 1) / 2)
         .sum();
-    let inside = sampled(
-        &mut members.iter().flat_map(|g| {
+    let mut inside = sampled(
+        &mut members.iter().filter(large).flat_map(|g| {
             g.iter()
                 .enumerate()
                 .flat_map(move |(a, &i)| g[a + 1..].iter().map(move |&j| (i, j)))
         }),
         inside_total,
     );
+    let mut small: Vec<f64> = (members.iter())
+        .filter(|g| (2..=3).contains(&g.len()))
+        .flat_map(|g| pairs_in(m, g))
+        .collect();
+    if !small.is_empty() {
+        without_slow_pairs(&mut small);
+        inside.extend(small);
+        inside.sort_unstable_by(f64::total_cmp);
+    }
     let between_total: usize = nearest
         .iter()
         .map(|&(g, h)| members[g].len() * members[h].len())

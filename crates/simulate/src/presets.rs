@@ -1,6 +1,6 @@
 //! Machines named after the systems of the reference thesis (chapter 4), with the figures it
-//! reports for them (chapter 5), and kinds of node its systems lack (a hybrid CPU, SMT siblings barely nearer than the other
-//! cores of their CCD).
+//! reports for them (chapter 5), and kinds of node its systems lack (a hybrid CPU, a chiplet part with 3 cores per CCD, SMT
+//! siblings barely nearer than the other cores of their CCD).
 
 use std::collections::BTreeMap;
 
@@ -9,7 +9,9 @@ use crate::model::{
 };
 
 /// The preset names.
-pub const PRESETS: [&str; 6] = ["fram", "betzy", "arm1", "hpclab", "hybrid", "zen4"];
+pub const PRESETS: [&str; 7] = [
+    "fram", "betzy", "arm1", "hpclab", "hybrid", "chiplet", "zen4",
+];
 
 /// The artifacts the presets measure with: what section 5.1 saw on every system, and one node
 /// slower than the others, as real clusters almost always have.
@@ -127,6 +129,21 @@ pub fn preset(name: &str) -> Option<MachineModel> {
             0.05,
             128,
         ),
+        "chiplet" => model(
+            "chiplet",
+            "A chiplet part with few active cores, as a 12-core EPYC built from 4 CCDs of 3 \
+             cores has it, one thread per core: cores of one CCD 0.48 us apart at RTT(0), of \
+             two CCDs 1.26 us spread 3 % by the CCDs' places on the I/O die; block placement; \
+             R = 128",
+            "ccd=4,core=3",
+            Placement::Block,
+            &[
+                ("core", Link::linear(0.20, (0.04, 9000.0), (0.12, 12000.0), (0.08, 12000.0), 0.48)),
+                ("ccd", Link::linear(0.55, (0.08, 4000.0), (0.25, 5000.0), (0.15, 5000.0), 1.26).spread(0.03)),
+            ],
+            0.05,
+            128,
+        ),
         "zen4" => model(
             "zen4",
             "A 16-core Zen 4 desktop part: 2 CCDs of 8 cores of two threads; SMT siblings 0.40 us \
@@ -138,7 +155,7 @@ pub fn preset(name: &str) -> Option<MachineModel> {
             Placement::Block,
             &[
                 ("thread", Link::linear(0.16, (0.04, 9000.0), (0.12, 12000.0), (0.08, 12000.0), 0.48)),
-                ("core", Link::linear(0.26, (0.05, 9000.0), (0.12, 12000.0), (0.08, 12000.0), 0.48).spread(0.04)),
+                ("core", Link::linear(0.26, (0.05, 9000.0), (0.12, 12000.0), (0.08, 12000.0), 0.48).spread(0.03)),
                 ("ccd", Link::linear(0.55, (0.08, 4000.0), (0.25, 5000.0), (0.15, 5000.0), 1.26)),
             ],
             0.05,

@@ -65,23 +65,25 @@ pub fn levels_error(run: &Path, truth: &[(String, Vec<usize>)], what: &str) -> O
     })
 }
 
-/// `labels` with every group of two that a slowed pair of the run falls on (meta.json's
-/// `simulation.slow_pairs`, and ranks 0 and 1 when the slow first pair is on) made two
-/// singletons where the pair was measured farther apart than one of them is from a rank of
-/// another group: no measurement then says the two belong together.
+/// `labels` with every rank all of whose pairs with its group's other ranks were slowed
+/// (meta.json's `simulation.slow_pairs`, and ranks 0 and 1 when the slow first pair is on)
+/// made a singleton, where each such pair was measured farther apart than the rank is from a
+/// rank of another group: no measurement then says the rank belongs to its group (a group of
+/// two whose pair was slowed, the third core of a CCD slowed towards both others).
 pub fn without_slow_pairs(run: &Path, mut labels: Vec<usize>) -> Vec<usize> {
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("meta.json")).unwrap()).unwrap();
     let simulation = &meta["simulation"];
-    let mut pairs: Vec<(usize, usize)> = simulation["slow_pairs"]
+    let mut slow: Vec<(usize, usize)> = simulation["slow_pairs"]
         .as_array()
         .unwrap()
         .iter()
         .map(|p| {
-            (
+            let (a, b) = (
                 p[0].as_u64().unwrap() as usize,
                 p[1].as_u64().unwrap() as usize,
-            )
+            );
+            (a.min(b), a.max(b))
         })
         .collect();
     if simulation["artifacts"]
@@ -90,18 +92,28 @@ pub fn without_slow_pairs(run: &Path, mut labels: Vec<usize>) -> Vec<usize> {
         .iter()
         .any(|a| a == "first-pair")
     {
-        pairs.push((0, 1));
+        slow.push((0, 1));
     }
     let input = lgate_cluster::load(run, None).unwrap();
     let d = input.dense().unwrap().values();
-    for (i, j) in pairs {
-        let size = labels.iter().filter(|&&l| l == labels[i]).count();
-        let nearer_outside =
-            |a: usize| (0..labels.len()).any(|k| labels[k] != labels[a] && d[[a, k]] < d[[i, j]]);
-        if labels[i] == labels[j] && size == 2 && (nearer_outside(i) || nearer_outside(j)) {
-            let fresh = labels.iter().max().unwrap() + 1;
-            labels[i] = fresh;
-            labels[j] = fresh + 1;
+    let original = labels.clone();
+    let n = labels.len();
+    let mut fresh = labels.iter().max().map_or(0, |&m| m + 1);
+    for r in 0..n {
+        let mates: Vec<usize> = (0..n)
+            .filter(|&k| k != r && original[k] == original[r])
+            .collect();
+        let nearest_outside = (0..n)
+            .filter(|&k| original[k] != original[r])
+            .map(|k| d[[r, k]])
+            .fold(f64::INFINITY, f64::min);
+        let cut_off = !mates.is_empty()
+            && mates
+                .iter()
+                .all(|&k| slow.contains(&(r.min(k), r.max(k))) && d[[r, k]] > nearest_outside);
+        if cut_off {
+            labels[r] = fresh;
+            fresh += 1;
         }
     }
     labels
