@@ -13,8 +13,8 @@ use lgate_simulate::{MachineModel, Placement, SimulateOptions, Simulation};
 /// Options of `simulate`.
 #[derive(Debug, Args)]
 pub struct SimulateArgs {
-    /// A machine named after the reference thesis's systems (fram, betzy, arm1, hpclab) or a
-    /// hybrid CPU (hybrid).
+    /// A machine named after the reference thesis's systems (fram, betzy, arm1, hpclab), or a
+    /// node they lack: a hybrid CPU (hybrid), 3-core CCDs (chiplet), narrow SMT gaps (zen4).
     #[arg(long, value_name = "NAME", conflicts_with = "model")]
     preset: Option<String>,
     /// A machine model file (JSON, as --print-model writes it).

@@ -15,19 +15,24 @@
 //!   upper quartile of the distances inside a group, is at least `min_ratio`. Medians and
 //!   quartiles, not extremes: measured distances are noisy both ways (8-15 % log-normal noise
 //!   makes the extremes of two levels 1.45x apart overlap), and a few slow pairs move
-//!   extremes, not the bulk. Groups of two have one distance each: theirs are pooled, pairs
-//!   1.5x slower than the usual pair left out (at most a quarter), and the 95th percentile
-//!   taken when there are 20 or more;
+//!   extremes, not the bulk. Groups of two and three have one and three distances each:
+//!   theirs are pooled, pairs 1.5x slower than the usual pair left out (at most a quarter),
+//!   and the 95th percentile taken when there are 20 or more;
 //! - that gap is at least `min_gap` times the median raw distance of the set (a ratio on its
 //!   own is met by gaps far below measurement noise, and by systematic artifacts such as
 //!   diagonal bands), or, in the raw view for groups of two or more ranks all of one size
-//!   (singletons aside), at least half that and `min_noise_gaps` times the noise of the
-//!   distances between groups (their standard deviation, from the median difference of two
-//!   distances between the same two groups). So the SMT siblings of one CCD are found inside
-//!   the CCD: at 0.36-0.38 us against 0.46-0.49 between its cores, their gap of 0.09 us is under
-//!   a fifth of the CCD's median but 10 times the noise. Stricter on purpose: the sockets of a
-//!   Stampede node with its slow first rank apart (groups of 1, 7 and 8) and the module pairs
-//!   of a Blue Waters node (4.4 times the noise) are not levels the public datasets name;
+//!   (singletons aside), far enough out of the noise of the distances between groups (their
+//!   standard deviation, from the median difference of two distances between the same two
+//!   groups): (separation - 1) x gap / noise at least (`min_ratio` - 1) x `min_noise_gaps`,
+//!   the gap at least half of `min_noise_gaps` times the noise, and either the separation
+//!   `min_ratio` and the gap half of `min_gap`, or a separation a quarter of the way from 1 to
+//!   `min_ratio` (the narrow rule, off for levels of hosts). So 1.2 needs 7 times the noise,
+//!   1.1 needs 14: the SMT siblings of one CCD at 0.36-0.38 us against 0.46-0.49 between its
+//!   cores (a gap under a fifth of the CCD's median, 10 times the noise), and siblings 1.1-1.25x
+//!   below the nearest other cores of a CCD whose pairs spread by their places on its ring,
+//!   are found. Stricter on purpose: the sockets of a Stampede node with its slow first rank
+//!   apart (groups of 1, 7 and 8) and the module pairs of a Blue Waters node (1.24x at 4.4
+//!   times the noise) are not levels the public datasets name;
 //! - not some groups, but not all, more than 10 % slower inside (median) than towards the
 //!   other groups: one slow pair looks like a group in profiles, while ranks that share a core
 //!   (every group slow inside) are a consistent grouping, and a socket whose memory is
@@ -46,9 +51,22 @@
 //!   only in the raw view with a gap of `min_gap` and `min_noise_gaps` times the noise (a
 //!   hybrid CPU's SMT level: P-core pairs beside as many E-cores without a sibling).
 //!
+//! Candidates of sets up to `all_cuts_up_to` ranks include the cuts of a single-linkage
+//! dendrogram of the raw distances (a CCD of three whose one pair is slow stays whole there).
+//! Of the partitions that pass, those meeting `min_ratio` come before narrow ones, and raw
+//! ones before profile ones (slow pairs that share ranks make profiles alike).
+//!
+//! A level beneath one that parts some of its groups into single ranks and keeps the others
+//! whole (a hybrid CPU's E-cores one by one beside the same SMT pairs, beneath the modules of
+//! E-cores beside those pairs) is no group's own level: in sets of up to `all_cuts_up_to`
+//! ranks, the groups of three or more are parted from the widest inside (median) down, and the
+//! best partition that is a level is kept beneath.
+//!
 //! Levels beneath a level are looked for inside each group, with that group's own distances
 //! and scale. A finer level found inside fewer than half of the groups of one size (nodes
-//! alike) is a pattern of a few groups, not a level of the machine, and is dropped.
+//! alike) is a pattern of a few groups, not a level of the machine, and is dropped; one found
+//! inside some groups of one size is looked for again in the others at half the noise margin
+//! and kept where it parts them alike.
 //!
 //! **Outliers.** Slow ranks are taken out before any of this: ranks whose median distance is
 //! 1.15x the ranks' usual median (at most a third of the ranks: a slow node, a rank on a busy
@@ -148,6 +166,26 @@ fn split(d: &Array2<f64>, members: &[usize], p: &AutoParams) -> Tree {
     let groups = groups_of(members, &s.labels);
     let mut kids: Vec<Tree> = groups.par_iter().map(|g| split(d, g, p)).collect();
     outvoted(&mut kids);
+    seconded(d, &groups, &mut kids, p);
+    if let Some((finer, separation)) = &s.singles {
+        // Groups the finer level parts into single ranks, where nothing finer was found inside.
+        let local = groups_of(&(0..members.len()).collect::<Vec<_>>(), &s.labels);
+        for (kid, positions) in kids.iter_mut().zip(&local) {
+            let parted = positions.len() >= 2
+                && positions
+                    .iter()
+                    .all(|&i| finer.iter().filter(|&&l| l == finer[i]).count() == 1);
+            if parted && matches!(kid, Tree::Leaf(_)) {
+                *kid = Tree::Node {
+                    children: positions
+                        .iter()
+                        .map(|&i| Tree::Leaf(vec![members[i]]))
+                        .collect(),
+                    separation: Some(*separation),
+                };
+            }
+        }
+    }
     merge_up(d, groups, kids, s.separation, p)
 }
 
@@ -171,6 +209,57 @@ pub(crate) fn outvoted(kids: &mut [Tree]) {
             for k in split {
                 kids[k] = Tree::Leaf(kids[k].ranks());
             }
+        }
+    }
+}
+
+/// A level found inside some groups of one size (CCDs alike) is looked for again in the
+/// others of that size, at half the noise margin (`min_noise_gaps`), and kept where it parts
+/// them into groups of the same sizes: the groups' evidence together, as two CCDs of one part
+/// whose SMT siblings stand 13 and 7 times the noise apart.
+pub(crate) fn seconded(d: &Array2<f64>, groups: &[Vec<usize>], kids: &mut [Tree], p: &AutoParams) {
+    // The sizes of a split's groups of two or more ranks.
+    let pattern = |t: &Tree| -> Option<Vec<usize>> {
+        let Tree::Node { children, .. } = t else {
+            return None;
+        };
+        let mut sizes: Vec<usize> = (children.iter())
+            .map(|c| c.ranks().len())
+            .filter(|&n| n >= 2)
+            .collect();
+        sizes.sort_unstable();
+        sizes.dedup();
+        Some(sizes)
+    };
+    let relaxed = AutoParams {
+        min_noise_gaps: p.min_noise_gaps / 2.0,
+        ..*p
+    };
+    for k in 0..kids.len() {
+        if !matches!(kids[k], Tree::Leaf(_)) || groups[k].len() < 4 {
+            continue;
+        }
+        let size = groups[k].len();
+        let patterns: Vec<Vec<usize>> = (0..kids.len())
+            .filter(|&o| groups[o].len() == size)
+            .filter_map(|o| pattern(&kids[o]))
+            .collect();
+        if patterns.is_empty() {
+            continue;
+        }
+        let m = sub_matrix(d, &groups[k]);
+        let Some(s) = best_split(&m, &relaxed) else {
+            continue;
+        };
+        let found = groups_of(&groups[k], &s.labels);
+        let mut sizes: Vec<usize> = found.iter().map(Vec::len).filter(|&n| n >= 2).collect();
+        sizes.sort_unstable();
+        sizes.dedup();
+        if patterns.contains(&sizes) {
+            kids[k] = Tree::Node {
+                children: found.into_iter().map(Tree::Leaf).collect(),
+                separation: Some(s.separation),
+            };
         }
     }
 }
@@ -409,6 +498,29 @@ mod tests {
                 matches!(t, Tree::Leaf(_)),
                 "{cores} cores, seed {seed}: {t:?}"
             );
+        }
+    }
+
+    #[test]
+    fn e_core_modules_beside_smt_pairs_give_a_level_of_singletons_beneath() {
+        // 8 P-cores of two threads (0.34 apart), 2 modules of 4 E-cores (0.5), 1.0 between
+        // them, 1 % noise: the modules beside the pairs, then the E-cores as singletons beside
+        // the same pairs (a level no group's own split can find).
+        for seed in 0..5 {
+            let mut d = pairs_beside_singletons(24, 8, 0.34, 0.01, seed);
+            for i in 16..24 {
+                for j in 16..24 {
+                    if i != j && (i - 16) / 4 == (j - 16) / 4 {
+                        d[[i, j]] *= 0.5;
+                    }
+                }
+            }
+            let t = auto(&d, &AutoParams::default());
+            let topology = crate::topology_of(&t, 24, None).unwrap();
+            let sizes: Vec<usize> = topology.levels().iter().map(|l| l.groups.len()).collect();
+            assert_eq!(sizes, [10, 16], "seed {seed}: {t:?}");
+            let singles = topology.levels()[1].groups.iter().filter(|g| g.len() == 1);
+            assert_eq!(singles.count(), 8, "seed {seed}");
         }
     }
 

@@ -16,8 +16,10 @@ pub struct AutoParams {
     pub min_ratio: f64,
     /// The least gap between groups, as a share of the set's median distance.
     pub min_gap: f64,
-    /// The least gap between groups, in standard deviations of the distances between groups,
-    /// of a level whose gap is under `min_gap` (at least half of it, groups alike, raw view).
+    /// How far out of the noise (standard deviations of the distances between groups) the gap
+    /// of a level must be when it is under `min_gap` or its separation under `min_ratio`
+    /// (groups alike, raw view): at `min_ratio`; (separation - 1) x gap / noise at least
+    /// (`min_ratio` - 1) times this.
     pub min_noise_gaps: f64,
     /// The share of the largest distances inside groups left out as noise.
     pub trim: f64,
@@ -66,6 +68,75 @@ pub enum View {
 pub(crate) struct Split {
     pub(crate) labels: Vec<usize>,
     pub(crate) separation: f64,
+    /// A finer level that parts some of the split's groups into single ranks and keeps the
+    /// others whole (a hybrid CPU's E-core modules beside P-core SMT pairs: the core level),
+    /// with its separation.
+    pub(crate) singles: Option<(Vec<usize>, f64)>,
+}
+
+/// The best finer level of `labels` (raw view) that parts its widest groups of three or more
+/// into single ranks and keeps the others whole, with its separation, if one is a level: the
+/// groups of three or more are ordered by their median distance inside and parted from each
+/// point in that order on. Sets of up to `all_cuts_up_to` ranks.
+fn singles_beside(
+    m: &Array2<f64>,
+    labels: &[usize],
+    scale: f64,
+    p: &AutoParams,
+) -> Option<(Vec<usize>, f64)> {
+    if m.nrows() > p.all_cuts_up_to {
+        return None;
+    }
+    let k = labels.iter().max().map_or(0, |&x| x + 1);
+    let members = members_of(labels, k);
+    let mut wide: Vec<(f64, usize)> = (0..k)
+        .filter(|&g| members[g].len() >= 3)
+        .map(|g| {
+            let mut v: Vec<f64> = pairs_in(m, &members[g]).collect();
+            (median(&mut v), g)
+        })
+        .collect();
+    wide.sort_by(|a, b| a.0.total_cmp(&b.0));
+    // Held to the share of singletons for those it adds: the level's own (SMT siblings a slow
+    // pair parted) are already judged.
+    let already = members.iter().filter(|g| g.len() == 1).count();
+    let p = &AutoParams {
+        max_singleton_share: p.max_singleton_share + already as f64 / labels.len() as f64,
+        ..*p
+    };
+    let mut values = Vec::new();
+    let mut best: Option<(Vec<usize>, f64)> = None;
+    for keep in 0..wide.len() {
+        if keep > 0 && wide[keep].0 <= wide[keep - 1].0 {
+            continue;
+        }
+        // The groups kept whole, their labels first; then one label per parted rank.
+        let mut finer = vec![usize::MAX; labels.len()];
+        let mut next = 0;
+        let parted: Vec<usize> = wide[keep..].iter().map(|&(_, g)| g).collect();
+        for (g, group) in members.iter().enumerate() {
+            if group.is_empty() || parted.contains(&g) {
+                continue;
+            }
+            group.iter().for_each(|&i| finer[i] = next);
+            next += 1;
+        }
+        for &g in &parted {
+            for &i in &members[g] {
+                finer[i] = next;
+                next += 1;
+            }
+        }
+        let s = separation(m, &finer, scale, p, &mut values, View::Raw);
+        if s > 0.0
+            && best.as_ref().is_none_or(|b| s > b.1)
+            && !inverted(m, &finer, p)
+            && distinct(m, &finer)
+        {
+            best = Some((finer, s));
+        }
+    }
+    best
 }
 
 pub(crate) fn median(v: &mut [f64]) -> f64 {
@@ -736,6 +807,7 @@ pub(crate) fn best_split(m: &Array2<f64>, p: &AutoParams) -> Option<Split> {
                 Split {
                     labels,
                     separation: s,
+                    singles: None,
                 },
             ))
         })
@@ -750,10 +822,16 @@ pub(crate) fn best_split(m: &Array2<f64>, p: &AutoParams) -> Option<Split> {
         let (ka, kb) = (key(a.0, &a.2), key(b.0, &b.2));
         kb.cmp(&ka).then(b.2.separation.total_cmp(&a.2.separation))
     });
-    passing
-        .into_iter()
-        .find(|(_, view, s)| !inverted(m, &s.labels, p) && distinct(view, &s.labels))
-        .map(|(_, _, s)| s)
+    let level = |(_, view, s): &(View, &Array2<f64>, Split)| {
+        !inverted(m, &s.labels, p) && distinct(view, &s.labels)
+    };
+    let best = passing.iter().position(level)?;
+    // A finer level that parts some of its groups into single ranks: the recursion inside each
+    // group cannot find it (a group's parting into singletons is no level of the group).
+    let singles = singles_beside(m, &passing[best].2.labels, scale, p);
+    let mut split = passing.swap_remove(best).2;
+    split.singles = singles;
+    Some(split)
 }
 
 /// How often a distance between a group and its nearest group must exceed a distance inside a

@@ -117,14 +117,17 @@ pub fn preset(name: &str) -> Option<MachineModel> {
         "hybrid" => model(
             "hybrid",
             "A hybrid CPU as Intel's 12th-14th generation desktop parts have it: 8 P-cores of two \
-             threads and 8 E-cores without SMT, one socket; SMT siblings 0.34 us apart at t(0), \
-             cores 0.83 us (ARM1's core and socket links), the E-cores' clusters not showing; \
-             the SMT level is 8 pairs beside 8 singletons; block placement; R = 128",
-            "core=16,smt=2x8/1x8",
+             threads and 2 modules of 4 E-cores without SMT sharing an L2, one socket; SMT \
+             siblings 0.48 us apart at RTT(0), E-cores of one module 0.78 us, other cores \
+             1.26 us (ARM1's core and socket links); the core level is 8 pairs beside 8 \
+             singletons, the module level the same 8 pairs beside 2 groups of 4; block \
+             placement; R = 128",
+            "module=10,core=1x8/4x2,thread=2x8/1x8",
             Placement::Block,
             &[
-                ("smt", Link::linear(0.20, (0.04, 9000.0), (0.12, 12000.0), (0.08, 12000.0), 0.48)),
-                ("core", Link::linear(0.55, (0.08, 4000.0), (0.25, 5000.0), (0.15, 5000.0), 1.26)),
+                ("thread", Link::linear(0.20, (0.04, 9000.0), (0.12, 12000.0), (0.08, 12000.0), 0.48)),
+                ("core", Link::linear(0.35, (0.04, 9000.0), (0.12, 12000.0), (0.08, 12000.0), 0.48)),
+                ("module", Link::linear(0.55, (0.08, 4000.0), (0.25, 5000.0), (0.15, 5000.0), 1.26)),
             ],
             0.05,
             128,
@@ -147,7 +150,7 @@ pub fn preset(name: &str) -> Option<MachineModel> {
         "zen4" => model(
             "zen4",
             "A 16-core Zen 4 desktop part: 2 CCDs of 8 cores of two threads; SMT siblings 0.40 us \
-             apart at RTT(0), other cores of one CCD 0.62 us spread 4 % by their places on the \
+             apart at RTT(0), other cores of one CCD 0.62 us spread 3 % by their places on the \
              CCD's ring, cores of two CCDs 1.26 us; at t(0) the siblings' 0.30 us is 1.1-1.2x \
              below the nearest other pair of their CCD, a gap narrow against the CCD's spread; \
              block placement, siblings on consecutive ranks; R = 128",

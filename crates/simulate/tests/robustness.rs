@@ -118,8 +118,9 @@ fn arm1_with_every_artifact() {
 
 #[test]
 fn the_hybrid_preset_with_every_artifact() {
-    // Its SMT level holds 8 pairs beside 8 singletons (E-cores without a sibling): half the
-    // ranks' groups are singletons, a level only because it stands far out of the noise.
+    // Its core level holds 8 SMT pairs beside 8 singletons (E-cores without a sibling), its
+    // module level the same 8 pairs beside 2 modules of 4 E-cores: a level that parts some
+    // groups of the coarser one into single ranks, which no group's own split can find.
     every_level_of("hybrid", &[0, 1]);
 }
 
@@ -138,9 +139,17 @@ fn the_zen4_preset_with_every_artifact() {
 }
 
 #[test]
-#[ignore = "issue 48: at noise 0.15, 18 of 20 seeds (seeds 12 and 14: gaps 6-7 times the noise at 1.12-1.2x)"]
 fn the_zen4_preset_at_the_highest_noise() {
-    every_level_at("zen4", &NOISES[2..], &[0, 1]);
+    // At noise 0.15 one seed of 20 (12) leaves both CCDs' siblings 1.12-1.17x below their
+    // nearest cores at 6.4-7.4 times the noise, short of the 1.4 the narrow rule asks: 19 of
+    // 20, as issue 48 asks of the new presets, each with and without a slow node.
+    let dir = tempfile::tempdir().unwrap();
+    for slow in [0, 1] {
+        let failures: Vec<String> = (1..=SEEDS)
+            .filter_map(|seed| judge("zen4", NOISES[2], slow, seed, dir.path()))
+            .collect();
+        assert!(failures.len() <= 1, "{failures:#?}");
+    }
 }
 
 #[test]
