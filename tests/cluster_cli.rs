@@ -499,6 +499,41 @@ fn a_weak_answer_is_said() {
     assert!(!blocks.contains("weak"), "{blocks}");
 }
 
+/// A level that holds single ranks beside groups says which: a hybrid CPU's E-cores one by one
+/// beside its P-cores' SMT pairs.
+#[test]
+fn the_single_ranks_of_a_level_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("hybrid");
+    let r = run.to_str().unwrap();
+    let sim = lgate_plogp(&[
+        "simulate",
+        "--preset",
+        "hybrid",
+        "--plan",
+        "full",
+        "--max-size",
+        "0",
+        "--out",
+        r,
+        "--quiet",
+    ]);
+    assert!(
+        sim.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sim.stderr)
+    );
+    let out = lgate_plogp(&["cluster", r, "--resamples", "0"]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("core: 8 single ranks (16-23), each a group of its own beside groups of 2"),
+        "{stderr}"
+    );
+    // The module level holds none.
+    assert!(!stderr.contains("module: "), "{stderr}");
+}
+
 /// Spectral clustering and K-means without k on simulated runs of the thesis's machines: the
 /// eigengaps give the nodes and the sockets (fram, betzy), the sockets and their NUMA groups
 /// (arm1), every one scored exact against the placement the run recorded.

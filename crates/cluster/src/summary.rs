@@ -158,6 +158,41 @@ impl ClusterSummary<'_> {
         }
     }
 
+    /// The single ranks of each level that also holds groups: E-cores without an SMT sibling,
+    /// siblings a slow pair measured apart.
+    fn singles_lines(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for level in self.topology.levels() {
+            let singles: Vec<usize> = (level.groups.iter())
+                .filter(|g| g.len() == 1)
+                .map(|g| g[0])
+                .collect();
+            let sizes: Vec<usize> = (level.groups.iter())
+                .map(Vec::len)
+                .filter(|&n| n >= 2)
+                .collect();
+            let (Some(lo), Some(hi)) = (sizes.iter().min(), sizes.iter().max()) else {
+                continue;
+            };
+            if singles.is_empty() {
+                continue;
+            }
+            let beside = if lo == hi {
+                format!("{lo}")
+            } else {
+                format!("{lo}-{hi}")
+            };
+            writeln!(
+                f,
+                "  {}: {} single {} ({}), each a group of its own beside groups of {beside}",
+                level.name,
+                singles.len(),
+                if singles.len() == 1 { "rank" } else { "ranks" },
+                lgate_topology::sorted_rank_list(&singles),
+            )?;
+        }
+        Ok(())
+    }
+
     fn unbound_lines(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for u in self.unbound {
             let (a, b) = u.ranks;
@@ -240,6 +275,7 @@ impl fmt::Display for ClusterSummary<'_> {
         } else {
             writeln!(f, "  one group: no level stands for the machine")?;
         }
+        self.singles_lines(f)?;
         self.confidence_lines(f)?;
         self.unbound_lines(f)?;
         self.weak_lines(f)?;
