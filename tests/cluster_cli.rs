@@ -499,23 +499,19 @@ fn a_weak_answer_is_said() {
     assert!(!blocks.contains("weak"), "{blocks}");
 }
 
-/// A level that holds single ranks beside groups says which: a hybrid CPU's E-cores one by one
-/// beside its P-cores' SMT pairs.
-#[test]
-fn the_single_ranks_of_a_level_are_named() {
-    let dir = tempfile::tempdir().unwrap();
-    let run = dir.path().join("hybrid");
-    let r = run.to_str().unwrap();
+/// A simulated run of `preset` under `dir`: every pair's PLogP at 0 B (`--plan full`).
+fn simulated_full(dir: &Path, preset: &str) -> PathBuf {
+    let run = dir.join(preset);
     let sim = lgate_plogp(&[
         "simulate",
         "--preset",
-        "hybrid",
+        preset,
         "--plan",
         "full",
         "--max-size",
         "0",
         "--out",
-        r,
+        run.to_str().unwrap(),
         "--quiet",
     ]);
     assert!(
@@ -523,6 +519,16 @@ fn the_single_ranks_of_a_level_are_named() {
         "{}",
         String::from_utf8_lossy(&sim.stderr)
     );
+    run
+}
+
+/// A level that holds single ranks beside groups says which: a hybrid CPU's E-cores one by one
+/// beside its P-cores' SMT pairs.
+#[test]
+fn the_single_ranks_of_a_level_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = simulated_full(dir.path(), "hybrid");
+    let r = run.to_str().unwrap();
     let out = lgate_plogp(&["cluster", r, "--resamples", "0"]);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{stderr}");
@@ -545,25 +551,8 @@ fn spectral_and_kmeans_find_nodes_and_sockets_of_simulated_machines() {
         ("betzy", &["node", "socket"]),
         ("arm1", &["socket", "numa"]),
     ] {
-        let run = dir.path().join(preset);
+        let run = simulated_full(dir.path(), preset);
         let r = run.to_str().unwrap();
-        let sim = lgate_plogp(&[
-            "simulate",
-            "--preset",
-            preset,
-            "--plan",
-            "full",
-            "--max-size",
-            "0",
-            "--out",
-            r,
-            "--quiet",
-        ]);
-        assert!(
-            sim.status.success(),
-            "{}",
-            String::from_utf8_lossy(&sim.stderr)
-        );
         for algo in ["spectral", "kmeans"] {
             let topology = dir.path().join(format!("{preset}-{algo}.json"));
             let t = topology.to_str().unwrap();
