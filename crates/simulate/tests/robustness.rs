@@ -125,6 +125,26 @@ fn the_hybrid_preset_with_every_artifact() {
 }
 
 #[test]
+fn a_hybrid_cpu_whose_e_core_modules_do_not_show() {
+    // The hybrid preset as it was before its modules showed: 8 P-core SMT pairs (0.48 us at
+    // RTT(0)) beside 8 E-cores, all other cores 1.26 us apart; its SMT level, pairs beside
+    // singletons, exactly.
+    let model = one_node("core=16,smt=2x8/1x8", &["socket", "core"], Placement::Block);
+    let dir = tempfile::tempdir().unwrap();
+    let mut failures = Vec::new();
+    for noise in NOISES {
+        for seed in 1..=SEEDS {
+            let path = dir.path().join(format!("hybrid-flat-{noise}-{seed}"));
+            write_run(model.clone(), noise, false, seed, &path);
+            let what = format!("hybrid without modules, noise {noise}, seed {seed}");
+            failures.extend(common::recovery_error(&path, &what));
+            std::fs::remove_dir_all(&path).unwrap();
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+#[test]
 fn the_chiplet_preset_with_every_artifact() {
     // 4 CCDs of 3 cores: a slow pair inside a CCD leaves it one pair its third core holds
     // together, a rank slow towards both others is a singleton.
