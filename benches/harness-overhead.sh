@@ -7,6 +7,7 @@
 #   benches/harness-overhead.sh [NP=4] [RUNS=5] [LIMIT=10]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. benches/lib.sh
 np=${1:-4} runs=${2:-5} limit=${3:-10}
 if [ -f "$HOME/.cargo/env" ]; then . "$HOME/.cargo/env"; fi
 cargo build --release --quiet
@@ -24,4 +25,5 @@ for k in $(seq "$runs"); do
 done
 median=$(printf '%s\n' "${shares[@]}" | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}')
 printf 'median overhead with -np %d: %.1f%% (limit %s%%)\n' "$np" "$median" "$limit"
-awk -v m="$median" -v l="$limit" 'BEGIN { exit !(m <= l) }'
+result "harness overhead, -np $np" "$median" "<=" "$limit" "%"
+exit "$bench_failed"

@@ -12,6 +12,7 @@
 # Oversubscribed runs magnify every per-rank cost: on 2 cores, 256 ranks show what grows with P.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. benches/lib.sh
 np="${1:-256}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/lgate-plogp/target}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -48,14 +49,8 @@ printed=$(sed -n 's/^job: \([0-9.]*\) s on rank 0.*/\1/p' "$work/measure.err")
 echo "lgate-plogp measure, $np ranks: $job s launch to exit; its pair tests $tests s"
 grep '^job:' "$work/measure.err"
 
-failed=0
 limit=$(awk -v h="$hello" -v t="$tests" 'BEGIN { printf "%.1f", h + t + 15 }')
-if awk -v j="$job" -v l="$limit" 'BEGIN { exit !(j > l) }'; then
-    echo "FAIL: the job took $job s, above hello world + tests + 15 s = $limit s" >&2
-    failed=1
-fi
-if [ -z "$printed" ] || awk -v p="$printed" -v j="$job" 'BEGIN { exit !(p < 0.75 * j) }'; then
-    echo "FAIL: measure printed ${printed:-nothing} s, under 3/4 of launch to exit ($job s)" >&2
-    failed=1
-fi
-exit "$failed"
+result "measure job, $np ranks (hello world $hello s + tests $tests s + 15 s)" "$job" "<=" "$limit" s
+share=$(awk -v p="$printed" -v j="$job" 'BEGIN { if (p != "") printf "%.2f", p / j }')
+result "measure job, $np ranks: the time it prints over launch to exit" "$share" ">=" 0.75
+exit "$bench_failed"

@@ -15,6 +15,7 @@ set -euo pipefail
 # A failing command inside $(...) stops the script too: a missing binary is no 0 s result.
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
+. benches/lib.sh
 work="${1:-$(mktemp -d)}"
 algos="${ALGOS:-hdbscan kmedoids agglomerative spectral kmeans}"
 mkdir -p "$work"
@@ -86,7 +87,12 @@ for n in 512 2048 4096; do
   for algo in $algos; do
     p=$(millis peer "$algo" "$n"); [ "$algo" = kmedoids ] && cp "$work/last.out" "$work/py-loss"
     o=$(millis ours "$algo" "$n"); [ "$algo" = kmedoids ] && cp "$work/last.out" "$work/our-topology.json"
-    printf '%-14s %6d %10s %10s %6sx\n' "$algo" "$n" "$(secs "$p")" "$(secs "$o")" "$("$py" -c "print(f'{$p / max($o, 1):.1f}')")"
+    ratio=$("$py" -c "print(f'{$p / max($o, 1):.1f}')")
+    printf '%-14s %6d %10s %10s %6sx\n' "$algo" "$n" "$(secs "$p")" "$(secs "$o")" "$ratio"
+    case "$n:$algo" in
+    4096:hdbscan | 4096:kmedoids | 4096:agglomerative)
+      result "$algo at P = 4096: Python's time over ours" "$ratio" ">=" 10 x ;;
+    esac
     if [ "$algo" = kmedoids ]; then
       "$py" - "$work/m$n.csv" "$work/our-topology.json" "$(cat "$work/py-loss")" <<'PY'
 import sys, json, numpy as np
@@ -121,3 +127,4 @@ PY
 )
   printf '%-14s %6d %9d %9s\n' "$algo" "$n" $((kib / 1024)) "$("$py" -c "print(f'{$kib * 1024 / ($n * $n * 8):.2f}')")"
 done
+exit "$bench_failed"

@@ -9,19 +9,16 @@
 #   LIMIT=8 benches/rank0-collecting.sh 8x64
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. benches/lib.sh
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/lgate-plogp/target}"
 limit="${LIMIT:-12}"
 shapes=("$@")
 [ ${#shapes[@]} -gt 0 ] || shapes=(32x16 16x32)
 cargo build --release --quiet -p lgate-harness --example collecting
-fail=0
 for shape in "${shapes[@]}"; do
     line=$("$CARGO_TARGET_DIR/release/examples/collecting" "${shape%x*}" "${shape#*x}")
     echo "$line"
     us=$(sed -n 's/.*CPU, \([0-9.]*\) us a result$/\1/p' <<<"$line")
-    if ! awk -v u="$us" -v l="$limit" 'BEGIN { exit !(u != "" && u <= l) }'; then
-        echo "rank 0 collecting ${us:-?} us a result at $shape: above the limit of $limit us" >&2
-        fail=1
-    fi
+    result "rank 0 collecting, $shape ranks" "$us" "<=" "$limit" "us a result"
 done
-exit "$fail"
+exit "$bench_failed"

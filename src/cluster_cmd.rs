@@ -31,9 +31,11 @@ pub struct ClusterArgs {
     /// hosts: slurm (topology.conf, topology/tree), slurm-block (topology/block) or slurm-yaml
     /// (topology.yaml); k8s-labels: Kubernetes node labels in topograph's keys; or
     /// hwloc-distances: the matrix itself for one host's ranks, for hwloc-annotate (needs
-    /// --hwloc-xml; nothing is clustered).
-    #[arg(long, default_value = "json", value_name = "FORMAT", value_parser = clap::builder::PossibleValuesParser::new(lgate_topology::export::names().into_iter().chain([HWLOC_DISTANCES])))]
-    format: String,
+    /// --hwloc-xml; nothing is clustered). Several formats from one clustering: FORMAT=FILE,
+    /// repeated (`--format slurm=topology.conf --format k8s-labels=labels.yaml`); a format
+    /// without =FILE goes to --output.
+    #[arg(long, default_value = "json", value_name = "FORMAT[=FILE]")]
+    format: Vec<String>,
     /// With --format hwloc-distances: the host's `lstopo --of xml`, the file hwloc-annotate
     /// reads (it gives the logical index of each rank's CPU).
     #[arg(long, value_name = "FILE")]
@@ -64,19 +66,23 @@ const HWLOC_DISTANCES: &str = "hwloc-distances";
 pub fn run(args: ClusterArgs) -> Result<()> {
     let m = &args.method;
     lgate_cluster::methods::refuse_unread(&m.algo, &m.params())?;
-    let hwloc = args.format == HWLOC_DISTANCES;
+    let targets = targets(&args)?;
+    let hwloc = targets.iter().any(|t| t.0 == HWLOC_DISTANCES);
+    if hwloc && targets.len() > 1 {
+        bail!("--format {HWLOC_DISTANCES} writes a matrix, not a topology: give it alone");
+    }
     if !hwloc && (args.hwloc_xml.is_some() || args.host.is_some()) {
         bail!("--hwloc-xml and --host go with --format {HWLOC_DISTANCES}");
     }
     let mut inputs: Vec<&std::path::Path> = vec![&args.input];
     inputs.extend(args.hwloc_xml.as_deref());
-    if let Some(out) = args.output.as_deref() {
+    for out in targets.iter().filter_map(|t| t.1.as_deref()) {
         crate::output::check_output(out, &inputs, args.force)?;
     }
     if hwloc {
-        return hwloc_distances(&args);
+        return hwloc_distances(&args, targets[0].1.as_deref());
     }
-    let clustering = if m.space == Space::Features {
+    if m.space == Space::Features {
         if !args.input.is_dir() {
             bail!(
                 "{}: --space features clusters a PLogP run directory, not a matrix file",
@@ -86,27 +92,82 @@ pub fn run(args: ClusterArgs) -> Result<()> {
         if m.search.is_some() {
             bail!("--search works on the distance matrix, not with --space features");
         }
-        let size = args
-            .matrix
-            .as_deref()
-            .map(|s| s.rsplit(':').next().unwrap_or(s));
-        lgate_cluster::cluster_features(&args.input, size, &m.algo, &m.params())?
-    } else {
-        let inputs = match &args.matrix {
-            _ if args.by_hosts => {
-                lgate_cluster::load_by_hosts(&args.input, args.matrix.as_deref())?
-            }
-            Some(name) => vec![lgate_cluster::load_with_sizes(&args.input, Some(name))?],
-            None => lgate_cluster::load_candidates(&args.input)?,
-        };
-        lgate_cluster::cluster_matrices(inputs, &m.algo, &m.params(), m.search, args.resamples)?
+    }
+    let opts = lgate_cluster::stored::ClusterOptions {
+        matrix: args.matrix.clone(),
+        by_hosts: args.by_hosts,
+        features: m.space == Space::Features,
+        algo: m.algo.clone(),
+        params: m.params(),
+        search: m.search,
+        resamples: args.resamples,
     };
-    emit(&args, &clustering)
+    let (topology, hosts, source, summary, reused) =
+        match lgate_cluster::stored::reuse(&args.input, &opts) {
+            Some(r) => (
+                r.topology,
+                r.entry.hosts,
+                r.entry.source,
+                r.entry.summary,
+                Some(r.file),
+            ),
+            None => {
+                let f = lgate_cluster::stored::compute_and_store(&args.input, &opts)?;
+                (f.topology, f.input.hosts, f.input.source, f.summary, None)
+            }
+        };
+    let context = lgate_topology::export::ExportContext {
+        hosts: hosts.as_deref(),
+        source: &source,
+    };
+    for (format, output) in &targets {
+        let writer = lgate_topology::export::writer(format)
+            .with_context(|| format!("unknown --format {format}"))?;
+        let text = writer
+            .write(&topology, &context)
+            .with_context(|| args.input.display().to_string())?;
+        write_output(output.as_deref(), &text)?;
+    }
+    if !args.quiet {
+        eprint!("{summary}");
+        if let Some(file) = reused {
+            eprintln!(
+                "  (the clustering stored in {}: the same run, options and binary)",
+                file.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Each `--format` with the file it goes to (`None`: `--output`, or stdout).
+fn targets(args: &ClusterArgs) -> Result<Vec<(String, Option<PathBuf>)>> {
+    let names = lgate_topology::export::names();
+    let mut out = Vec::new();
+    for f in &args.format {
+        let (name, file) = match f.split_once('=') {
+            Some((name, file)) if !file.is_empty() => (name, Some(PathBuf::from(file))),
+            Some(_) => bail!("--format {f}: FORMAT=FILE needs a file after ="),
+            None => (f.as_str(), args.output.clone()),
+        };
+        if name != HWLOC_DISTANCES && !names.contains(&name) {
+            bail!(
+                "--format {name}: not a format; one of {}, {HWLOC_DISTANCES}",
+                names.join(", ")
+            );
+        }
+        out.push((name.to_string(), file));
+    }
+    let to_output = args.format.iter().filter(|f| !f.contains('=')).count();
+    if to_output > 1 {
+        bail!("--format: one format at most without =FILE (it goes to --output or stdout)");
+    }
+    Ok(out)
 }
 
 /// Writes hwloc's distances between the ranks of one host of a run (`--format
 /// hwloc-distances`).
-fn hwloc_distances(args: &ClusterArgs) -> Result<()> {
+fn hwloc_distances(args: &ClusterArgs, output: Option<&std::path::Path>) -> Result<()> {
     let run = &args.input;
     if !run.is_dir() {
         bail!(
@@ -125,7 +186,7 @@ fn hwloc_distances(args: &ClusterArgs) -> Result<()> {
         .with_context(|| format!("{}: cannot read it", xml_path.display()))?;
     let host = args.host.as_deref();
     let d = lgate_cluster::host_distances(run, args.matrix.as_deref(), &xml, xml_path, host)?;
-    write_output(args.output.as_deref(), &d.text)?;
+    write_output(output, &d.text)?;
     if !args.quiet {
         eprintln!(
             "hwloc distances of the {} ranks on {} from {}, in ns; add them with: \
@@ -134,9 +195,7 @@ fn hwloc_distances(args: &ClusterArgs) -> Result<()> {
             d.host,
             d.source,
             xml_path.display(),
-            args.output
-                .as_deref()
-                .map_or("FILE".to_string(), |p| p.display().to_string())
+            output.map_or("FILE".to_string(), |p| p.display().to_string())
         );
         if !d.floating.is_empty() {
             eprintln!(
@@ -145,42 +204,6 @@ fn hwloc_distances(args: &ClusterArgs) -> Result<()> {
                 lgate_topology::sorted_rank_list(&d.floating)
             );
         }
-    }
-    Ok(())
-}
-
-/// Writes the topology of a clustering with the slow items the method set aside (item, how
-/// many times slower), and the summary on stderr.
-fn emit(args: &ClusterArgs, c: &lgate_cluster::Clustering) -> Result<()> {
-    let input = &c.input;
-    let resamples = (args.resamples)
-        .unwrap_or_else(|| lgate_cluster::confidence::default_resamples(input.items()));
-    let params = args.method.params();
-    let (topology, unbound) =
-        lgate_cluster::finished_topology(c, (&args.method.algo, &params), resamples)?;
-    let writer = lgate_topology::export::writer(&args.format)
-        .with_context(|| format!("unknown --format {}", args.format))?;
-    let context = lgate_topology::export::ExportContext {
-        hosts: input.hosts.as_deref(),
-        source: &input.source,
-    };
-    let text = writer
-        .write(&topology, &context)
-        .with_context(|| args.input.display().to_string())?;
-    write_output(args.output.as_deref(), &text)?;
-    if !args.quiet {
-        let summary = lgate_cluster::ClusterSummary {
-            input,
-            topology: &topology,
-            algo: &args.method.algo,
-            note: c.note.as_deref(),
-            items: input.items(),
-            slow: &c.slow,
-            health: lgate_cluster::ClusterSummary::health_of(&args.input),
-            unbound: &unbound,
-            resamples,
-        };
-        eprint!("{summary}");
     }
     Ok(())
 }

@@ -163,3 +163,25 @@ impl MethodArgs {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        method: MethodArgs,
+    }
+
+    /// `report`, `diff` and `plot` look up the clustering `cluster` stored with its defaults by
+    /// the library's defaults: the flags' defaults must be those.
+    #[test]
+    fn the_flags_defaults_are_the_librarys() {
+        let flags = Flags::parse_from(["cluster"]);
+        assert_eq!(flags.method.params(), MethodParams::default());
+        assert_eq!(flags.method.algo, "auto");
+        assert_eq!(flags.method.space, Space::Matrix);
+    }
+}

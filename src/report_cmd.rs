@@ -56,22 +56,19 @@ pub fn report(args: ReportArgs) -> Result<()> {
             )
         }
         None => {
-            let (input, tree) = lgate_cluster::default_clustering(&args.run)?;
-            let topology = input.topology(&tree)?;
-            // How sure each level is, as `cluster` says it with its defaults.
-            let params = lgate_cluster::methods::MethodParams::default();
-            let resamples = lgate_cluster::confidence::default_resamples(input.items());
-            let slow = match input.dense() {
-                Some(_) if resamples > 0 => input.auto(&lgate_cluster::AutoParams::default())?.1,
-                _ => Vec::new(),
+            // What `cluster` finds with its defaults: the one it stored, or computed (and
+            // stored) now.
+            let opts = lgate_cluster::stored::ClusterOptions::default();
+            let (input, topology) = match lgate_cluster::stored::reuse(&args.run, &opts) {
+                Some(r) => (
+                    lgate_cluster::load_with_sizes(&args.run, r.entry.matrix.as_deref())?,
+                    r.topology,
+                ),
+                None => {
+                    let f = lgate_cluster::stored::compute_and_store(&args.run, &opts)?;
+                    (f.input, f.topology)
+                }
             };
-            let (topology, _) = lgate_cluster::confidence::attach(
-                &input,
-                topology,
-                ("auto", &params),
-                (&tree, &slow),
-                resamples,
-            )?;
             (
                 input,
                 topology,

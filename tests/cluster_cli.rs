@@ -953,3 +953,80 @@ fn a_staged_runs_report_names_the_slow_hosts_cluster_finds() {
         assert!(table.contains(&format!("<td>{host}</td>")), "{table}");
     }
 }
+
+/// Cluster once: `cluster` stores its clustering in the run directory; a second `cluster`, a
+/// second format and `report` reuse it (the same bytes, and saying so), several formats come
+/// from one call, and a run changed since, other options or a garbled store are clustered anew.
+#[test]
+fn a_clustering_is_stored_once_and_reused_while_the_run_is_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = simulated_full(dir.path(), "fram");
+    let r = run.to_str().unwrap();
+    let first = lgate_plogp(&["cluster", r]);
+    let first_json = stdout_json(&first);
+    assert!(run.join("clustered/index.json").is_file());
+    assert!(!String::from_utf8_lossy(&first.stderr).contains("stored in"));
+    let again = lgate_plogp(&["cluster", r]);
+    assert_eq!(stdout_json(&again), first_json);
+    assert_eq!(again.stdout, first.stdout, "byte for byte");
+    let said = String::from_utf8_lossy(&again.stderr);
+    assert!(said.contains("the clustering stored in"), "{said}");
+    // The summary is the one the clustering printed, then the line saying it was reused.
+    let summary = String::from_utf8_lossy(&first.stderr);
+    assert!(said.starts_with(summary.as_ref()), "{said}\n---\n{summary}");
+
+    // Several formats from one call, each the bytes a call of its own writes.
+    let conf = dir.path().join("topology.conf");
+    let newick = dir.path().join("topology.nwk");
+    let both = lgate_plogp(&[
+        "cluster",
+        r,
+        "--format",
+        &format!("slurm={}", conf.display()),
+        "--format",
+        &format!("newick={}", newick.display()),
+        "--format",
+        "json",
+        "--quiet",
+    ]);
+    assert_eq!(both.stdout, first.stdout);
+    let alone = lgate_plogp(&["cluster", r, "--format", "slurm", "--quiet"]);
+    assert!(alone.status.success());
+    assert_eq!(std::fs::read(&conf).unwrap(), alone.stdout);
+    assert!(std::fs::read_to_string(&newick).unwrap().ends_with(";\n"));
+    for bad in [["--format", "nope=x"], ["--format", "json="]] {
+        let out = lgate_plogp(&["cluster", r, bad[0], bad[1]]);
+        assert_eq!(out.status.code(), Some(1), "{bad:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+    }
+    let two = lgate_plogp(&["cluster", r, "--format", "json", "--format", "lgate"]);
+    assert_eq!(two.status.code(), Some(1));
+
+    // Other options: clustered anew (and stored beside).
+    let other = lgate_plogp(&["cluster", r, "--resamples", "0"]);
+    assert!(!String::from_utf8_lossy(&other.stderr).contains("stored in"));
+    let index = std::fs::read_to_string(run.join("clustered/index.json")).unwrap();
+    let index: Value = serde_json::from_str(&index).unwrap();
+    assert_eq!(index["entries"].as_array().unwrap().len(), 2);
+
+    // The report reuses the stored default clustering: the same levels.
+    let report = lgate_plogp(&["report", r]);
+    assert!(
+        report.status.success(),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+
+    // A run changed since is clustered anew; so is one whose store is garbled.
+    let meta = run.join("meta.json");
+    let text = std::fs::read(&meta).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(&meta, &text).unwrap();
+    let after = lgate_plogp(&["cluster", r]);
+    assert!(!String::from_utf8_lossy(&after.stderr).contains("stored in"));
+    assert_eq!(stdout_json(&after), first_json);
+    std::fs::write(run.join("clustered/index.json"), b"{not json").unwrap();
+    let garbled = lgate_plogp(&["cluster", r]);
+    assert!(!String::from_utf8_lossy(&garbled.stderr).contains("stored in"));
+    assert_eq!(stdout_json(&garbled), first_json);
+}

@@ -74,13 +74,20 @@ pub fn auto_by_hosts(
     let h = index.hosts.len();
     let part = hosts_part(blocks, k, between, p)?;
 
-    // Each host's own levels, on every core.
+    // Each host's own levels, on every core: hosts alike checked against their typical
+    // host's levels, the others searched in full.
+    let templates = templates(blocks, k, p);
     let found: Vec<(Tree, Vec<(usize, f64)>)> = (0..h)
         .into_par_iter()
         .map(|x| {
             let ranks = &index.hosts[x].ranks;
             let d = filled_block(&blocks.blocks[x].values[k]);
-            let (tree, slow) = auto_with_outliers(&d, p);
+            let template = templates.get(&ranks.len()).and_then(Option::as_ref);
+            let kept = template.and_then(|t| crate::alike::checked(&d, t, p));
+            let (tree, slow) = match kept {
+                Some(tree) => (tree, Vec::new()),
+                None => auto_with_outliers(&d, p),
+            };
             let slow = slow.into_iter().map(|(a, f)| (ranks[a], f)).collect();
             (tree.to_ranks(ranks), slow)
         })
@@ -103,6 +110,33 @@ pub fn auto_by_hosts(
         host_separation: part.separation,
         doubts: part.doubts,
     })
+}
+
+/// Per size of host held by [`crate::alike::MIN_HOSTS`] hosts or more (of
+/// [`crate::alike::MIN_RANKS`] ranks or more), the levels of their typical block at size `k`
+/// (`None` when it shows none).
+fn templates(
+    blocks: &HostBlocks,
+    k: usize,
+    p: &AutoParams,
+) -> std::collections::HashMap<usize, Option<Tree>> {
+    use crate::alike::{template, MIN_HOSTS, MIN_RANKS, TEMPLATE_HOSTS};
+    let mut by_size: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+    for (x, host) in blocks.index.hosts.iter().enumerate() {
+        by_size.entry(host.ranks.len()).or_default().push(x);
+    }
+    by_size
+        .into_iter()
+        .filter(|(n, hosts)| *n >= MIN_RANKS && hosts.len() >= MIN_HOSTS)
+        .map(|(n, hosts)| {
+            // Spread over the hosts of the size.
+            let step = hosts.len().div_ceil(TEMPLATE_HOSTS);
+            let sample: Vec<Array2<f64>> = (hosts.iter().step_by(step))
+                .map(|&x| filled_block(&blocks.blocks[x].values[k]))
+                .collect();
+            (n, template(&sample, p))
+        })
+        .collect()
 }
 
 /// What the hosts show above themselves: their tree, how far apart they stand, the slow ones.

@@ -105,13 +105,6 @@ pub fn cluster_matrices(
     })
 }
 
-/// The topology `cluster` finds with its defaults on a run's default matrix (or the best of
-/// its candidates), its levels named after the run's placement where they match it.
-pub fn default_topology(run: &Path) -> Result<lgate_topology::Topology, InputError> {
-    let (input, tree) = default_clustering(run)?;
-    input.topology(&tree)
-}
-
 /// The matrix `name` of a run or matrix file, or without a name the one `cluster` takes with
 /// its defaults (a staged run's screening size that shows the most levels).
 pub fn load_chosen(path: &Path, name: Option<&str>) -> Result<ClusterInput, InputError> {

@@ -81,6 +81,8 @@ pub struct ClusterInput {
     pub hosts: Option<Vec<String>>,
     /// What was read, for people: the file and the matrix name.
     pub source: String,
+    /// The run's matrix read (`rtt:0`, ...); `None` for a matrix file.
+    pub matrix: Option<String>,
     /// Things the user should know.
     pub warnings: Vec<String>,
     /// The placement a run recorded (none for a plain matrix), to name the levels found.
@@ -647,6 +649,7 @@ pub fn load_by_hosts(path: &Path, matrix: Option<&str>) -> Result<Vec<ClusterInp
             job_size: index.ranks,
             hosts: Some(hosts.clone()),
             source: format!("{} ({})", file.display(), names[k]),
+            matrix: Some(names[k].clone()),
             warnings: warnings.clone(),
             placement: Some(placement.clone()),
             filled: Some((filled, total)),
@@ -686,6 +689,7 @@ pub fn load(path: &Path, matrix: Option<&str>) -> Result<ClusterInput, InputErro
             job_size: n,
             hosts: None,
             source: path.display().to_string(),
+            matrix: None,
             warnings: read.warnings,
             distances: Distances::Dense(read.matrix),
             placement: None,
@@ -758,6 +762,7 @@ pub fn load(path: &Path, matrix: Option<&str>) -> Result<ClusterInput, InputErro
         job_size: meta.ranks.len(),
         hosts: Some(meta.ranks.iter().map(|r| r.host.clone()).collect()),
         source: format!("{} ({})", file.display(), chosen.name),
+        matrix: Some(chosen.name.clone()),
         warnings: read.warnings,
         placement: Some(meta.known_placement()),
         filled: index
@@ -798,6 +803,7 @@ mod tests {
             job_size: 4,
             hosts: None,
             source: source.into(),
+            matrix: None,
             warnings: Vec::new(),
             placement: None,
             filled: None,

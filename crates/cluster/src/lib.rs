@@ -21,6 +21,7 @@
 #![deny(missing_docs)]
 
 pub mod algorithms;
+pub mod alike;
 pub mod auto;
 pub mod by_hosts;
 pub mod clustering;
@@ -37,6 +38,7 @@ mod outliers;
 pub mod score;
 pub mod separation;
 pub mod spectral;
+pub mod stored;
 pub mod summary;
 pub mod tree;
 
@@ -46,8 +48,8 @@ mod test_matrices;
 pub use auto::{auto, auto_with_outliers, separation_of, AutoParams, Tree, View};
 pub use by_hosts::{auto_by_hosts, dense_by_hosts, ByHostsError, HostClustering};
 pub use clustering::{
-    cluster_features, cluster_matrices, default_clustering, default_topology, load_chosen,
-    Clustering, ClusteringError,
+    cluster_features, cluster_matrices, default_clustering, load_chosen, Clustering,
+    ClusteringError,
 };
 pub use found::{finished_topology, found_levels};
 pub use hdbscan::{hdbscan, Hdbscan, HdbscanParams};
@@ -59,6 +61,7 @@ pub use input::{
 pub use linkage::{profile_distances, Dendrogram, Linkage};
 pub use outliers::slow_ranks;
 pub use score::{accuracy, adjusted_rand_index, name_levels, score_levels, LevelScore, ScoreError};
+pub use stored::default_topology;
 pub use summary::ClusterSummary;
 
 use lgate_topology::{default_level_name, Level, Topology, TopologyError, TopologyNode};

@@ -19,6 +19,8 @@
 
 use std::collections::HashMap;
 
+use rayon::prelude::*;
+
 use lgate_rundir::report::{SlowHost, SlowRank};
 use lgate_stats::aggregate::{class_centers, Aggregate, ClassValues, PairEvidence, Spread};
 
@@ -136,40 +138,75 @@ enum Kind {
     Rank,
 }
 
-/// The units of one kind: a name (host, or the row) and their pairs.
-fn units(kind: Kind, pairs: &[Evidence], rows: Rows) -> Vec<(String, Vec<usize>)> {
-    let mut index: HashMap<String, usize> = HashMap::new();
-    let mut out: Vec<(String, Vec<usize>)> = Vec::new();
-    let mut add = |name: String, p: usize| {
-        let k = *index.entry(name.clone()).or_insert_with(|| {
-            out.push((name, Vec::new()));
-            out.len() - 1
-        });
-        out[k].1.push(p);
+/// Where the rows ran, as numbers: per row its host's id ([`NO_HOST`] when unknown), and the
+/// hosts' names by id.
+struct HostIds<'a> {
+    of_row: Vec<u32>,
+    names: Vec<&'a str>,
+}
+
+/// The id of a row whose host is unknown.
+const NO_HOST: u32 = u32::MAX;
+
+impl<'a> HostIds<'a> {
+    fn new(rows: Rows<'a>) -> HostIds<'a> {
+        let mut ids: HashMap<&str, u32> = HashMap::new();
+        let mut names = Vec::new();
+        let of_row = (rows.host.iter())
+            .map(|h| match h {
+                Some(h) => *ids.entry(h).or_insert_with(|| {
+                    names.push(*h);
+                    (names.len() - 1) as u32
+                }),
+                None => NO_HOST,
+            })
+            .collect();
+        HostIds { of_row, names }
+    }
+
+    /// The host id of row `i`.
+    fn of(&self, i: usize) -> u32 {
+        self.of_row.get(i).copied().unwrap_or(NO_HOST)
+    }
+}
+
+/// The units of one kind, in the order their first pair comes: a host id or a row, and their
+/// pairs.
+fn units(kind: Kind, pairs: &[Evidence], hosts: &HostIds) -> Vec<(usize, Vec<usize>)> {
+    let slots = match kind {
+        Kind::Rank => (pairs.iter()).map(|e| e.j as usize + 1).max().unwrap_or(0),
+        Kind::Host => hosts.names.len(),
+    };
+    let mut index = vec![usize::MAX; slots];
+    let mut out: Vec<(usize, Vec<usize>)> = Vec::new();
+    let mut add = |unit: usize, p: usize| {
+        if index[unit] == usize::MAX {
+            index[unit] = out.len();
+            out.push((unit, Vec::new()));
+        }
+        out[index[unit]].1.push(p);
     };
     for (p, e) in pairs.iter().enumerate() {
         let (i, j) = (e.i as usize, e.j as usize);
         match kind {
             Kind::Rank => {
-                add(i.to_string(), p);
-                add(j.to_string(), p);
+                add(i, p);
+                add(j, p);
             }
             Kind::Host => {
-                let (Some(a), Some(b)) = (rows.host[i], rows.host[j]) else {
+                let (a, b) = (hosts.of(i), hosts.of(j));
+                if a == NO_HOST || b == NO_HOST {
                     continue;
-                };
-                add(a.to_string(), p);
+                }
+                add(a as usize, p);
                 if a != b {
-                    add(b.to_string(), p);
+                    add(b as usize, p);
                 }
             }
         }
     }
     out
 }
-
-/// A block of pairs alike: its two hosts (in order) and their class.
-type BlockKey<'a> = (Option<&'a str>, Option<&'a str>, u8);
 
 /// The hosts and ranks slow in one matrix (`matrix` names it) of `pairs` over `classes`
 /// placement classes, `between` the class of pairs between two hosts.
@@ -180,65 +217,69 @@ pub fn judge(pairs: &[Evidence], classes: usize, between: usize, rows: Rows, mat
     }
     let centers = class_centers(pairs, 0..pairs.len(), classes);
     // Each rank in the group of its host.
-    let mut group_of: HashMap<&str, usize> = HashMap::new();
-    for h in rows.host.iter().flatten() {
-        let next = group_of.len();
-        group_of.entry(h).or_insert(next);
-    }
-    let by_rank: Vec<(usize, Vec<usize>)> = (units(Kind::Rank, pairs, rows).into_iter())
-        .map(|(name, p)| {
-            let row: usize = name.parse().unwrap_or_default();
-            let host = rows.host.get(row).copied().flatten();
-            (
-                host.and_then(|h| group_of.get(h).copied())
-                    .unwrap_or(usize::MAX),
-                p,
-            )
+    let ids = HostIds::new(rows);
+    let by_rank: Vec<(usize, Vec<usize>)> = (units(Kind::Rank, pairs, &ids).into_iter())
+        .map(|(row, p)| {
+            let host = ids.of(row);
+            let group = if host == NO_HOST {
+                usize::MAX
+            } else {
+                host as usize
+            };
+            (group, p)
         })
         .collect();
-    // Pairs alike: of one class between the same two hosts (or inside one).
-    let mut blocks: HashMap<BlockKey, Vec<usize>> = HashMap::new();
+    // Pairs alike: of one class between the same two hosts (or inside one). Pairs come in
+    // runs of one block (a host's, two hosts'): the map is looked in once a run.
+    let key = |e: &Evidence| {
+        let (a, b) = (ids.of(e.i as usize), ids.of(e.j as usize));
+        (a.min(b), a.max(b), e.class)
+    };
+    let mut index: HashMap<(u32, u32, u8), usize> = HashMap::new();
+    let mut blocks: Vec<Vec<usize>> = Vec::new();
+    let mut last: Option<((u32, u32, u8), usize)> = None;
     for (p, e) in pairs.iter().enumerate() {
-        let (a, b) = (rows.host[e.i as usize], rows.host[e.j as usize]);
-        let key = if a <= b {
-            (a, b, e.class)
-        } else {
-            (b, a, e.class)
+        let k = key(e);
+        let b = match last {
+            Some((lk, b)) if lk == k => b,
+            _ => *index.entry(k).or_insert_with(|| {
+                blocks.push(Vec::new());
+                blocks.len() - 1
+            }),
         };
-        blocks.entry(key).or_default().push(p);
+        last = Some((k, b));
+        blocks[b].push(p);
     }
+    drop(index);
     let spread = Spread::estimate(
         pairs,
         classes,
         &centers,
-        blocks.values().map(Vec::as_slice),
+        blocks.iter().map(Vec::as_slice),
         &by_rank,
     );
     drop(by_rank);
     // For ranks: each pair against the median of its block, so that a rank is judged against
     // the other ranks of its host, whatever the fabric does between hosts.
     let mut centered = pairs.to_vec();
-    for block in blocks.values() {
-        let mut v: Vec<f64> = block.iter().map(|&p| f64::from(pairs[p].value)).collect();
+    let mut v = Vec::new();
+    for block in &blocks {
+        v.clear();
+        v.extend(block.iter().map(|&p| f64::from(pairs[p].value)));
         let m = lgate_stats::median(&mut v) as f32;
         for &p in block {
             centered[p].value -= m;
         }
     }
     drop(blocks);
-    let hosts = {
-        let mut h: Vec<&str> = rows.host.iter().flatten().copied().collect();
-        h.sort_unstable();
-        h.dedup();
-        h.len()
-    };
+    let hosts = ids.names.len();
     let mut explained = vec![false; pairs.len()];
     let zero = vec![0.0; classes];
     for kind in [Kind::Host, Kind::Rank] {
         if kind == Kind::Host && hosts < 2 {
             continue;
         }
-        let all = units(kind, pairs, rows);
+        let all = units(kind, pairs, &ids);
         // A host's pairs inside it, or all of them when it has too few; a rank's all.
         let inside = |u: &[usize]| -> Vec<usize> {
             if kind == Kind::Rank {
@@ -260,9 +301,13 @@ pub fn judge(pairs: &[Evidence], classes: usize, between: usize, rows: Rows, mat
         };
         let mut taken = vec![false; all.len()];
         for round in 0.. {
-            let open = (0..pairs.len()).filter(|&p| !explained[p]);
-            let values = ClassValues::of(pairs, open, classes);
+            // The class medians without what is explained (hosts are judged against them).
+            let values = (kind == Kind::Host).then(|| {
+                let open = (0..pairs.len()).filter(|&p| !explained[p]);
+                ClassValues::of(pairs, open, classes)
+            });
             let mut found: Vec<(usize, Aggregate)> = (0..all.len())
+                .into_par_iter()
                 .filter(|&u| !taken[u])
                 .filter_map(|u| {
                     let open: Vec<usize> = (judged_on[u].iter().copied())
@@ -270,12 +315,12 @@ pub fn judge(pairs: &[Evidence], classes: usize, between: usize, rows: Rows, mat
                         .collect();
                     // A host against the other hosts' pairs, not its own too; a rank against
                     // its blocks.
-                    let a = match kind {
-                        Kind::Host => {
+                    let a = match (kind, &values) {
+                        (Kind::Host, Some(values)) => {
                             let centers = values.centers_without(pairs, &open);
                             spread.aggregate(pairs, &open, &centers, own)
                         }
-                        Kind::Rank => spread.aggregate(&centered, &open, &zero, own),
+                        _ => spread.aggregate(&centered, &open, &zero, own),
                     };
                     // Two hosts' pairs between them cannot tell which of the two is slow;
                     // the pairs inside each can.
@@ -298,7 +343,11 @@ pub fn judge(pairs: &[Evidence], classes: usize, between: usize, rows: Rows, mat
                     explained[p] = true;
                 }
                 let on_inside = kind == Kind::Host && judged_on[u].len() != all[u].1.len();
-                push(&mut slow, (kind, on_inside), &all[u].0, a, (rows, matrix));
+                let name = match kind {
+                    Kind::Host => ids.names[all[u].0].to_string(),
+                    Kind::Rank => all[u].0.to_string(),
+                };
+                push(&mut slow, (kind, on_inside), &name, a, (rows, matrix));
             }
             if round >= ONE_AT_A_TIME {
                 break;

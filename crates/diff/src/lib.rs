@@ -56,6 +56,9 @@ pub enum DiffError {
     /// A run or matrix could not be read.
     #[error(transparent)]
     Input(#[from] lgate_cluster::InputError),
+    /// A run could not be clustered.
+    #[error(transparent)]
+    Clustering(#[from] lgate_cluster::ClusteringError),
     /// A run directory is unusable.
     #[error(transparent)]
     RunDir(#[from] lgate_rundir::RunDirError),

@@ -35,6 +35,10 @@ pub const REPORT_FILE: &str = "report.json";
 pub const SCREEN_TABLE: &str = "screen.csv";
 /// A ping-pong run's round trips per pair and size.
 pub const PINGPONG_TABLE: &str = "pingpong.csv";
+/// The folder of a run's stored clusterings (`ClusteredIndex` and their topologies).
+pub const CLUSTERED_DIR: &str = "clustered";
+/// Their index, inside the run directory.
+pub const CLUSTERED_INDEX_FILE: &str = "clustered/index.json";
 /// The one-page HTML report `report` writes by default.
 pub const REPORT_HTML: &str = "report.html";
 /// The heat map `plot heatmap` writes by default.
@@ -67,6 +71,7 @@ pub const RUN_FILES: &[&str] = &[
 pub const MADE_FROM_THE_RUN: &[&str] = &[
     MATRICES_DIR,
     HOSTS_DIR,
+    CLUSTERED_DIR,
     REPORT_HTML,
     HEATMAP_PNG,
     CURVES_PNG,

@@ -11,6 +11,7 @@
 #![deny(missing_docs)]
 
 pub mod bcast_tuning;
+pub mod clustered;
 pub mod files;
 mod host_blocks;
 mod hosts;

@@ -105,7 +105,7 @@ impl Spread {
     ) -> Aggregate {
         let mut residuals = Vec::with_capacity(which.len());
         let mut variances = Vec::with_capacity(which.len());
-        let mut count: HashMap<usize, u64> = HashMap::new();
+        let mut rows = Vec::with_capacity(2 * which.len());
         for &k in which {
             let p = &pairs[k];
             let r = p.log_value() - centers.get(p.class()).copied().unwrap_or(0.0);
@@ -115,8 +115,7 @@ impl Spread {
             residuals.push(r);
             variances.push(self.pair_variance(p));
             let (i, j) = p.rows();
-            *count.entry(i).or_default() += 1;
-            *count.entry(j).or_default() += 1;
+            rows.extend([i, j]);
         }
         let n = residuals.len();
         if n == 0 {
@@ -127,7 +126,13 @@ impl Spread {
             };
         }
         let nf = n as f64;
-        let shared: f64 = count.values().map(|&c| (c * c) as f64).sum::<f64>() / (nf * nf);
+        // How many of the pairs each row is in: runs of the sorted rows.
+        rows.sort_unstable();
+        let shared: f64 = rows
+            .chunk_by(|a, b| a == b)
+            .map(|run| (run.len() * run.len()) as f64)
+            .sum::<f64>()
+            / (nf * nf);
         Aggregate {
             change: median(&mut residuals),
             variance: MEDIAN_VARIANCE * median(&mut variances) / nf + self.rank * shared + own,
