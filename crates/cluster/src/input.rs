@@ -356,6 +356,7 @@ impl ClusterInput {
                             name: level.name.clone(),
                             groups: level.groups.len(),
                             ranks,
+                            same_cpus: placement.same_cpus(ranks.0, ranks.1),
                         });
                         false
                     }
@@ -383,6 +384,9 @@ pub struct UnboundLevel {
     pub groups: usize,
     /// Two ranks of one host it put apart although they could run on the same CPUs.
     pub ranks: (usize, usize),
+    /// Whether those two were bound to the very same CPUs (taking turns on them), not left
+    /// free to move.
+    pub same_cpus: bool,
 }
 
 impl ClusterInput {

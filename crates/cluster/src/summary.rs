@@ -196,6 +196,17 @@ impl ClusterSummary<'_> {
     fn unbound_lines(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for u in self.unbound {
             let (a, b) = u.ranks;
+            if u.same_cpus {
+                writeln!(
+                    f,
+                    "  left out: {} ({} groups) puts ranks {a} and {b} apart, but they were \
+                     bound to the same CPUs and took turns on them: no measurement places one \
+                     apart from the other, so the split is noise (ranks sharing a CPU are a \
+                     level of their own, found when their pairs stand apart)",
+                    u.name, u.groups
+                )?;
+                continue;
+            }
             writeln!(
                 f,
                 "  left out: {} ({} groups) puts ranks {a} and {b} apart, but they were not \

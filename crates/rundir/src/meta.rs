@@ -774,6 +774,26 @@ mod tests {
     }
 
     #[test]
+    fn ranks_bound_to_the_same_cpus_are_told_from_ranks_left_free() {
+        // Both ranks allowed on CPUs 0-1: free to share them, and bound to the same ones.
+        let mut meta = sample();
+        let p = meta.known_placement();
+        assert!(p.same_cpus(0, 1));
+        assert!(p.split_of_shared_cpus(&[0, 1]).is_some());
+        // Each on a CPU of its own: neither.
+        meta.ranks[1].cpuset = Some("1".into());
+        meta.ranks[0].cpuset = Some("0".into());
+        let p = meta.known_placement();
+        assert!(!p.same_cpus(0, 1));
+        assert!(p.split_of_shared_cpus(&[0, 1]).is_none());
+        // One bound to CPU 0, the other free on 0-1: they may share, but are not bound alike.
+        meta.ranks[1].cpuset = Some("0-1".into());
+        let p = meta.known_placement();
+        assert!(!p.same_cpus(0, 1));
+        assert!(p.split_of_shared_cpus(&[0, 1]).is_some());
+    }
+
+    #[test]
     fn round_trips_and_checks_the_format() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(META_FILE);

@@ -16,6 +16,9 @@ pub struct KnownPlacement {
     /// or through other ranks): ranks that may have run on the same CPUs, so that where each
     /// ran inside the host is no placement. `None` when not every rank's CPUs were recorded.
     pub shared_cpus: Option<Vec<usize>>,
+    /// Per rank, a label shared by the ranks of one host bound to the very same CPUs (their
+    /// allowed CPUs equal): ranks that take turns on them. `None` when not recorded.
+    pub same_cpus: Option<Vec<usize>>,
 }
 
 /// One label per value, numbered in order of first appearance.
@@ -89,6 +92,7 @@ impl KnownPlacement {
         Ok(KnownPlacement {
             levels: out,
             shared_cpus: None,
+            same_cpus: None,
         })
     }
 
@@ -96,6 +100,13 @@ impl KnownPlacement {
     /// ([`KnownPlacement::shared_cpus`]) in different groups: the first such two ranks.
     pub fn split_of_shared_cpus(&self, labels: &[usize]) -> Option<(usize, usize)> {
         split_of(self.shared_cpus.as_deref()?, labels)
+    }
+
+    /// Whether ranks `a` and `b` were bound to the very same CPUs.
+    pub fn same_cpus(&self, a: usize, b: usize) -> bool {
+        self.same_cpus
+            .as_ref()
+            .is_some_and(|s| a < s.len() && b < s.len() && s[a] == s[b])
     }
 }
 
@@ -198,9 +209,14 @@ impl RunMeta {
         if let Some(core) = core.filter(|c| pinned_by(c, Unit::Core)) {
             levels.push(("core".into(), core));
         }
+        let same_cpus = (self.ranks.iter())
+            .map(|r| Some(format!("{} {}", r.host, r.cpuset.as_deref()?)))
+            .collect::<Option<Vec<String>>>()
+            .map(|v| labels_of(v.into_iter()));
         KnownPlacement {
             levels,
             shared_cpus,
+            same_cpus,
         }
     }
 
