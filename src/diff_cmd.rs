@@ -30,25 +30,25 @@ pub struct DiffArgs {
     /// A host, host pair or rank changed when the median of its pairs' changes is this many
     /// standard errors or more (its pairs' repetitions and how much pairs, ranks and hosts of
     /// the machine move between runs, as both runs show).
-    #[arg(long, value_name = "SIGMAS", default_value_t = lgate_diff::DEFAULT_THRESHOLD)]
+    #[arg(long, value_name = "SIGMAS", default_value_t = lgate_diff::DEFAULT_THRESHOLD, allow_negative_numbers = true)]
     threshold: f64,
     /// A host, host pair or rank changed only when its change against the machine's is also
     /// at least this share (0.05: 5 % slower or faster).
-    #[arg(long, value_name = "SHARE", default_value_t = lgate_diff::DEFAULT_MIN_CHANGE)]
+    #[arg(long, value_name = "SHARE", default_value_t = lgate_diff::DEFAULT_MIN_CHANGE, allow_negative_numbers = true)]
     min_change: f64,
     /// The whole machine changed only when the median pair changed by at least this factor
     /// as well as beyond --threshold (runs of one machine drift by tens of percent).
-    #[arg(long, value_name = "FACTOR", default_value_t = lgate_diff::DEFAULT_MACHINE_CHANGE)]
+    #[arg(long, value_name = "FACTOR", default_value_t = lgate_diff::DEFAULT_MACHINE_CHANGE, allow_negative_numbers = true)]
     machine_change: f64,
     /// A single pair that no host or rank explains changed only when it changed by at least
     /// this factor as well as beyond --threshold (or by its cube, at one standard deviation).
-    #[arg(long, value_name = "FACTOR", default_value_t = lgate_diff::DEFAULT_PAIR_CHANGE)]
+    #[arg(long, value_name = "FACTOR", default_value_t = lgate_diff::DEFAULT_PAIR_CHANGE, allow_negative_numbers = true)]
     pair_change: f64,
     /// ... or, by --min-change at least, beyond this many standard deviations.
-    #[arg(long, value_name = "SIGMAS", default_value_t = lgate_diff::DEFAULT_PAIR_THRESHOLD)]
+    #[arg(long, value_name = "SIGMAS", default_value_t = lgate_diff::DEFAULT_PAIR_THRESHOLD, allow_negative_numbers = true)]
     pair_threshold: f64,
     /// Noise changed when one run's is this many times the other's.
-    #[arg(long, value_name = "FACTOR", default_value_t = lgate_diff::DEFAULT_SPREAD_FACTOR)]
+    #[arg(long, value_name = "FACTOR", default_value_t = lgate_diff::DEFAULT_SPREAD_FACTOR, allow_negative_numbers = true)]
     spread_factor: f64,
     /// Compare only these matrices (comma-separated names, as `cluster --matrix` takes them).
     #[arg(long, value_name = "LIST", value_delimiter = ',')]

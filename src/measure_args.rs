@@ -40,7 +40,7 @@ pub struct MeasureArgs {
     #[arg(long, value_name = "N")]
     pub(crate) seed: Option<u64>,
     /// Test only this share (0 < F <= 1) of the ranks of each group, chosen at random.
-    #[arg(long, value_name = "F")]
+    #[arg(long, value_name = "F", allow_negative_numbers = true)]
     pub(crate) fast: Option<f64>,
     /// No progress and no summary on stderr.
     #[arg(long, short)]

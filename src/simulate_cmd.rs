@@ -31,7 +31,7 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "HOW")]
     placement: Option<String>,
     /// Log-normal noise (sigma) of every sample; 0 for none [default: the model's].
-    #[arg(long, value_name = "SIGMA")]
+    #[arg(long, value_name = "SIGMA", allow_negative_numbers = true)]
     noise: Option<f64>,
     /// The measurement artifacts: none, all, or a list of warmup, spikes, first-pair, bands,
     /// slow-pairs, slow-node [default: the model's].
@@ -88,7 +88,7 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "FILE|auto")]
     topology: Option<String>,
     /// Fast mode's share of ranks per group, as for measure --plan full.
-    #[arg(long, value_name = "F")]
+    #[arg(long, value_name = "F", allow_negative_numbers = true)]
     fast: Option<f64>,
     /// The plan `measure` would follow, and its choices (as for measure).
     #[command(flatten)]

@@ -565,3 +565,50 @@ fn unbound_ranks_on_one_host_give_no_level_and_no_core() {
     assert!(levels.is_empty(), "{levels:?}: {summary}");
     assert!(!recorded_levels(d, "run").contains(&"core".to_string()));
 }
+
+/// A negative number given to a numeric flag reaches the check that says what the flag takes,
+/// instead of being read as an unknown flag (`unexpected argument '-1'`).
+#[test]
+fn negative_numbers_reach_the_flags_own_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("m.csv"), MATRIX).unwrap();
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &[
+                "simulate", "--preset", "fram", "--noise", "-1", "--output", "sim",
+            ],
+            "noise",
+        ),
+        (
+            &[
+                "simulate", "--preset", "fram", "--fast", "-0.5", "--output", "sim",
+            ],
+            "--fast",
+        ),
+        (
+            &[
+                "plot", "heatmap", "m.csv", "--clip", "-1", "--output", "h.png",
+            ],
+            "--clip",
+        ),
+        (
+            &["diff", "m.csv", "m.csv", "--threshold", "-2"],
+            "--threshold",
+        ),
+    ];
+    for (args, says) in cases {
+        let out = lgate_plogp_in(d, args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        // `diff` keeps 1 for "changed": its errors exit 2.
+        let code = if args[0] == "diff" { 2 } else { 1 };
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
+        assert!(
+            !stderr.contains("unexpected argument"),
+            "{args:?}: {stderr}"
+        );
+        assert!(stderr.contains(says), "{args:?} names {says}: {stderr}");
+        assert!(!d.join("sim").exists(), "{args:?} left a folder");
+        assert!(!d.join("h.png").exists(), "{args:?} left a picture");
+    }
+}

@@ -775,11 +775,15 @@ mod tests {
 
     #[test]
     fn ranks_bound_to_the_same_cpus_are_told_from_ranks_left_free() {
-        // Both ranks allowed on CPUs 0-1: free to share them, and bound to the same ones.
+        // Both ranks allowed on CPUs 0-1 (more than a core): free to share them, not bound.
         let mut meta = sample();
         let p = meta.known_placement();
-        assert!(p.same_cpus(0, 1));
+        assert!(!p.same_cpus(0, 1));
         assert!(p.split_of_shared_cpus(&[0, 1]).is_some());
+        // Both bound to CPU 0: taking turns on it.
+        meta.ranks[0].cpuset = Some("0".into());
+        meta.ranks[1].cpuset = Some("0".into());
+        assert!(meta.known_placement().same_cpus(0, 1));
         // Each on a CPU of its own: neither.
         meta.ranks[1].cpuset = Some("1".into());
         meta.ranks[0].cpuset = Some("0".into());

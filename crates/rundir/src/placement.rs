@@ -16,8 +16,8 @@ pub struct KnownPlacement {
     /// or through other ranks): ranks that may have run on the same CPUs, so that where each
     /// ran inside the host is no placement. `None` when not every rank's CPUs were recorded.
     pub shared_cpus: Option<Vec<usize>>,
-    /// Per rank, a label shared by the ranks of one host bound to the very same CPUs (their
-    /// allowed CPUs equal): ranks that take turns on them. `None` when not recorded.
+    /// Per rank, a label shared by the ranks of one host bound to the very same CPUs of one core
+    /// (their allowed CPUs equal): ranks that take turns on them. `None` when not recorded.
     pub same_cpus: Option<Vec<usize>>,
 }
 
@@ -209,8 +209,16 @@ impl RunMeta {
         if let Some(core) = core.filter(|c| pinned_by(c, Unit::Core)) {
             levels.push(("core".into(), core));
         }
-        let same_cpus = (self.ranks.iter())
-            .map(|r| Some(format!("{} {}", r.host, r.cpuset.as_deref()?)))
+        // Ranks bound within one core (no more CPUs than its threads) share a label with those
+        // bound to the same CPUs; ranks left freer have one each.
+        let same_cpus = (self.ranks.iter().enumerate())
+            .map(|(k, r)| {
+                let set = r.cpuset.as_deref()?;
+                Some(match self.bound_within(r, Unit::Core) {
+                    true => format!("{} {set}", r.host),
+                    false => format!("free rank {k}"),
+                })
+            })
             .collect::<Option<Vec<String>>>()
             .map(|v| labels_of(v.into_iter()));
         KnownPlacement {
