@@ -610,48 +610,6 @@ mod tests {
         assert_eq!(groups, vec![vec![0, 4], vec![1, 5], vec![2, 6], vec![3, 7]]);
     }
 
-    /// `n` ranks taking turns on `cpus` CPUs (rank r on CPU r % cpus): pairs on one CPU drawn
-    /// from `shared` us, the others from `apart` us (uniform), by `seed`.
-    fn taking_turns(
-        n: usize,
-        cpus: usize,
-        shared: (f64, f64),
-        apart: (f64, f64),
-        seed: u64,
-    ) -> Array2<f64> {
-        use rand::{Rng, SeedableRng};
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        let mut d = Array2::zeros((n, n));
-        for i in 0..n {
-            for j in i + 1..n {
-                let (lo, hi) = if i % cpus == j % cpus { shared } else { apart };
-                d[[i, j]] = rng.random_range(lo..hi);
-                d[[j, i]] = d[[i, j]];
-            }
-        }
-        d
-    }
-
-    #[test]
-    fn ranks_taking_turns_on_a_cpu_are_a_level_whether_slower_or_nearer() {
-        // The demo on a 2-CPU machine: 4 ranks, two to a CPU. On an Intel guest a pair that
-        // takes turns on one CPU measured 6 us, pairs on two CPUs 1.3-2.0 us; on an AMD guest
-        // the pair on one CPU was the nearer.
-        for (shared, apart) in [((5.5, 6.5), (1.3, 2.0)), ((0.3, 0.4), (1.3, 2.0))] {
-            for seed in 0..20 {
-                let d = taking_turns(4, 2, shared, apart, seed);
-                let t = auto(&d, &AutoParams::default());
-                let Tree::Node { children, .. } = &t else {
-                    panic!("{shared:?} seed {seed}: {t:?}\n{d:.2}")
-                };
-                let mut groups: Vec<Vec<usize>> = children.iter().map(Tree::ranks).collect();
-                groups.iter_mut().for_each(|g| g.sort_unstable());
-                groups.sort();
-                assert_eq!(groups, [[0, 2], [1, 3]], "{shared:?} seed {seed}\n{d:.2}");
-            }
-        }
-    }
-
     #[test]
     fn heavy_tailed_noise_on_few_ranks_is_no_level() {
         // 12 ranks, round trips drawn from two modes with no structure (22-36 us, or 57-150

@@ -343,7 +343,31 @@ pub(crate) fn absorb_singletons(m: &Array2<f64>, labels: &mut [usize]) {
 pub(crate) fn inverted(raw: &Array2<f64>, labels: &[usize], p: &AutoParams) -> bool {
     let k = labels.iter().max().map_or(0, |&x| x + 1);
     let members = members_of(labels, k);
-    let (slow, judged) = slow_inside(raw, &members, labels);
+    // One group at a time, so that only one group's distances are held (the matrix is
+    // symmetric: each pair counted once, inside as i < j).
+    let (mut inside, mut outside) = (Vec::new(), Vec::new());
+    let mut slow = Vec::new();
+    let mut judged = 0;
+    for (g, group) in members.iter().enumerate() {
+        inside.clear();
+        outside.clear();
+        for &i in group {
+            for (j, &d) in raw.row(i).iter().enumerate() {
+                if labels[j] != g {
+                    outside.push(d);
+                } else if j > i {
+                    inside.push(d);
+                }
+            }
+        }
+        if inside.is_empty() || outside.is_empty() {
+            continue;
+        }
+        judged += 1;
+        if median(&mut inside) > MAX_INVERSION * median(&mut outside) {
+            slow.push(g);
+        }
+    }
     if slow.is_empty() || slow.len() == judged {
         return false;
     }
@@ -377,78 +401,6 @@ pub(crate) fn inverted(raw: &Array2<f64>, labels: &[usize], p: &AutoParams) -> b
         View::Raw,
     ) <= 0.0
 }
-
-/// The groups (of `members`, labelled `labels`) whose median raw distance inside is over
-/// [`MAX_INVERSION`] times their median towards the other groups, and how many groups were
-/// judged (those of two or more ranks).
-fn slow_inside(raw: &Array2<f64>, members: &[Vec<usize>], labels: &[usize]) -> (Vec<usize>, usize) {
-    // One group at a time, so that only one group's distances are held (the matrix is
-    // symmetric: each pair counted once, inside as i < j).
-    let (mut inside, mut outside) = (Vec::new(), Vec::new());
-    let mut slow = Vec::new();
-    let mut judged = 0;
-    for (g, group) in members.iter().enumerate() {
-        inside.clear();
-        outside.clear();
-        for &i in group {
-            for (j, &d) in raw.row(i).iter().enumerate() {
-                if labels[j] != g {
-                    outside.push(d);
-                } else if j > i {
-                    inside.push(d);
-                }
-            }
-        }
-        if inside.is_empty() || outside.is_empty() {
-            continue;
-        }
-        judged += 1;
-        if median(&mut inside) > MAX_INVERSION * median(&mut outside) {
-            slow.push(g);
-        }
-    }
-    (slow, judged)
-}
-
-/// Whether every group of two or more ranks is slower inside than towards the other groups
-/// (raw medians): ranks that take turns on one CPU (or one core), each slow towards the ranks
-/// it shares it with only. No machine's levels look so (a socket whose memory sits in the
-/// other socket is about as slow inside as across), and the pairs that take turns make any
-/// other partition's distances between groups a mix of two classes.
-///
-///
-/// And as a class of their own, not only by medians: the lowest tenth of the distances inside
-/// groups at least [`TURNS_RATIO`] times the highest tenth between them. Two sockets of two
-/// ranks each, taken as the groups {0, 1} and {2, 3} across them, are slower inside by their
-/// medians too, but half of the distances between those groups are as slow.
-pub(crate) fn taking_turns(raw: &Array2<f64>, labels: &[usize]) -> bool {
-    let k = labels.iter().max().map_or(0, |&x| x + 1);
-    let members = members_of(labels, k);
-    let (slow, judged) = slow_inside(raw, &members, labels);
-    if judged < 2 || slow.len() != judged {
-        return false;
-    }
-    let n = labels.len();
-    let (mut inside, mut between) = (Vec::new(), Vec::new());
-    for i in 0..n {
-        for j in i + 1..n {
-            if labels[i] != labels[j] {
-                between.push(raw[[i, j]]);
-            } else if members[labels[i]].len() >= 2 {
-                inside.push(raw[[i, j]]);
-            }
-        }
-    }
-    !inside.is_empty()
-        && !between.is_empty()
-        && quantile(&mut inside, 0.1) >= TURNS_RATIO * quantile(&mut between, 0.9)
-}
-
-/// How far the pairs that take turns on a CPU stand above the others (the lowest tenth of
-/// theirs over the highest tenth of the others'): the demo's pairs on one CPU measured 1.8-2.0
-/// times the others here, while two sockets of two ranks taken across them (a slow pair among
-/// them) came to 1.3.
-pub(crate) const TURNS_RATIO: f64 = 1.5;
 
 /// The separation of a partition in a view, or 0 when it is not a level: the least median
 /// distance between two groups over the greatest upper quartile of the distances inside a
@@ -861,29 +813,19 @@ pub(crate) fn best_split(m: &Array2<f64>, p: &AutoParams) -> Option<Split> {
         })
         .flatten()
         .collect();
-    // The costly checks last, best first: usually only the winner is checked. Ranks taking
-    // turns on one CPU (profiles only show them: every group slower inside) come first: their
-    // slow pairs lift the distances between the groups of any other partition, which can then
-    // pass for a level. Then a level that stands `min_ratio` apart comes before a narrower one
-    // far out of the noise, and one the distances themselves show before one only profiles
-    // show (slow pairs that happen to share ranks make those look alike).
-    let key: Vec<(bool, bool, bool)> = (passing.iter())
-        .map(|(kind, _, s)| {
-            (
-                *kind == View::Profile && taking_turns(m, &s.labels),
-                s.separation >= p.min_ratio,
-                *kind == View::Raw,
-            )
-        })
-        .collect();
-    let mut order: Vec<usize> = (0..passing.len()).collect();
-    order.sort_by(|&a, &b| {
-        (key[b].cmp(&key[a])).then(passing[b].2.separation.total_cmp(&passing[a].2.separation))
+    // The costly checks last, best first: usually only the winner is checked. A level that
+    // stands `min_ratio` apart comes before a narrower one far out of the noise, and one the
+    // distances themselves show before one only profiles show (slow pairs that happen to
+    // share ranks make those look alike).
+    let key = |kind: View, s: &Split| (s.separation >= p.min_ratio, kind == View::Raw);
+    passing.sort_by(|a, b| {
+        let (ka, kb) = (key(a.0, &a.2), key(b.0, &b.2));
+        kb.cmp(&ka).then(b.2.separation.total_cmp(&a.2.separation))
     });
     let level = |(_, view, s): &(View, &Array2<f64>, Split)| {
         !inverted(m, &s.labels, p) && distinct(view, &s.labels)
     };
-    let best = order.into_iter().find(|&k| level(&passing[k]))?;
+    let best = passing.iter().position(level)?;
     // A finer level that parts some of its groups into single ranks: the recursion inside each
     // group cannot find it (a group's parting into singletons is no level of the group).
     let singles = singles_beside(m, &passing[best].2.labels, scale, p);
