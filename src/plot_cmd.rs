@@ -107,12 +107,8 @@ pub struct HeatmapArgs {
     #[arg(long, value_name = "FILE")]
     topology: Option<PathBuf>,
     /// Clip values above this quantile of the off-diagonal entries (1: no clipping).
-    #[arg(
-        long,
-        default_value_t = 0.95,
-        value_name = "Q",
-        allow_negative_numbers = true
-    )]
+    #[arg(long, default_value_t = 0.95, value_name = "Q")]
+    #[arg(allow_negative_numbers = true)]
     clip: f64,
     /// The unit of the values [default: us for a run, none for a matrix file].
     #[arg(long, value_name = "UNIT")]
