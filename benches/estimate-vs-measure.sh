@@ -19,8 +19,8 @@ sweeps="${SWEEPS:-5}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-mpirun --oversubscribe -np 2 "$bin" measure --plan full --sweeps "$sweeps" --output "$work/full" --quiet
-mpirun --oversubscribe -np 2 "$bin" measure --sweeps "$sweeps" --output "$work/staged" --quiet
+mpirun --oversubscribe -np 2 "$bin" measure --plan full --journal json --sweeps "$sweeps" --output "$work/full" --quiet
+mpirun --oversubscribe -np 2 "$bin" measure --journal json --sweeps "$sweeps" --output "$work/staged" --quiet
 python3 benches/estimate_check.py model "$work/full/journal.jsonl" - "$work/model.json"
 "$bin" simulate --model "$work/model.json" --estimate-time >"$work/staged.txt"
 "$bin" simulate --model "$work/model.json" --plan full --estimate-time >"$work/full.txt"

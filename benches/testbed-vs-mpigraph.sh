@@ -62,7 +62,7 @@ print(", ".join("%s %d tests %.1f s" % (s["stage"], s["tests"], s["wall_s"]) for
 # measure --plan full for a bounded time (--topology auto, so that the pairs inside hosts come
 # first and every kind of pair is in the sample); the rest extrapolated per kind of pair.
 start=$(now)
-"$repo/scripts/testbed" run --timeout "$full_seconds" -- "$bin" measure --plan full --topology auto \
+"$repo/scripts/testbed" run --timeout "$full_seconds" -- "$bin" measure --plan full --topology auto --journal json \
     --output "$work/full" --quiet >/dev/null 2>&1 || true
 full_ran_s=$(since "$start")
 full_estimate=$(python3 - "$work/full" "$truth" <<'EOF'

@@ -8,6 +8,7 @@ mod change_args;
 mod cluster_cmd;
 mod diff_cmd;
 mod import_cmd;
+mod journal_cmd;
 mod measure_args;
 mod measure_cmd;
 mod method_args;
@@ -74,6 +75,9 @@ enum Command {
     /// Read, check and convert topology files (LGate, JSON, Newick).
     #[command(subcommand)]
     Topology(topology_cmd::TopologyCommand),
+    /// Print a run's journal (its record of every pair test) as JSON lines, or convert it
+    /// between the binary and the JSON-lines format.
+    Journal(journal_cmd::JournalArgs),
 }
 
 /// The version line: the program's, and the MPI it was built against.
@@ -118,6 +122,7 @@ fn main() -> ExitCode {
         Command::Report(args) => report_cmd::report(args),
         Command::Sizes(args) => sizes_cmd::sizes(args),
         Command::Topology(cmd) => topology_cmd::run(cmd),
+        Command::Journal(args) => journal_cmd::journal(args),
         Command::Bcast(cmd) => bcast_cmd::run(cmd),
         Command::Diff(_) => unreachable!("handled above"),
     };

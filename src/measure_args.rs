@@ -57,9 +57,23 @@ pub struct MeasureArgs {
     pub(crate) dry_run: bool,
     #[command(flatten)]
     pub(crate) pair_test: crate::test_args::TestArgs,
+    /// How rank 0 keeps the record of the tests: binary (journal.bin, about 56 bytes a
+    /// screening test) or json (journal.jsonl, a JSON line of about 470 bytes each); a resumed
+    /// run goes on in its own. `lgate-plogp journal RUN` prints either as JSON lines.
+    #[arg(long, value_enum, default_value_t = JournalFlag::Binary, value_name = "FORMAT")]
+    pub(crate) journal: JournalFlag,
     /// Stop (as a crash would) once rank 0 has this many results; for testing --resume.
     #[arg(long, hide = true, value_name = "N")]
     pub(crate) stop_after: Option<usize>,
+}
+
+/// How `measure` writes its journal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum JournalFlag {
+    /// Length-prefixed binary records (journal.bin).
+    Binary,
+    /// One JSON line per test (journal.jsonl).
+    Json,
 }
 
 /// How `measure` shows its progress.
@@ -113,6 +127,10 @@ impl MeasureArgs {
             tool: format!("lgate-plogp {}", env!("CARGO_PKG_VERSION")),
             stop_after: self.stop_after,
             plan: self.plan.plan()?,
+            journal: match self.journal {
+                JournalFlag::Binary => lgate_rundir::JournalFormat::Binary,
+                JournalFlag::Json => lgate_rundir::JournalFormat::Json,
+            },
         })
     }
 }

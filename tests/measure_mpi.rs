@@ -19,11 +19,14 @@ fn read_json(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// The run's journal, as the tool reads it, each entry as its JSON line says it.
 fn journal(run: &Path) -> Vec<Value> {
-    std::fs::read_to_string(run.join("journal.jsonl"))
+    let read = lgate_rundir::RunDir::open(run)
         .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
+        .read_journal()
+        .unwrap();
+    (read.entries.iter())
+        .map(|e| serde_json::to_value(e).unwrap())
         .collect()
 }
 
@@ -319,7 +322,7 @@ fn a_crashed_run_resumes_without_measuring_twice() {
     assert!(!out.status.success(), "the crash stops the job");
     let run = dir.path().join("run");
     assert!(
-        run.join("journal.jsonl").exists(),
+        run.join("journal.bin").exists(),
         "the crashed run kept its journal: {}",
         stderr(&out)
     );
@@ -732,9 +735,9 @@ fn an_interrupted_run_says_what_it_kept_and_how_to_continue() {
             ],
             dir.path(),
         );
-        let journal_file = dir.path().join(&name).join("journal.jsonl");
+        let journal_file = dir.path().join(&name).join("journal.bin");
         let started = std::time::Instant::now();
-        while std::fs::read_to_string(&journal_file).map_or(true, |j| j.lines().count() < 1) {
+        while (lgate_rundir::read_journal(&journal_file)).map_or(true, |j| j.entries.is_empty()) {
             assert!(
                 started.elapsed() < std::time::Duration::from_secs(300),
                 "no pair measured in 300 s"
@@ -759,7 +762,7 @@ fn an_interrupted_run_says_what_it_kept_and_how_to_continue() {
         );
         if err.contains("lgate-plogp: interrupted: ") {
             assert!(
-                err.contains(&format!("pair tests are kept in {name}/journal.jsonl")),
+                err.contains(&format!("pair tests are kept in {name}/journal.bin")),
                 "{err}"
             );
             assert!(err.contains(&resume), "{err}");

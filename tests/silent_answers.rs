@@ -171,7 +171,7 @@ fn a_resume_without_its_journal_is_refused_not_measured_again() {
     success(common::mpirun(3, &args, d));
     let run = d.join("run");
     let meta = std::fs::read(run.join("meta.json")).unwrap();
-    std::fs::remove_file(run.join("journal.jsonl")).unwrap();
+    std::fs::remove_file(run.join("journal.bin")).unwrap();
     let out = common::mpirun(3, &["measure", "--resume", "run", "--quiet"], d);
     // Said once, by rank 0; mpirun adds its own lines about the exit status.
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -179,13 +179,13 @@ fn a_resume_without_its_journal_is_refused_not_measured_again() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     let said = "meta.json records 3 tests measured but";
     assert_eq!(stderr.matches(said).count(), 1, "{stderr}");
-    assert!(stderr.contains("journal.jsonl holds 0"), "{stderr}");
+    assert!(stderr.contains("journal.bin holds 0"), "{stderr}");
     assert_eq!(
         std::fs::read(run.join("meta.json")).unwrap(),
         meta,
         "the refused resume leaves the run's record as it was"
     );
-    assert!(!run.join("journal.jsonl").exists());
+    assert!(!run.join("journal.bin").exists());
 }
 
 #[test]

@@ -74,7 +74,7 @@ pub fn write_pingpong_outputs(
     entries: &[JournalEntry],
     options: &OutputOptions,
 ) -> Result<Vec<String>, OutputError> {
-    let journal = run.file(lgate_rundir::JOURNAL_FILE).display().to_string();
+    let journal = run.journal_file().display().to_string();
     let mut rows: Vec<(u32, usize, usize, RoundTrips)> = Vec::new();
     for e in entries {
         let result = round_trips_of(e, &journal)?;

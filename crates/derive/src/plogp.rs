@@ -112,7 +112,7 @@ pub fn write_outputs(
     entries: &[JournalEntry],
     options: &OutputOptions,
 ) -> Result<Vec<String>, OutputError> {
-    let journal = run.file(lgate_rundir::JOURNAL_FILE).display().to_string();
+    let journal = run.journal_file().display().to_string();
     let ranks: BTreeSet<usize> = entries.iter().flat_map(|e| [e.i, e.j]).collect();
     let sweeps: BTreeSet<u32> = entries.iter().map(|e| e.sweep).collect();
     let mut chunks = entries.chunks(JOURNAL_CHUNK);

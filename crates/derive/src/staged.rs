@@ -37,7 +37,7 @@ pub fn derive_staged(
     meta: &RunMeta,
     options: &OutputOptions,
 ) -> Result<Vec<String>, OutputError> {
-    let path = run.file(lgate_rundir::JOURNAL_FILE);
+    let path = run.journal_file();
     let journal = path.display().to_string();
     let sizes = (meta.schedule.plan.as_ref())
         .and_then(|p| {
@@ -125,7 +125,7 @@ pub fn write_staged_outputs(
     entries: &[JournalEntry],
     options: &OutputOptions,
 ) -> Result<Vec<String>, OutputError> {
-    let journal = run.file(lgate_rundir::JOURNAL_FILE).display().to_string();
+    let journal = run.journal_file().display().to_string();
     let size = meta.ranks.len();
     // The screening: every entry of the screening stages, parsed once.
     let mut screened: Vec<(&JournalEntry, Stage, Vec<RoundTrips>)> = Vec::new();
@@ -228,7 +228,7 @@ impl StagedScreening {
         alone: &[(u32, Pair, Vec<RoundTrips>)],
         options: &OutputOptions,
     ) -> Result<Vec<String>, OutputError> {
-        let journal = run.file(lgate_rundir::JOURNAL_FILE).display().to_string();
+        let journal = run.journal_file().display().to_string();
         let size = meta.ranks.len();
         let mut written = Vec::new();
         if let Some(mut table) = self.table {

@@ -94,7 +94,11 @@ fn ping_pong_runs_derive_rtt_matrices() {
 #[test]
 fn a_corrupted_journal_entry_is_named() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = options(dir.path());
+    // JSON lines, to corrupt by text.
+    let opts = RunOptions {
+        journal: lgate_rundir::JournalFormat::Json,
+        ..options(dir.path())
+    };
     let plogp = PLogPOptions {
         reps: 2,
         adaptive: false,
@@ -105,7 +109,7 @@ fn a_corrupted_journal_entry_is_named() {
         run(&t, &mut test, &opts).unwrap()
     });
     let rd = RunDir::open(&dir.path().join("run")).unwrap();
-    let journal = rd.file(lgate_rundir::JOURNAL_FILE);
+    let journal = rd.file(lgate_rundir::JOURNAL_JSON_FILE);
     let text = std::fs::read_to_string(&journal).unwrap();
     std::fs::write(&journal, text.replace("\"sizes\":", "\"sizes_gone\":")).unwrap();
     let outputs = OutputOptions {

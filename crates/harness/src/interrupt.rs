@@ -32,10 +32,9 @@ pub fn resume_command(launcher: &lgate_rundir::LauncherInfo, ranks: usize, dir: 
     launcher.resume_line(&program, ranks, dir)
 }
 
-/// Prints, on SIGINT, SIGTERM or SIGHUP, how much of the run in `dir` is kept and `resume`,
-/// then ends the process; call once on rank 0 when its journal is open.
-pub fn arm(dir: &Path, resume: &str) {
-    let journal = dir.join(lgate_rundir::JOURNAL_FILE);
+/// Prints, on SIGINT, SIGTERM or SIGHUP, how much of the run whose journal is `journal` is
+/// kept and `resume`, then ends the process; call once on rank 0 when its journal is open.
+pub fn arm(journal: &Path, resume: &str) {
     let message = [
         b"\nlgate-plogp: interrupted: ".to_vec(),
         b" of ".to_vec(),

@@ -21,7 +21,7 @@
 //! let report = reports[0].as_ref().unwrap();
 //! assert_eq!(report.summary.pairs_measured, 3);
 //! // The journal holds the results; tables and matrices are derived from it afterwards.
-//! assert!(dir.path().join("run/journal.jsonl").exists());
+//! assert!(dir.path().join("run/journal.bin").exists());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![deny(missing_docs)]

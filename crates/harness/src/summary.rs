@@ -129,7 +129,11 @@ impl fmt::Display for MeasureSummary<'_> {
         }
         let mut files = vec![
             lgate_rundir::META_FILE.to_string(),
-            lgate_rundir::JOURNAL_FILE.to_string(),
+            (lgate_rundir::JournalFormat::ALL.into_iter())
+                .map(|f| f.file_name())
+                .find(|name| self.report.run_dir.join(name).exists())
+                .unwrap_or(lgate_rundir::JOURNAL_FILE)
+                .to_string(),
         ];
         files.extend(self.derived.iter().cloned());
         writeln!(

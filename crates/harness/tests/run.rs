@@ -255,11 +255,11 @@ fn resume_after_a_crash_gives_the_same_pair_set() {
         "{} pairs before the crash",
         partial.len()
     );
-    // A torn last line, as a kill mid-write leaves.
+    // A torn last record, as a kill mid-write leaves: 200 bytes said, 2 there.
     let journal = out.join(lgate_rundir::JOURNAL_FILE);
-    let mut text = std::fs::read_to_string(&journal).unwrap();
-    text.push_str("{\"sweep\":0,\"i\":");
-    std::fs::write(&journal, text).unwrap();
+    let mut bytes = std::fs::read(&journal).unwrap();
+    bytes.extend_from_slice(&[200, 1, 0x10, 0]);
+    std::fs::write(&journal, bytes).unwrap();
     let meta = RunDir::open(&out).unwrap().read_meta().unwrap();
     assert_eq!(meta.status, RunStatus::Running);
 

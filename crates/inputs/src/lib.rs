@@ -106,7 +106,7 @@ pub static FORMATS: &[InputFormat] = &[
     },
     InputFormat {
         name: "run_journal",
-        description: "a run directory's journal.jsonl (pairs measured so far)",
+        description: "a run directory's journal (journal.bin or journal.jsonl: tests so far)",
         check: run_journal,
     },
     InputFormat {
@@ -475,11 +475,25 @@ pub fn run_meta(bytes: &[u8]) {
         .unwrap_or_else(|e| panic!("meta.json written does not read: {e}\n{again}"));
 }
 
-/// Reads bytes as a run's journal.
+/// Reads bytes as a run's journal, either format; every entry read is written again in each
+/// format and must read back.
 pub fn run_journal(bytes: &[u8]) {
     if let Ok(read) = lgate_rundir::parse_journal(bytes, path()) {
         assert!(read.complete_len as usize <= bytes.len());
         assert_eq!(read.torn_tail, read.complete_len as usize != bytes.len());
+        for format in lgate_rundir::JournalFormat::ALL {
+            let mut again = match format {
+                lgate_rundir::JournalFormat::Binary => lgate_rundir::journal_binary::MAGIC.to_vec(),
+                lgate_rundir::JournalFormat::Json => Vec::new(),
+            };
+            for e in &read.entries {
+                format.encode(e, &mut again);
+            }
+            let back = lgate_rundir::parse_journal(&again[..], path())
+                .unwrap_or_else(|e| panic!("a journal written does not read: {e}"));
+            assert_eq!(back.entries.len(), read.entries.len());
+            assert!(!back.torn_tail);
+        }
     }
 }
 

@@ -3,8 +3,10 @@
 
 /// Who ran where and how (`RunMeta`).
 pub const META_FILE: &str = "meta.json";
-/// One JSON line per measured pair, appended as pairs finish.
-pub const JOURNAL_FILE: &str = "journal.jsonl";
+/// One binary record per pair test, appended as tests finish (`JournalFormat::Binary`).
+pub const JOURNAL_FILE: &str = "journal.bin";
+/// One JSON line per pair test, on request (`JournalFormat::Json`).
+pub const JOURNAL_JSON_FILE: &str = "journal.jsonl";
 /// The folder of the distance matrices.
 pub const MATRICES_DIR: &str = "matrices";
 /// The index of the matrices (`MatrixIndex`), inside the run directory.
@@ -57,6 +59,7 @@ pub const BCAST_PNG: &str = "bcast.png";
 pub const RUN_FILES: &[&str] = &[
     META_FILE,
     JOURNAL_FILE,
+    JOURNAL_JSON_FILE,
     MEASUREMENTS_FILE,
     MEASUREMENTS_CSV_FILE,
     RAW_FILE,

@@ -3,7 +3,8 @@
 //! ```text
 //! RUN/
 //!   meta.json       who ran where and how: ranks and their placement, parameters, times
-//!   journal.jsonl   one JSON line per measured pair, appended as pairs finish
+//!   journal.bin     one binary record per pair test, appended as tests finish
+//!                   (journal.jsonl: one JSON line each, on request)
 //! ```
 //!
 //! Measurement-specific outputs (matrices, tables) are written next to these by the test that
@@ -38,8 +39,8 @@ pub use hosts::{
     FrequencyFacts, HostFacts, OddFact, FACT_NAMES,
 };
 pub use journal::{
-    for_each_journal_entry, parse_journal, read_journal, Journal, JournalEntry, JournalRead, Stage,
-    JOURNAL_FILE,
+    binary as journal_binary, for_each_journal_entry, parse_journal, read_journal, Journal,
+    JournalEntry, JournalFormat, JournalRead, Stage, JOURNAL_FILE, JOURNAL_JSON_FILE,
 };
 pub use matrices::{MatrixEntry, MatrixIndex, MeasuredMask, MATRICES_DIR, MATRIX_INDEX_FILE};
 pub use measurements::{for_each_measurement, MeasurementRow};
@@ -212,14 +213,26 @@ impl RunDir {
         lgate_output::AtomicFile::create(&path).map_err(io_error(&path))
     }
 
-    /// Opens the journal for appending.
-    pub fn journal(&self) -> Result<Journal, RunDirError> {
-        Journal::open(&self.file(JOURNAL_FILE))
+    /// The format of the run's journal, if it has one (the binary one first).
+    pub fn journal_format(&self) -> Option<JournalFormat> {
+        JournalFormat::ALL
+            .into_iter()
+            .find(|f| self.file(f.file_name()).exists())
+    }
+
+    /// The run's journal file: the one it has, else where a binary one goes.
+    pub fn journal_file(&self) -> PathBuf {
+        self.file(self.journal_format().unwrap_or_default().file_name())
+    }
+
+    /// Opens the journal for appending: the run's own, or a new one in `format`.
+    pub fn journal(&self, format: JournalFormat) -> Result<Journal, RunDirError> {
+        Journal::open(&self.file(self.journal_format().unwrap_or(format).file_name()))
     }
 
     /// Reads the journal; a missing journal has no entries.
     pub fn read_journal(&self) -> Result<JournalRead, RunDirError> {
-        read_journal(&self.file(JOURNAL_FILE))
+        read_journal(&self.journal_file())
     }
 }
 

@@ -17,7 +17,7 @@ pub(super) struct Collector {
     pub(super) stop_after: Option<usize>,
     /// What rank 0 chose while measuring, for people (the run summary keeps it).
     notes: Vec<String>,
-    /// Journal lines taken in and not yet written: written once per message drained.
+    /// Journal records taken in and not yet written: written once per message drained.
     pending: Vec<u8>,
 }
 
@@ -27,11 +27,11 @@ impl Collector {
         style: ProgressStyle,
         stop_after: Option<usize>,
     ) -> Result<Self, HarnessError> {
-        let journal = prepared.run.journal()?;
+        let journal = prepared.run.journal(prepared.journal)?;
         let meta = &prepared.meta;
         let dir = prepared.run.path();
         let resume = crate::interrupt::resume_command(&meta.launcher, meta.ranks.len(), dir);
-        crate::interrupt::arm(dir, &resume);
+        crate::interrupt::arm(&prepared.run.journal_file(), &resume);
         if style != ProgressStyle::Quiet {
             // Said up front as well: a launcher that kills its ranks at once leaves rank 0 no
             // time to say it when interrupted.
@@ -82,20 +82,20 @@ impl Collector {
     /// Takes in rank 0's own result.
     pub(super) fn accept(&mut self, entry: &JournalEntry) -> Result<(), HarnessError> {
         let mut bytes = Vec::new();
-        relay::encode(entry, &mut bytes);
+        relay::encode(entry, self.journal.format(), &mut bytes);
         self.accept_message(&bytes, 0)?;
         self.write_pending()
     }
 
     /// Takes in the records of one message from `from` (a rank of rank 0's host or a relay),
-    /// their lines kept for the journal.
+    /// their journal records kept.
     fn accept_message(&mut self, bytes: &[u8], from: Rank) -> Result<(), HarnessError> {
         for record in relay::records(bytes) {
             let record = record.map_err(|message| TransportError::Protocol {
                 rank: 0,
                 message: format!("rank {from} sent results that do not parse: {message}"),
             })?;
-            self.pending.extend_from_slice(record.line);
+            self.pending.extend_from_slice(record.journal);
             self.intervals.push((record.start_s, record.end_s));
             if let Some(stage) = record.stage {
                 match self.stages.iter_mut().find(|s| s.0 == stage) {
@@ -129,9 +129,10 @@ impl Collector {
         Ok(())
     }
 
-    /// Writes the lines taken in; only then are they counted as kept if the run is interrupted.
+    /// Writes the records taken in; only then are they counted as kept if the run is
+    /// interrupted.
     fn write_pending(&mut self) -> Result<(), HarnessError> {
-        self.journal.append_lines(&self.pending)?;
+        self.journal.append_records(&self.pending)?;
         self.pending.clear();
         self.record_for_interrupt();
         Ok(())

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
 use lgate_rundir::{
-    JournalEntry, PlanInfo, RankTime, RunDir, RunMeta, RunPart, RunStatus, RunSummary,
-    ScheduleInfo, Stage, StageSummary, TestInfo,
+    JournalEntry, JournalFormat, PlanInfo, RankTime, RunDir, RunMeta, RunPart, RunStatus,
+    RunSummary, ScheduleInfo, Stage, StageSummary, TestInfo,
 };
 use lgate_topology::{format, Rank, Topology, TopologyFormat, TopologyNode};
 use lgate_transport::{
@@ -71,6 +71,8 @@ struct Go {
     test_cpus: Vec<Option<(usize, usize, usize)>>,
     /// Per rank, the rank its results go to: its host's first (see `relay::relays`).
     relays: Vec<Rank>,
+    /// How the senders write their journal records.
+    journal: lgate_rundir::JournalFormat,
 }
 
 /// Where a rank's results go, and what it does with the results of others.
@@ -310,7 +312,7 @@ impl Walker<'_> {
                             }
                             Sink::Member(to) => {
                                 let mut bytes = Vec::new();
-                                relay::encode(&entry, &mut bytes);
+                                relay::encode(&entry, self.go.journal, &mut bytes);
                                 t.send_polite(*to, Tag::RESULT, &bytes)?;
                                 self.clock.charge(Activity::Busy);
                             }
@@ -355,7 +357,7 @@ fn measure(
         None => {
             crate::interrupt::arm_behind_rank_0();
             match go.relays.get(rank).copied().unwrap_or(0) {
-                to if to == rank => Sink::Relay(Relay::new(rank, &go.relays)),
+                to if to == rank => Sink::Relay(Relay::new(rank, &go.relays, go.journal)),
                 to => Sink::Member(to),
             }
         }

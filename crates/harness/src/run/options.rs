@@ -76,6 +76,8 @@ pub struct RunOptions {
     pub stop_after: Option<usize>,
     /// Which pairs get which test: the full test for every pair, or the staged plan.
     pub plan: PlanKind,
+    /// How a new run's journal is written (a resumed run keeps its own).
+    pub journal: lgate_rundir::JournalFormat,
 }
 
 /// Which pairs get which test.
@@ -134,6 +136,7 @@ impl RunOptions {
             tool: format!("lgate-harness {}", env!("CARGO_PKG_VERSION")),
             stop_after: None,
             plan: PlanKind::Full,
+            journal: lgate_rundir::JournalFormat::Binary,
         }
     }
 }

@@ -39,6 +39,8 @@ pub(super) struct Prepared {
     pub(super) staged: Option<StagedOptions>,
     /// A finished run's end and summary, kept when resuming it measures nothing more.
     pub(super) finished: Option<(Option<String>, Option<RunSummary>)>,
+    /// How the journal is written: a resumed run's own format, else the one asked for.
+    pub(super) journal: lgate_rundir::JournalFormat,
 }
 
 impl Prepared {
@@ -67,6 +69,7 @@ impl Prepared {
             ),
             test_cpus: placement::test_cpus(&self.meta.ranks, &self.topology.tree().groups()),
             relays: relay::relays(&self.meta.ranks),
+            journal: self.journal,
         }))
     }
 
@@ -210,6 +213,8 @@ pub(super) fn prepare(
         Some((old, run)) => (Some(old), run),
         None => (None, RunDir::create(&options.out, options.force)?),
     };
+    // A resumed run goes on in its journal's format; a new one has none yet.
+    let journal = run.journal_format().unwrap_or(options.journal);
     let mut prepared = Prepared {
         run,
         meta,
@@ -219,6 +224,7 @@ pub(super) fn prepare(
         screened: ScreenedValues::default(),
         staged: settled,
         finished: None,
+        journal,
     };
     if let (Some(old), Some(scheduled)) = (previous, scheduled) {
         let run = &prepared.run;
@@ -242,7 +248,7 @@ pub(super) fn prepare(
                     .unwrap_or_default()
             )));
         }
-        let path = run.file(lgate_rundir::JOURNAL_FILE);
+        let path = run.journal_file();
         let unscheduled =
             |e: &JournalEntry| {
                 HarnessError::Resume(format!(

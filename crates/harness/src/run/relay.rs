@@ -1,11 +1,12 @@
 //! Results on their way to rank 0: each one a record (what rank 0 keeps of it, and its journal
-//! line, made by the sender), and each host's first rank relaying its host's records to rank 0
-//! in batches, so that rank 0 neither parses every result nor takes a message for each.
+//! record, made by the sender), and each host's first rank relaying its host's records to rank
+//! 0 in batches, so that rank 0 neither parses every result nor takes a message for each.
 
 use super::*;
 
 /// The fixed part of a record: i, j (u64), sweep (u32), stage (u8), start, end, screening
-/// value, the smallest size's (f64, NaN for none), the line's length (u32); little-endian.
+/// value, the smallest size's (f64, NaN for none), the journal record's length (u32);
+/// little-endian.
 const HEADER: usize = 8 + 8 + 4 + 1 + 8 + 8 + 8 + 8 + 4;
 
 /// A relay forwards its batch once it holds this many bytes (about 2000 results)...
@@ -25,8 +26,8 @@ pub(super) struct Record<'a> {
     pub(super) screened: Option<f64>,
     /// The round trip at the smallest screening size, NaN for none.
     pub(super) smallest: f64,
-    /// The journal line, newline included.
-    pub(super) line: &'a [u8],
+    /// The journal record, as the run's journal format writes it.
+    pub(super) journal: &'a [u8],
 }
 
 fn stage_code(stage: Option<Stage>) -> u8 {
@@ -52,10 +53,10 @@ fn stage_of(code: u8) -> Result<Option<Stage>, String> {
     })
 }
 
-/// Appends `entry` to `out` as a record, its journal line made here.
-pub(super) fn encode(entry: &JournalEntry, out: &mut Vec<u8>) {
-    let mut line = serde_json::to_vec(entry).expect("journal entries serialise");
-    line.push(b'\n');
+/// Appends `entry` to `out` as a record, its journal record made here in `format`.
+pub(super) fn encode(entry: &JournalEntry, format: JournalFormat, out: &mut Vec<u8>) {
+    let mut line = Vec::new();
+    format.encode(entry, &mut line);
     let (screened, smallest) =
         screened_pair(entry).map_or((f64::NAN, f64::NAN), |s| (s.value, s.smallest));
     out.reserve(HEADER + line.len());
@@ -102,9 +103,9 @@ fn take_record(bytes: &[u8]) -> Result<(Record<'_>, &[u8]), String> {
     let len = u32::from_le_bytes(head[53..57].try_into().expect("4 bytes")) as usize;
     let (line, rest) = rest
         .split_at_checked(len)
-        .ok_or_else(|| format!("a line of {len} bytes with {} left", rest.len()))?;
-    if i >= j || line.last() != Some(&b'\n') {
-        return Err(format!("pair {i}-{j} with a line that is not one"));
+        .ok_or_else(|| format!("a journal record of {len} bytes with {} left", rest.len()))?;
+    if i >= j || line.is_empty() {
+        return Err(format!("pair {i}-{j} with an empty journal record"));
     }
     let screened = Some(f64_at(37)).filter(|v| !v.is_nan());
     let record = Record {
@@ -115,7 +116,7 @@ fn take_record(bytes: &[u8]) -> Result<(Record<'_>, &[u8]), String> {
         end_s: f64_at(29),
         screened,
         smallest: f64_at(45),
-        line,
+        journal: line,
     };
     Ok((record, rest))
 }
@@ -135,6 +136,8 @@ pub(super) fn relays(ranks: &[lgate_rundir::RankInfo]) -> Vec<Rank> {
 pub(super) struct Relay {
     /// Ranks whose results come here, this one not counted.
     members: usize,
+    /// How the journal records are written.
+    format: JournalFormat,
     /// Ends of parts of the program the members have said, not yet waited for.
     ended: usize,
     batch: Vec<u8>,
@@ -144,7 +147,7 @@ pub(super) struct Relay {
 
 impl Relay {
     /// The relay of `rank`, whose results `relays` say where to go.
-    pub(super) fn new(rank: Rank, relays: &[Rank]) -> Self {
+    pub(super) fn new(rank: Rank, relays: &[Rank], format: JournalFormat) -> Self {
         let members = relays
             .iter()
             .enumerate()
@@ -152,6 +155,7 @@ impl Relay {
             .count();
         Relay {
             members,
+            format,
             ended: 0,
             batch: Vec::new(),
             since: None,
@@ -164,7 +168,7 @@ impl Relay {
         t: &dyn Transport,
         entry: &JournalEntry,
     ) -> Result<(), HarnessError> {
-        encode(entry, &mut self.batch);
+        encode(entry, self.format, &mut self.batch);
         self.since.get_or_insert_with(Instant::now);
         self.forward_if_due(t)
     }
@@ -265,31 +269,38 @@ mod tests {
     }
 
     #[test]
-    fn records_carry_what_rank_0_keeps_and_the_journal_line() {
+    fn records_carry_what_rank_0_keeps_and_the_journal_record() {
         let size = |size: usize, t: f64| {
             serde_json::json!({"size": size, "count": 8, "warmup": 5, "outliers": 0,
                 "min": t, "p10": t, "median": t, "mean": t, "p90": t, "max": t})
         };
-        let screening = serde_json::json!({"sizes": [size(0, 4e-7), size(65536, 1.3e-5)]});
+        // Times a float holds exactly, so the binary record gives them back as they were.
+        let screening = serde_json::json!({"sizes": [size(0, 0.5), size(65536, 0.75)]});
         let a = entry(3, 7, Some(Stage::Hosts), screening);
         let b = entry(0, 1, None, serde_json::json!({"full": true}));
-        let mut bytes = Vec::new();
-        encode(&a, &mut bytes);
-        encode(&b, &mut bytes);
-        let got: Vec<Record> = records(&bytes).collect::<Result<_, _>>().unwrap();
-        assert_eq!(got.len(), 2);
-        assert_eq!(
-            (got[0].pair, got[0].sweep, got[0].stage),
-            (Pair::new(3, 7), 2, Some(Stage::Hosts))
-        );
-        assert_eq!((got[0].start_s, got[0].end_s), (0.25, 0.5));
-        assert_eq!(got[0].screened, screened_pair(&a).map(|s| s.value));
-        assert!(got[0].screened.is_some());
-        assert_eq!(got[1].screened, None);
-        for (r, e) in got.iter().zip([&a, &b]) {
-            let back: JournalEntry = serde_json::from_slice(r.line).unwrap();
-            assert_eq!(back, *e);
-            assert_eq!(r.line.last(), Some(&b'\n'));
+        for format in JournalFormat::ALL {
+            let mut bytes = Vec::new();
+            encode(&a, format, &mut bytes);
+            encode(&b, format, &mut bytes);
+            let got: Vec<Record> = records(&bytes).collect::<Result<_, _>>().unwrap();
+            assert_eq!(got.len(), 2);
+            assert_eq!(
+                (got[0].pair, got[0].sweep, got[0].stage),
+                (Pair::new(3, 7), 2, Some(Stage::Hosts))
+            );
+            assert_eq!((got[0].start_s, got[0].end_s), (0.25, 0.5));
+            assert_eq!(got[0].screened, screened_pair(&a).map(|s| s.value));
+            assert!(got[0].screened.is_some());
+            assert_eq!(got[1].screened, None);
+            let mut file = Vec::new();
+            if format == JournalFormat::Binary {
+                file.extend_from_slice(lgate_rundir::journal_binary::MAGIC);
+            }
+            for r in &got {
+                file.extend_from_slice(r.journal);
+            }
+            let back = lgate_rundir::parse_journal(&file[..], std::path::Path::new("j")).unwrap();
+            assert_eq!(back.entries, vec![a.clone(), b.clone()], "{format:?}");
         }
     }
 
@@ -298,6 +309,7 @@ mod tests {
         let mut bytes = Vec::new();
         encode(
             &entry(1, 2, Some(Stage::Sample), serde_json::json!(1)),
+            JournalFormat::Binary,
             &mut bytes,
         );
         for cut in [1, HEADER - 1, HEADER + 1, bytes.len() - 1] {
@@ -320,6 +332,7 @@ mod tests {
                 let mut bytes = Vec::new();
                 encode(
                     &entry(i, j, Some(Stage::Hosts), serde_json::json!(1)),
+                    JournalFormat::Binary,
                     &mut bytes,
                 );
                 bytes
@@ -335,7 +348,7 @@ mod tests {
                 }
                 1 => {
                     std::thread::sleep(Duration::from_millis(50));
-                    let mut relay = Relay::new(1, &relays);
+                    let mut relay = Relay::new(1, &relays, JournalFormat::Binary);
                     let mut clock = RankClock::start(t.cpu_scope());
                     relay.keep(&t, &entry(1, 2, None, serde_json::json!(2)))?;
                     relay.end_part(&t, &mut clock)?;
@@ -369,7 +382,13 @@ mod tests {
             .map(|(r, host)| lgate_rundir::RankInfo::on_host(r, host.to_string()))
             .collect();
         assert_eq!(relays(&ranks), vec![0, 1, 0, 3, 1, 3]);
-        assert_eq!(Relay::new(1, &relays(&ranks)).members, 1);
-        assert_eq!(Relay::new(3, &relays(&ranks)).members, 1);
+        assert_eq!(
+            Relay::new(1, &relays(&ranks), JournalFormat::Json).members,
+            1
+        );
+        assert_eq!(
+            Relay::new(3, &relays(&ranks), JournalFormat::Json).members,
+            1
+        );
     }
 }
