@@ -112,7 +112,7 @@ pub fn run(args: ClusterArgs) -> Result<()> {
                 Some(r.file),
             ),
             None => {
-                let f = lgate_cluster::stored::compute_and_store(&args.input, &opts)?;
+                let f = lgate_cluster::stored::compute_and_store(&args.input, &opts, !args.quiet)?;
                 (f.topology, f.input.hosts, f.input.source, f.summary, None)
             }
         };

@@ -65,7 +65,7 @@ pub fn report(args: ReportArgs) -> Result<()> {
                     r.topology,
                 ),
                 None => {
-                    let f = lgate_cluster::stored::compute_and_store(&args.run, &opts)?;
+                    let f = lgate_cluster::stored::compute_and_store(&args.run, &opts, false)?;
                     (f.input, f.topology)
                 }
             };

@@ -7,7 +7,6 @@ use lgate_stats::median;
 
 use crate::auto::{AutoParams, Tree};
 use crate::linkage::{Dendrogram, Linkage};
-use crate::tree::sub_matrix;
 
 /// A partition (one label per item) as a one-level tree; noise label `None` is a singleton.
 pub fn tree_of_labels(labels: &[Option<usize>]) -> Tree {
@@ -319,22 +318,93 @@ pub fn kmedoids(d: &Array2<f64>, k: Option<usize>, max_k: usize) -> Tree {
 /// inside them. Medians, not `auto`'s finer rule, so that a slow pair inside a group (1.1x the
 /// distance between nodes in a simulated fram run) does not hide the whole partition.
 pub(crate) fn stands_apart(d: ndarray::ArrayView2<f64>, labels: &[usize]) -> bool {
+    let members: Vec<usize> = (0..labels.len()).collect();
+    stands_apart_in(d, &members, labels)
+}
+
+/// [`stands_apart`] of the items `members` of `d` (labelled in that order), read in place:
+/// the pairs inside are gathered for their median, those between only counted against it.
+pub(crate) fn stands_apart_in(
+    d: ndarray::ArrayView2<f64>,
+    members: &[usize],
+    labels: &[usize],
+) -> bool {
     let n = labels.len();
-    let (mut inside, mut between) = (Vec::new(), Vec::new());
+    let mut inside = Vec::new();
     for i in 0..n {
         for j in 0..i {
             if labels[i] == labels[j] {
-                inside.push(d[[i, j]]);
-            } else {
-                between.push(d[[i, j]]);
+                inside.push(d[[members[i], members[j]]]);
             }
         }
     }
-    if inside.is_empty() || between.is_empty() {
+    if inside.is_empty() {
         return false;
     }
-    let (inside, between) = (median(&mut inside), median(&mut between));
-    between >= AutoParams::default().min_ratio * inside
+    let threshold = AutoParams::default().min_ratio * median(&mut inside);
+    let mut between = MedianAtLeast::new(threshold);
+    for i in 0..n {
+        for j in 0..i {
+            if labels[i] != labels[j] {
+                between.add(d[[members[i], members[j]]]);
+            }
+        }
+    }
+    between.holds()
+}
+
+/// Whether the median of values seen one at a time (as [`median`] takes it) is at least a
+/// threshold, without keeping them: those below are counted, and the nearest on each side kept
+/// for when the middle falls between them.
+struct MedianAtLeast {
+    threshold: f64,
+    count: usize,
+    below: usize,
+    max_below: f64,
+    min_above: f64,
+}
+
+impl MedianAtLeast {
+    fn new(threshold: f64) -> Self {
+        MedianAtLeast {
+            threshold,
+            count: 0,
+            below: 0,
+            max_below: f64::NEG_INFINITY,
+            min_above: f64::INFINITY,
+        }
+    }
+
+    fn add(&mut self, x: f64) {
+        self.count += 1;
+        if x.total_cmp(&self.threshold).is_lt() {
+            self.below += 1;
+            self.max_below = self.max_below.max(x);
+        } else {
+            self.min_above = self.min_above.min(x);
+        }
+    }
+
+    /// The verdict; `false` for no values.
+    fn holds(&self) -> bool {
+        let (n, below) = (self.count, self.below);
+        if n == 0 {
+            return false;
+        }
+        if n % 2 == 1 {
+            // The median is the middle value.
+            return below <= n / 2;
+        }
+        // The mean of the two middle values, as `quantile` interpolates them.
+        match below.cmp(&(n / 2)) {
+            std::cmp::Ordering::Less => true,
+            std::cmp::Ordering::Greater => false,
+            std::cmp::Ordering::Equal => {
+                let (a, b) = (self.max_below, self.min_above);
+                a + (b - a) * 0.5 >= self.threshold
+            }
+        }
+    }
 }
 
 /// Every item under a tree, in order.
@@ -364,7 +434,7 @@ pub(crate) fn prune_weak_splits(d: &Array2<f64>, tree: Tree) -> Tree {
         items_of(child, &mut members);
         labels.extend(std::iter::repeat_n(k, members.len() - before));
     }
-    if children.len() < 2 || !stands_apart(sub_matrix(d, &members).view(), &labels) {
+    if children.len() < 2 || !stands_apart_in(d.view(), &members, &labels) {
         members.sort_unstable();
         return Tree::Leaf(members);
     }
@@ -414,7 +484,7 @@ pub fn ssstree(d: &Array2<f64>, alpha: f64, min_children: usize) -> Tree {
             .enumerate()
             .flat_map(|(c, cluster)| std::iter::repeat_n(c, cluster.len()))
             .collect();
-        if !stands_apart(sub_matrix(d, &members).view(), &labels) {
+        if !stands_apart_in(d.view(), &members, &labels) {
             return Tree::Leaf(items);
         }
         Tree::Node {
@@ -431,6 +501,28 @@ pub fn ssstree(d: &Array2<f64>, alpha: f64, min_children: usize) -> Tree {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_median_is_judged_against_a_threshold_as_median_says_without_keeping_values() {
+        // Seeded values of both parities, with repeats and values at the threshold itself.
+        let mut state = 7u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            ((state >> 33) % 9) as f64 * 0.5
+        };
+        for n in 1..40 {
+            let values: Vec<f64> = (0..n).map(|_| next()).collect();
+            for t in [0.0, 0.5, 1.0, 1.25, 2.0, 2.2, 4.0, 5.0] {
+                let mut m = MedianAtLeast::new(t);
+                values.iter().for_each(|&x| m.add(x));
+                let want = median(&mut values.clone()) >= t;
+                assert_eq!(m.holds(), want, "{values:?} against {t}");
+            }
+        }
+        assert!(!MedianAtLeast::new(1.0).holds());
+    }
     use crate::test_matrices::{blocks, flat};
 
     fn groups(t: &Tree) -> Vec<Vec<usize>> {

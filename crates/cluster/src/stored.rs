@@ -53,7 +53,7 @@ pub struct Finished {
     pub input: ClusterInput,
     /// The topology, levels named and their confidence told.
     pub topology: Topology,
-    /// The summary `cluster` prints.
+    /// The summary `cluster` prints (empty when not asked for).
     pub summary: String,
 }
 
@@ -68,8 +68,13 @@ pub struct Reused {
     pub file: PathBuf,
 }
 
-/// Clusters the run directory or matrix file `path` with `opts` as `cluster` does.
-pub fn compute(path: &Path, opts: &ClusterOptions) -> Result<Finished, ClusteringError> {
+/// Clusters the run directory or matrix file `path` with `opts` as `cluster` does, with its
+/// summary when `summary` asks for it (the summary measures every level's separation again).
+pub fn compute(
+    path: &Path,
+    opts: &ClusterOptions,
+    summary: bool,
+) -> Result<Finished, ClusteringError> {
     let (algo, params) = (opts.algo.as_str(), &opts.params);
     let c = if opts.features {
         let size = (opts.matrix.as_deref()).map(|s| s.rsplit(':').next().unwrap_or(s));
@@ -85,18 +90,22 @@ pub fn compute(path: &Path, opts: &ClusterOptions) -> Result<Finished, Clusterin
     let resamples =
         (opts.resamples).unwrap_or_else(|| crate::confidence::default_resamples(c.input.items()));
     let (topology, unbound) = crate::finished_topology(&c, (algo, params), resamples)?;
-    let summary = ClusterSummary {
-        input: &c.input,
-        topology: &topology,
-        algo,
-        note: c.note.as_deref(),
-        items: c.input.items(),
-        slow: &c.slow,
-        health: ClusterSummary::health_of(path),
-        unbound: &unbound,
-        resamples,
-    }
-    .to_string();
+    let summary = if !summary {
+        String::new()
+    } else {
+        ClusterSummary {
+            input: &c.input,
+            topology: &topology,
+            algo,
+            note: c.note.as_deref(),
+            items: c.input.items(),
+            slow: &c.slow,
+            health: ClusterSummary::health_of(path),
+            unbound: &unbound,
+            resamples,
+        }
+        .to_string()
+    };
     Ok(Finished {
         input: c.input,
         topology,
@@ -132,10 +141,15 @@ pub fn reuse(path: &Path, opts: &ClusterOptions) -> Option<Reused> {
 }
 
 /// [`compute`], and the result stored in the run directory `path` for the next command
-/// (quietly not, when the folder cannot be written: a run read from a shared place).
-pub fn compute_and_store(path: &Path, opts: &ClusterOptions) -> Result<Finished, ClusteringError> {
+/// (quietly not, when the folder cannot be written: a run read from a shared place); the
+/// summary is made when `summary` asks for it or the result is stored.
+pub fn compute_and_store(
+    path: &Path,
+    opts: &ClusterOptions,
+    summary: bool,
+) -> Result<Finished, ClusteringError> {
     let key = path.is_dir().then(|| key(path, opts));
-    let finished = compute(path, opts)?;
+    let finished = compute(path, opts, summary || key.is_some())?;
     if let Some(key) = key {
         let entry = ClusteredEntry {
             key,
@@ -163,5 +177,5 @@ pub fn default_topology(run: &Path) -> Result<lgate_topology::Topology, Clusteri
     if let Some(r) = reuse(run, &opts) {
         return Ok(r.topology);
     }
-    Ok(compute_and_store(run, &opts)?.topology)
+    Ok(compute_and_store(run, &opts, false)?.topology)
 }
