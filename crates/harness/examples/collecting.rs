@@ -1,7 +1,8 @@
 //! Rank 0's cost of collecting results: a staged run over the in-process transport with
-//! `HOSTS` hosts of `PER_HOST` ranks (threads), printing rank 0's collecting CPU per result.
+//! `HOSTS` hosts of `PER_HOST` ranks (threads), printing rank 0's collecting CPU per result;
+//! the journal binary, or JSON lines when a third argument says `json`.
 //!
-//!     cargo run --release -p lgate-harness --example collecting -- 16 8
+//!     cargo run --release -p lgate-harness --example collecting -- 16 8 [json]
 
 use std::time::{Duration, Instant};
 
@@ -14,6 +15,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let hosts: usize = args.next().map_or(Ok(16), |a| a.parse())?;
     let per_host: usize = args.next().map_or(Ok(8), |a| a.parse())?;
+    let journal = match args.next().as_deref() {
+        Some("json") => lgate_rundir::JournalFormat::Json,
+        _ => lgate_rundir::JournalFormat::Binary,
+    };
     let size = hosts * per_host;
     let dir = tempfile_dir()?;
     let names = (0..size).map(|r| format!("h{}", r / per_host)).collect();
@@ -28,6 +33,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             screen_reps: 4,
             ..StagedPlanOptions::default()
         }),
+        journal,
         ..RunOptions::new(&dir)
     };
     let started = Instant::now();

@@ -141,10 +141,10 @@ fn stage_of(code: u8) -> Result<Option<Stage>, String> {
 }
 
 /// The result as a compact payload when it is one of the known shapes and every number fits;
-/// the shape is checked by turning the typed result back into the very same JSON.
+/// the shape is checked by its fields, so that none is dropped (an extra one keeps it JSON).
 fn compact_payload(result: &serde_json::Value) -> Option<(u8, Vec<u8>)> {
     let mut out = Vec::with_capacity(48);
-    if let Some(p) = typed::<PingPongResult>(result) {
+    if let Some(p) = pingpong_of(result) {
         put_varint(&mut out, p.sizes.len() as u64);
         for s in &p.sizes {
             put_varint(&mut out, s.size as u64);
@@ -152,13 +152,10 @@ fn compact_payload(result: &serde_json::Value) -> Option<(u8, Vec<u8>)> {
         }
         return Some((KIND_PINGPONG, out));
     }
-    let m = typed::<PairMeasurement>(result)?;
+    let m = plogp_of(result)?;
     out.extend_from_slice(&m.clock_overhead_s.to_le_bytes());
     put_varint(&mut out, m.sizes.len() as u64);
     for s in &m.sizes {
-        if s.raw.is_some() {
-            return None;
-        }
         put_varint(&mut out, s.size as u64);
         let mut flags = if s.adaptive { FLAG_ADAPTIVE } else { 0 };
         if let Some(g) = &s.g {
@@ -176,10 +173,39 @@ fn compact_payload(result: &serde_json::Value) -> Option<(u8, Vec<u8>)> {
     Some((KIND_PLOGP, out))
 }
 
-/// `value` as a `T` when `T` writes it back exactly (no field dropped or added).
-fn typed<T: Serialize + for<'de> Deserialize<'de>>(value: &serde_json::Value) -> Option<T> {
-    let t: T = serde_json::from_value(value.clone()).ok()?;
-    (serde_json::to_value(&t).ok()? == *value).then_some(t)
+/// The fields of a [`Summary`] as JSON writes it.
+const SUMMARY_FIELDS: usize = 9;
+
+/// The number of fields of a JSON object, `None` for anything else.
+fn fields(value: &serde_json::Value) -> Option<usize> {
+    value.as_object().map(serde_json::Map::len)
+}
+
+/// `value` as a ping-pong result when it has just that result's fields.
+fn pingpong_of(value: &serde_json::Value) -> Option<PingPongResult> {
+    let sizes = value.get("sizes")?.as_array()?;
+    let exact =
+        fields(value)? == 1 && (sizes.iter()).all(|s| fields(s) == Some(1 + SUMMARY_FIELDS));
+    exact.then(|| PingPongResult::deserialize(value).ok())?
+}
+
+/// `value` as a PLogP measurement when it has just that measurement's fields and no raw
+/// samples.
+fn plogp_of(value: &serde_json::Value) -> Option<PairMeasurement> {
+    let sizes = value.get("sizes")?.as_array()?;
+    let summary = |v: Option<&serde_json::Value>| v.and_then(fields) == Some(SUMMARY_FIELDS);
+    let size_exact = |s: &serde_json::Value| {
+        let g = s.get("g");
+        let gap = g.is_none_or(|g| fields(g) == Some(SUMMARY_FIELDS + 2));
+        fields(s) == Some(5 + usize::from(g.is_some()))
+            && summary(s.get("rtt"))
+            && summary(s.get("os"))
+            && summary(s.get("or"))
+            && s.get("adaptive").is_some()
+            && gap
+    };
+    let exact = fields(value)? == 2 && sizes.iter().all(size_exact);
+    exact.then(|| PairMeasurement::deserialize(value).ok())?
 }
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
