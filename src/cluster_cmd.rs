@@ -51,8 +51,8 @@ pub struct ClusterArgs {
     #[arg(long)]
     force: bool,
     /// auto: resamples of the matrix clustered again to tell how sure each level is (0: none)
-    /// [default: 20 up to 128 ranks, 8 up to 512, else 0].
-    #[arg(long, value_name = "N")]
+    /// [default: 20 up to 128 ranks, 8 up to 512, else 0; at most 1000].
+    #[arg(long, value_name = "N", value_parser = resamples_parser)]
     resamples: Option<usize>,
     /// No summary on stderr.
     #[arg(long, short)]
@@ -206,4 +206,19 @@ fn hwloc_distances(args: &ClusterArgs, output: Option<&std::path::Path>) -> Resu
         }
     }
     Ok(())
+}
+
+/// The most resamples `--resamples` takes: each clusters the whole matrix again.
+const MAX_RESAMPLES: usize = 1000;
+
+/// `--resamples`: a whole number up to [`MAX_RESAMPLES`].
+fn resamples_parser(text: &str) -> Result<usize, String> {
+    let n: usize = (text.parse()).map_err(|_| format!("`{text}` is not a whole number"))?;
+    if n > MAX_RESAMPLES {
+        return Err(format!(
+            "at most {MAX_RESAMPLES}: each resample clusters the whole matrix again (20 tell a \
+             level's confidence to 5 %)"
+        ));
+    }
+    Ok(n)
 }

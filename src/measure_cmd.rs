@@ -79,7 +79,7 @@ pub fn run(args: MeasureArgs) -> Result<()> {
                 };
                 eprint!("{summary}");
                 match found {
-                    Some(Ok(levels)) => eprint!("{}", levels_lines(&levels)),
+                    Some(Ok(levels)) => eprint!("{}", levels_lines(&levels, &run)),
                     Some(Err(e)) => eprintln!("warning: the levels were not clustered: {e:#}"),
                     None => {}
                 }
@@ -110,22 +110,27 @@ fn record_levels(
         .cloned()
         .collect();
     let found = lgate_cluster::found_levels(run.path(), notes)?;
-    let mut written = lgate_rundir::Report::read(run.path())?;
-    written.set_levels(Some(found.clone()));
-    run.write_file(
-        lgate_rundir::files::REPORT_FILE,
-        written.to_json().as_bytes(),
-    )?;
+    // A ping-pong run derives no report.json: its levels are said, not recorded.
+    if run.file(lgate_rundir::files::REPORT_FILE).is_file() {
+        let mut written = lgate_rundir::Report::read(run.path())?;
+        written.set_levels(Some(found.clone()));
+        run.write_file(
+            lgate_rundir::files::REPORT_FILE,
+            written.to_json().as_bytes(),
+        )?;
+    }
     Ok(found)
 }
 
 /// The levels found, for people: each with its groups and confidence, then the undecided.
 #[cfg(feature = "mpi")]
-fn levels_lines(found: &lgate_rundir::FoundLevels) -> String {
+fn levels_lines(found: &lgate_rundir::FoundLevels, run: &lgate_rundir::RunDir) -> String {
     use std::fmt::Write;
+    let recorded = run.file(lgate_rundir::files::REPORT_FILE).is_file();
     let mut text = format!(
-        "levels: {} as `cluster` finds them with its defaults (in report.json)\n",
-        found.levels.len()
+        "levels: {} as `cluster` finds them with its defaults{}\n",
+        found.levels.len(),
+        if recorded { " (in report.json)" } else { "" }
     );
     for l in &found.levels {
         let sure = l

@@ -28,7 +28,12 @@ pub struct MethodArgs {
     linkage: LinkageArg,
     /// agglomerative, kmedoids, spectral, kmeans: the number of groups (kmedoids without it:
     /// by medoid silhouette; spectral and kmeans: from the eigengaps).
-    #[arg(long, value_name = "K", allow_negative_numbers = true)]
+    #[arg(
+        long,
+        value_name = "K",
+        allow_negative_numbers = true,
+        conflicts_with = "height"
+    )]
     k: Option<usize>,
     /// agglomerative: cut where merges pass this distance.
     #[arg(long, value_name = "H", allow_negative_numbers = true)]

@@ -612,3 +612,44 @@ fn negative_numbers_reach_the_flags_own_checks() {
         assert!(!d.join("h.png").exists(), "{args:?} left a picture");
     }
 }
+
+#[test]
+fn a_flag_that_would_be_ignored_or_cost_without_bound_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("m.csv"), MATRIX).unwrap();
+    let cases: [(&[&str], &str); 2] = [
+        (
+            &[
+                "cluster",
+                "m.csv",
+                "--algo",
+                "agglomerative",
+                "--k",
+                "2",
+                "--height",
+                "1",
+            ],
+            "cannot be used with",
+        ),
+        (
+            &["cluster", "m.csv", "--resamples", "1000000"],
+            "at most 1000",
+        ),
+    ];
+    for (args, says) in cases {
+        let out = lgate_plogp_in(d, args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?} says {says}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?} wrote a topology");
+    }
+    // No resamples asked for: said so, whatever the run's mask.
+    let out = lgate_plogp_in(d, &["cluster", "m.csv", "--resamples", "0"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("confidence: not estimated (--resamples 0)"),
+        "{stderr}"
+    );
+}

@@ -74,19 +74,21 @@ impl ClusterSummary<'_> {
                 return Ok(());
             }
             let filled = self.input.filled.filter(|&(f, _)| f > 0);
+            // No resamples first: a run with filled pairs asked for none says so, not that its
+            // mask cannot be read.
             return match (filled, self.resamples) {
+                (_, 0) if self.items > crate::confidence::DEFAULT_MAX_ITEMS => writeln!(
+                    f,
+                    "  confidence: not estimated (above {} ranks only when asked: --resamples N)",
+                    crate::confidence::DEFAULT_MAX_ITEMS
+                ),
+                (_, 0) => writeln!(f, "  confidence: not estimated (--resamples 0)"),
                 (Some((filled, total)), _) => writeln!(
                     f,
                     "  confidence: not estimated: {:.1} % of the pairs were filled in, and the \
                      run's matrices/measured.csv, which tells them, cannot be read",
                     100.0 * filled as f64 / total.max(1) as f64
                 ),
-                (None, 0) if self.items > crate::confidence::DEFAULT_MAX_ITEMS => writeln!(
-                    f,
-                    "  confidence: not estimated (above {} ranks only when asked: --resamples N)",
-                    crate::confidence::DEFAULT_MAX_ITEMS
-                ),
-                (None, 0) => writeln!(f, "  confidence: not estimated (--resamples 0)"),
                 _ => Ok(()),
             };
         };

@@ -52,8 +52,9 @@ impl Declared {
 
 /// Reads a declared topology of hosts when `text` is one of the host formats (Slurm
 /// `topology.conf` or `topology.yaml`, Kubernetes nodes); `None` when it is none of them.
-/// Errors say where and what.
+/// Errors say where and what. A byte-order mark at the start (an editor's) is not part of it.
 pub fn parse_host_declared(text: &str) -> Option<Result<Declared, String>> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if is_slurm_conf(text) {
         Some(parse_slurm_conf(text))
     } else if is_slurm_yaml(text) {
@@ -62,5 +63,24 @@ pub fn parse_host_declared(text: &str) -> Option<Result<Declared, String>> {
         Some(parse_k8s_nodes(text))
     } else {
         None
+    }
+}
+
+#[cfg(test)]
+mod bom_tests {
+    use super::*;
+
+    #[test]
+    fn a_byte_order_mark_before_a_declared_file_is_not_part_of_it() {
+        for text in [
+            "SwitchName=s0 Nodes=h[0-1]\n",
+            "- topology: t\n  cluster_default: true\n  tree:\n    switches:\n      - switch: s0\n        nodes: h[0-1]\n",
+        ] {
+            let plain = parse_host_declared(text).expect("a declared file").unwrap();
+            let marked = parse_host_declared(&format!("\u{feff}{text}"))
+                .expect("a declared file with a BOM")
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(plain.hosts(), marked.hosts());
+        }
     }
 }
