@@ -9,15 +9,24 @@ use lgate_rundir::{FoundLevel, FoundLevels, UndecidedFound};
 use crate::clustering::{cluster_matrices, Clustering, ClusteringError};
 use crate::input::{InputError, UnboundLevel};
 use crate::methods::MethodParams;
+use crate::taking_turns::TakingTurns;
 
 /// The topology of the clustering `c` as `cluster` writes it: levels named after the run's
 /// placement (those splitting ranks not bound apart left out, and returned), the slow items as
-/// outliers, and for `auto` each level's confidence from `resamples` resamples.
+/// outliers, for `auto` each level's confidence from `resamples` resamples, and ranks taking
+/// turns on the same CPUs as the finest level where the matrix shows them (returned too).
 pub fn finished_topology(
     c: &Clustering,
     (algo, params): (&str, &MethodParams),
     resamples: usize,
-) -> Result<(lgate_topology::Topology, Vec<UnboundLevel>), InputError> {
+) -> Result<
+    (
+        lgate_topology::Topology,
+        Vec<UnboundLevel>,
+        Option<TakingTurns>,
+    ),
+    InputError,
+> {
     let input = &c.input;
     let (topology, unbound) = input.placed_topology(&c.tree)?;
     let outliers = (c.slow.iter())
@@ -34,7 +43,8 @@ pub fn finished_topology(
         (&c.tree, &c.slow),
         resamples,
     )?;
-    Ok((topology, unbound))
+    let (topology, turns) = crate::taking_turns::add_level(input, topology)?;
+    Ok((topology, unbound, turns))
 }
 
 /// The levels `cluster` finds in the run directory `run` with its defaults, with how sure it
@@ -44,7 +54,7 @@ pub fn found_levels(run: &Path, notes: Vec<String>) -> Result<FoundLevels, Clust
     let params = MethodParams::default();
     let c = cluster_matrices(inputs, "auto", &params, None, None)?;
     let resamples = crate::confidence::default_resamples(c.input.items());
-    let (topology, _) = finished_topology(&c, ("auto", &params), resamples)?;
+    let (topology, _, _) = finished_topology(&c, ("auto", &params), resamples)?;
     let confidence = topology.confidence();
     let mut notes = notes;
     notes.extend(

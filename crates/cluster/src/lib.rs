@@ -40,6 +40,7 @@ pub mod separation;
 pub mod spectral;
 pub mod stored;
 pub mod summary;
+pub mod taking_turns;
 pub mod tree;
 
 #[cfg(test)]

@@ -89,7 +89,7 @@ pub fn compute(
     };
     let resamples =
         (opts.resamples).unwrap_or_else(|| crate::confidence::default_resamples(c.input.items()));
-    let (topology, unbound) = crate::finished_topology(&c, (algo, params), resamples)?;
+    let (topology, unbound, turns) = crate::finished_topology(&c, (algo, params), resamples)?;
     let summary = if !summary {
         String::new()
     } else {
@@ -102,6 +102,7 @@ pub fn compute(
             slow: &c.slow,
             health: ClusterSummary::health_of(path),
             unbound: &unbound,
+            turns: turns.as_ref(),
             resamples,
         }
         .to_string()

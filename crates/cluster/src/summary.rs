@@ -27,6 +27,8 @@ pub struct ClusterSummary<'a> {
     pub health: Vec<String>,
     /// The levels left out because they split ranks that were not bound apart.
     pub unbound: &'a [crate::UnboundLevel],
+    /// The ranks taking turns on the same CPUs, when they were found a level.
+    pub turns: Option<&'a crate::taking_turns::TakingTurns>,
     /// The resamples asked for to tell how sure each level is.
     pub resamples: usize,
 }
@@ -92,7 +94,9 @@ impl ClusterSummary<'_> {
                 _ => Ok(()),
             };
         };
-        let what = if self.topology.levels().is_empty() {
+        // The level of ranks taking turns is added after the resamples, not by them.
+        let resampled = self.topology.levels().len() - usize::from(self.turns.is_some());
+        let what = if resampled == 0 {
             "one group"
         } else {
             "these levels"
@@ -198,6 +202,16 @@ impl ClusterSummary<'_> {
     fn unbound_lines(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for u in self.unbound {
             let (a, b) = u.ranks;
+            if let (true, Some(t)) = (u.same_cpus, self.turns) {
+                writeln!(
+                    f,
+                    "  left out: {} ({} groups) puts ranks {a} and {b} apart, but they were \
+                     bound to the same CPUs and took turns on them: they are the level {} \
+                     instead",
+                    u.name, u.groups, t.name
+                )?;
+                continue;
+            }
             if u.same_cpus {
                 writeln!(
                     f,
@@ -291,6 +305,15 @@ impl fmt::Display for ClusterSummary<'_> {
         self.singles_lines(f)?;
         self.confidence_lines(f)?;
         self.unbound_lines(f)?;
+        if let Some(t) = self.turns {
+            writeln!(
+                f,
+                "  {}: ranks bound to the same CPUs took turns on them; their pairs measure at \
+                 least {:.1}x the host's other pairs (lowest tenth over highest tenth), a \
+                 level of its own ({} groups)",
+                t.name, t.ratio, t.groups
+            )?;
+        }
         self.weak_lines(f)?;
         self.slow_line(f)?;
         for line in &self.health {
