@@ -42,6 +42,18 @@ pub fn add_level(
     if !nested || groups.iter().any(|g| g.iter().any(|&r| r >= n)) {
         return Ok((topology, None));
     }
+    // Found already by distance (where sharing a CPU made pairs nearer, as on some guests).
+    let mut wanted: Vec<Vec<usize>> = groups.iter().map(|g| sorted(g)).collect();
+    wanted.sort();
+    let same_groups = |level: &Level| {
+        let mut have: Vec<Vec<usize>> = level.groups.iter().map(|g| sorted(g)).collect();
+        have.retain(|g| g.len() > 1 || wanted.iter().any(|w| w == g));
+        have.sort();
+        have == wanted
+    };
+    if topology.levels().iter().any(same_groups) {
+        return Ok((topology, None));
+    }
     let mut levels = topology.levels().to_vec();
     levels.push(Level {
         name: "taking turns".into(),
@@ -60,6 +72,12 @@ pub fn add_level(
         ratio,
     };
     Ok((topology, Some(turns)))
+}
+
+fn sorted(group: &[usize]) -> Vec<usize> {
+    let mut g = group.to_vec();
+    g.sort_unstable();
+    g
 }
 
 /// The groups of ranks bound to the same CPUs (every rank of the matrix in one, most of one
@@ -177,6 +195,20 @@ mod tests {
         )
         .unwrap();
         let (topology, turns) = add_level(&input(2.0), across).unwrap();
+        assert!(turns.is_none());
+        assert_eq!(topology.levels().len(), 1);
+        // Found already by distance: not added twice.
+        let found = Topology::from_levels(
+            4,
+            vec![Level {
+                name: "core".into(),
+                groups: vec![vec![0, 2], vec![1, 3]],
+                separation: None,
+                confidence: None,
+            }],
+        )
+        .unwrap();
+        let (topology, turns) = add_level(&input(2.0), found).unwrap();
         assert!(turns.is_none());
         assert_eq!(topology.levels().len(), 1);
         // No binding recorded: nothing to check the pairs against.
