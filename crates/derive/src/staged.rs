@@ -56,9 +56,10 @@ pub fn derive_staged(
     let size = meta.ranks.len();
     let mut screening = StagedScreening::new(run, meta, sizes, options)?;
     if let Some(plan) = &meta.schedule.plan {
-        // The plan's count, at most one per 64 bytes of journal (a line is longer).
+        // The plan's count, at most one per 32 bytes of journal (a binary screening record of
+        // one size takes 36, of two 54; a JSON line hundreds).
         let sweeps = meta.schedule.sweeps as usize;
-        let lines = std::fs::metadata(&path).map_or(0, |m| m.len() / 64) as usize;
+        let lines = std::fs::metadata(&path).map_or(0, |m| m.len() / 32) as usize;
         screening.reserve_between(plan.screening_tests[1].saturating_mul(sweeps).min(lines));
     }
     let mut sampled = Vec::new();
