@@ -11,6 +11,8 @@
 //!            kind 2 (PLogP):     f64(clock_overhead_s) varint(n)
 //!                                { varint(size) u8(flags) summary(rtt) summary(os) summary(or)
 //!                                  [summary(g) varint(messages)] }^n
+//!                                (a summary flagged exact: f64 of min p10 median p90 mean max,
+//!                                 then its counts)
 //! summary := f32(median) i16(min) i16(p10) i16(p90) i16(mean) i16(max)
 //!            varint(count) varint(warmup) varint(outliers)
 //! ```
@@ -18,9 +20,10 @@
 //! Numbers are little-endian; varints are unsigned LEB128. A statistic other than the median
 //! is stored as `round(4096 log2(x / median))`, so it comes back within 0.009 % of what was
 //! measured and in the same order (min <= p10 <= median <= p90 <= max); the median keeps
-//! float precision (7 digits). A result these cannot hold (a value that is not positive, or
-//! more than 256 times from its median; raw samples; a shape of another test) is kept whole
-//! as JSON (kind 0), so nothing is ever lost to the encoding.
+//! float precision (7 digits). A PLogP summary this cannot hold (a statistic at or below zero,
+//! or more than 256 times from its median) is stored exactly (its size's flags say which); any
+//! other result it cannot hold (such a ping-pong value, raw samples, a shape of another test) is
+//! kept whole as JSON (kind 0), so nothing is ever lost to the encoding.
 
 use serde::{Deserialize, Serialize};
 
@@ -41,6 +44,10 @@ const STEPS_PER_OCTAVE: f64 = 4096.0;
 const FLAG_ADAPTIVE: u8 = 1;
 const FLAG_GAP: u8 = 2;
 const FLAG_CONVERGED: u8 = 4;
+/// A PLogP size's summaries (rtt, os, or, g: bits 3 to 6) stored exactly, each as its six
+/// statistics in f64: one the compact form cannot hold (an overhead at or below zero once the
+/// clock's is subtracted, a spread past 256 times its median).
+const FLAG_EXACT: [u8; 4] = [8, 16, 32, 64];
 
 /// Appends `entry` to `out` as one record, length prefix included.
 pub fn encode(entry: &JournalEntry, out: &mut Vec<u8>) {
@@ -161,12 +168,27 @@ fn compact_payload(result: &serde_json::Value) -> Option<(u8, Vec<u8>)> {
         if let Some(g) = &s.g {
             flags |= FLAG_GAP | if g.converged { FLAG_CONVERGED } else { 0 };
         }
+        let summaries = [
+            Some(&s.rtt),
+            Some(&s.os),
+            Some(&s.or),
+            s.g.as_ref().map(|g| &g.gap),
+        ];
+        for (summary, exact) in summaries.iter().zip(FLAG_EXACT) {
+            if summary.is_some_and(|s| !fits_compact(s)) {
+                flags |= exact;
+            }
+        }
         out.push(flags);
-        for summary in [&s.rtt, &s.os, &s.or] {
-            put_summary(&mut out, summary)?;
+        for (summary, exact) in summaries.iter().zip(FLAG_EXACT) {
+            let Some(summary) = summary else { continue };
+            if flags & exact != 0 {
+                put_exact(&mut out, summary);
+            } else {
+                put_summary(&mut out, summary)?;
+            }
         }
         if let Some(g) = &s.g {
-            put_summary(&mut out, &g.gap)?;
             put_varint(&mut out, g.messages as u64);
         }
     }
@@ -214,6 +236,22 @@ fn put_varint(out: &mut Vec<u8>, mut v: u64) {
         v >>= 7;
     }
     out.push(v as u8);
+}
+
+/// Whether the compact form holds the summary: every statistic positive and within 2^8 of the
+/// median.
+fn fits_compact(s: &Summary) -> bool {
+    put_summary(&mut Vec::new(), s).is_some()
+}
+
+/// The summary's six statistics in f64 and its counts.
+fn put_exact(out: &mut Vec<u8>, s: &Summary) {
+    for x in [s.min, s.p10, s.median, s.p90, s.mean, s.max] {
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    for n in [s.count, s.warmup, s.outliers] {
+        put_varint(out, n as u64);
+    }
 }
 
 /// The summary in 14 bytes and its counts, or `None` when a statistic does not fit.
@@ -323,6 +361,31 @@ impl Reader<'_> {
         })
     }
 
+    /// A summary [`put_exact`] wrote.
+    fn exact_summary(&mut self) -> Result<Summary, String> {
+        let [min, p10, median, p90, mean, max] = [(); 6].map(|_| self.f64());
+        Ok(Summary {
+            min: min?,
+            p10: p10?,
+            median: median?,
+            p90: p90?,
+            mean: mean?,
+            max: max?,
+            count: self.usize()?,
+            warmup: self.usize()?,
+            outliers: self.usize()?,
+        })
+    }
+
+    /// The summary of bit `exact` of a PLogP size's `flags`, exact or compact.
+    fn summary_by(&mut self, flags: u8, exact: u8) -> Result<Summary, String> {
+        if flags & exact != 0 {
+            self.exact_summary()
+        } else {
+            self.summary()
+        }
+    }
+
     /// A count of items that follow, each at least a byte.
     fn count(&mut self) -> Result<usize, String> {
         let n = self.usize()?;
@@ -352,10 +415,12 @@ impl Reader<'_> {
             .map(|_| {
                 let size = self.usize()?;
                 let flags = self.u8()?;
-                let (rtt, os, or) = (self.summary()?, self.summary()?, self.summary()?);
+                let rtt = self.summary_by(flags, FLAG_EXACT[0])?;
+                let os = self.summary_by(flags, FLAG_EXACT[1])?;
+                let or = self.summary_by(flags, FLAG_EXACT[2])?;
                 let g = if flags & FLAG_GAP != 0 {
                     Some(Saturation {
-                        gap: self.summary()?,
+                        gap: self.summary_by(flags, FLAG_EXACT[3])?,
                         messages: self.usize()?,
                         converged: flags & FLAG_CONVERGED != 0,
                     })
@@ -510,6 +575,39 @@ mod tests {
                 assert_eq!((x.messages, x.converged), (y.messages, y.converged));
             }
         }
+    }
+
+    #[test]
+    fn a_plogp_overhead_at_or_below_zero_is_kept_exactly_in_its_record() {
+        let mut or = summary(5e-7);
+        or.min = -2e-8; // below zero once the clock's overhead is subtracted
+        let m = PairMeasurement {
+            clock_overhead_s: 2.6748e-8,
+            sizes: vec![SizeResult {
+                size: 0,
+                rtt: summary(2e-6),
+                os: summary(1e-6),
+                or: or.clone(),
+                g: Some(Saturation {
+                    gap: Summary {
+                        min: 0.0,
+                        ..summary(3e-7)
+                    },
+                    messages: 2560,
+                    converged: false,
+                }),
+                adaptive: false,
+                raw: None,
+            }],
+        };
+        let value = serde_json::to_value(&m).unwrap();
+        let (kind, _) = compact_payload(&value).expect("a compact record");
+        assert_eq!(kind, KIND_PLOGP);
+        let (back, _) = round_trip(&entry(value));
+        let back: PairMeasurement = serde_json::from_value(back.result).unwrap();
+        assert_eq!(back.sizes[0].or, or);
+        assert_eq!(back.sizes[0].g.as_ref().unwrap().gap.min, 0.0);
+        assert_summary_close(&back.sizes[0].rtt, &m.sizes[0].rtt);
     }
 
     #[test]
