@@ -587,7 +587,7 @@ mod tests {
                 size: 0,
                 rtt: summary(2e-6),
                 os: summary(1e-6),
-                or: or.clone(),
+                or,
                 g: Some(Saturation {
                     gap: Summary {
                         min: 0.0,
