@@ -8,7 +8,8 @@
 //! testbed (2 leaves x 4 hosts x 2 ranks): a Slurm topology.conf with two hosts swapped is
 //! named by `diff RUN DECLARED`, and `measure --sweep` screens every pair between hosts. On a
 //! third (2 leaves x 1 host), relay hops hold every frame for their delay. Needs root (CI has
-//! it); elsewhere it says so and checks nothing.
+//! it); elsewhere it says so and checks nothing. The random fabrics' options (`scripts/testbed
+//! random SEED`) are checked without root: the same on every call, within their bounds.
 
 mod common;
 
@@ -647,4 +648,73 @@ fn package_dir() -> std::path::PathBuf {
         || env!("CARGO_MANIFEST_DIR").into(),
         std::path::PathBuf::from,
     )
+}
+
+/// The options `scripts/testbed random SEED` draws, as (option, value) pairs.
+fn random_fabric(seed: u64) -> Vec<(String, String)> {
+    let out = ok(
+        &format!("testbed random {seed}"),
+        testbed(Path::new("/nonexistent"), &["random", &seed.to_string()]),
+    );
+    let text = String::from_utf8(out.stdout).expect("UTF-8");
+    let words: Vec<&str> = text.split_whitespace().collect();
+    words
+        .chunks(2)
+        .map(|c| (c[0].to_string(), c.get(1).unwrap_or(&"").to_string()))
+        .collect()
+}
+
+#[test]
+fn random_fabrics_are_drawn_the_same_everywhere_within_their_bounds() {
+    // SplitMix64 from seed 1, worked by hand (Python): its first seven draws give 5 leaves,
+    // 2 hosts, 1 rank, uplink 1x, no hop, one group.
+    let one = random_fabric(1);
+    let value = |f: &[(String, String)], k: &str| -> String {
+        f.iter()
+            .find(|(o, _)| o == k)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| panic!("{k} missing from {f:?}"))
+    };
+    assert_eq!(value(&one, "--leaves"), "5");
+    assert_eq!(value(&one, "--hosts-per-leaf"), "2");
+    assert_eq!(value(&one, "--ranks-per-host"), "1");
+    assert_eq!(value(&one, "--uplink-rate"), "2000mbit");
+    assert_eq!(value(&one, "--extra-hops"), "0");
+    assert_eq!(value(&one, "--groups"), "1");
+    let mut shapes = std::collections::BTreeSet::new();
+    for seed in 1..=60 {
+        let f = random_fabric(seed);
+        assert_eq!(f, random_fabric(seed), "seed {seed} draws the same twice");
+        let n = |k: &str| -> u64 { value(&f, k).trim_end_matches("mbit").parse().unwrap() };
+        let (leaves, hosts, ranks, groups) = (
+            n("--leaves"),
+            n("--hosts-per-leaf"),
+            n("--ranks-per-host"),
+            n("--groups"),
+        );
+        assert!((2..=6).contains(&leaves), "seed {seed}: {f:?}");
+        assert!((1..=4).contains(&hosts), "seed {seed}: {f:?}");
+        assert!((1..=3).contains(&ranks), "seed {seed}: {f:?}");
+        assert!(leaves * hosts * ranks <= 48, "seed {seed}: {f:?}");
+        assert!((1..=3.min(leaves)).contains(&groups), "seed {seed}: {f:?}");
+        let uplink = n("--uplink-rate");
+        assert!(
+            uplink % 2000 == 0 && (1..=8).contains(&(uplink / 2000)),
+            "seed {seed}: {f:?}"
+        );
+        assert!(n("--extra-hops") <= 3, "seed {seed}: {f:?}");
+        if groups > 1 {
+            let global = n("--global-rate");
+            assert!(
+                global >= uplink / 10 && global <= uplink / 2,
+                "seed {seed}: {f:?}"
+            );
+        }
+        shapes.insert((leaves, hosts, ranks, groups, n("--extra-hops")));
+    }
+    // Sixty seeds draw many shapes, not a few.
+    assert!(shapes.len() >= 40, "{} shapes in 60 seeds", shapes.len());
+    let bad = testbed(Path::new("/nonexistent"), &["random", "x1"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("seed is a whole number"));
 }

@@ -407,6 +407,7 @@ pub fn attach(
                     name: (names.iter())
                         .find(|(l, _)| l == labels)
                         .map(|(_, name)| name.clone()),
+                    members: members_of(labels, &input.ranks),
                 },
             )
             .collect(),
@@ -418,6 +419,20 @@ pub fn attach(
         topology.keeping_levels(levels)?
     };
     Ok((topology.with_confidence(Some(confidence)), Some(s)))
+}
+
+/// The ranks of each group of `labels` (one label per rank of `ranks`, numbered from 0 in
+/// order of first appearance, as [`canonical`] makes them).
+fn members_of(labels: &[usize], ranks: &[lgate_topology::Rank]) -> Vec<Vec<lgate_topology::Rank>> {
+    let mut groups: Vec<Vec<lgate_topology::Rank>> = Vec::new();
+    for (&label, &rank) in labels.iter().zip(ranks) {
+        if label >= groups.len() {
+            groups.resize_with(label + 1, Vec::new);
+        }
+        groups[label].push(rank);
+    }
+    groups.retain(|g| !g.is_empty());
+    groups
 }
 
 /// How many of the levels `auto` found as `tree` in `input` (`slow` items set aside) its

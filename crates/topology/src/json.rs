@@ -71,6 +71,8 @@ struct UndecidedDoc {
     share: f64,
     #[serde(default)]
     name: Option<String>,
+    #[serde(default)]
+    members: Vec<Vec<Rank>>,
 }
 
 #[derive(Deserialize)]
@@ -144,6 +146,12 @@ pub fn parse(text: &str, ranks: Option<usize>) -> Result<Topology, TopologyError
         share("confidence.same_levels".into(), c.same_levels)?;
         for (i, u) in c.undecided.iter().enumerate() {
             share(format!("confidence.undecided[{i}].share"), u.share)?;
+            if let Some(&r) = u.members.iter().flatten().find(|&&r| r >= doc.ranks) {
+                return Err(at(
+                    &format!("confidence.undecided[{i}].members"),
+                    Problem::Json(format!("rank {r} of a job of {} ranks", doc.ranks)),
+                ));
+            }
         }
     }
     let levels = doc.levels.map(|levels| {
@@ -187,6 +195,7 @@ pub fn parse(text: &str, ranks: Option<usize>) -> Result<Topology, TopologyError
                     groups: u.groups,
                     share: u.share,
                     name: u.name,
+                    members: u.members,
                 })
                 .collect(),
         }
@@ -277,8 +286,19 @@ pub fn to_string(topology: &Topology) -> String {
             .map(|u| {
                 let name = (u.name.as_deref())
                     .map_or(String::new(), |n| format!("\"name\": {}, ", string(n)));
+                let members = if u.members.is_empty() {
+                    String::new()
+                } else {
+                    let groups: Vec<String> = (u.members.iter())
+                        .map(|g| {
+                            let ranks: Vec<String> = g.iter().map(|r| r.to_string()).collect();
+                            format!("[{}]", ranks.join(", "))
+                        })
+                        .collect();
+                    format!(", \"members\": [{}]", groups.join(", "))
+                };
                 format!(
-                    "{{{name}\"groups\": {}, \"share\": {}}}",
+                    "{{{name}\"groups\": {}, \"share\": {}{members}}}",
                     u.groups,
                     number(u.share)
                 )
@@ -391,6 +411,7 @@ mod tests {
                 groups: 3,
                 share: 0.25,
                 name: Some("leaf".into()),
+                members: vec![vec![0, 1, 2], vec![3, 4, 5], vec![6, 7]],
             }],
         };
         let t = t

@@ -290,6 +290,8 @@ pub struct UndecidedLevel {
     pub share: f64,
     /// Its name when the clustering found it but too few resamples gave it back to keep it.
     pub name: Option<String>,
+    /// Its groups' ranks (empty when the file that held it did not say).
+    pub members: Vec<Vec<Rank>>,
 }
 
 /// A rank measured slower towards every other rank (a slow node, a busy core): reported beside
