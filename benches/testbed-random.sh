@@ -36,7 +36,7 @@ printf '%-5s %-62s %6s  %s\n' seed fabric "wall s" "ARI per true level | kept | 
 for seed in $seeds; do
     fabric="$("$repo/scripts/testbed" random "$seed")"
     "$repo/scripts/testbed" up --random "$seed" 2>/dev/null
-    run="$work/run-$seed"
+    run="$work/run-$seed.$total"
     start=$(date +%s.%N)
     verdict="FAIL: measure failed"
     if "$repo/scripts/testbed" run --timeout 300 -- "$bin" measure --output "$run" --quiet >"$work/measure.log" 2>&1 &&
@@ -102,9 +102,9 @@ EOF
 )
     else
         wall="-"
-        tail -3 "$work/measure.log" "$work/cluster.log" >&2 || true
+        tail -n 3 "$work/measure.log" "$work/cluster.log" >&2 || true
     fi
-    [ -n "$keep" ] && [ -d "$run" ] && cp -r "$run" "$keep/run-$seed"
+    [ -n "$keep" ] && [ -d "$run" ] && rm -rf "$keep/run-$seed" && cp -r "$run" "$keep/run-$seed"
     "$repo/scripts/testbed" down 2>/dev/null
     total=$((total + 1))
     case "$verdict" in *"PASS exact") passed=$((passed + 1)) exact=$((exact + 1)) ;; *PASS*) passed=$((passed + 1)) ;; esac

@@ -72,7 +72,7 @@ pub fn auto_by_hosts(
 ) -> Result<HostClustering, ByHostsError> {
     let index = &blocks.index;
     let h = index.hosts.len();
-    let part = hosts_part(blocks, k, between, p)?;
+    let part = hosts_part(blocks, k, between, None, p)?;
 
     // Each host's own levels, on every core: hosts alike checked against their typical
     // host's levels, the others searched in full.
@@ -163,11 +163,13 @@ impl HostsPart {
 }
 
 /// The levels above the hosts of `blocks` at size `k`: `auto` on the host x host medians (slow
-/// hosts divided out), with the levels the pairs `between` decide added.
+/// hosts divided out), with the levels the pairs `between` (their `tests` at size `k` when
+/// kept) decide added.
 fn hosts_part(
     blocks: &HostBlocks,
     k: usize,
     between: Option<&BetweenPairs>,
+    tests: Option<&PairTests>,
     p: &AutoParams,
 ) -> Result<HostsPart, ByHostsError> {
     let index = &blocks.index;
@@ -206,8 +208,10 @@ fn hosts_part(
             // This size's pairs first, then every other size's whose host pairs were all
             // measured: the levels above the hosts may show at different sizes.
             let host_of = index.host_of();
-            let mut sizes_evidence =
-                vec![(g.clone(), between_values(between, &host_of, k, &factor))];
+            let mut sizes_evidence = vec![(
+                g.clone(),
+                between_values(between, &host_of, k, &factor, tests),
+            )];
             for other in (0..index.sizes.len()).filter(|&o| o != k) {
                 let mut go = blocks.links.matrix(other, h);
                 let measured = (0..h).all(|a| (a + 1..h).all(|b| go[[a, b]].is_finite()));
@@ -222,7 +226,8 @@ fn hosts_part(
                         }
                     }
                 }
-                sizes_evidence.push((go, between_values(between, &host_of, other, &factor)));
+                let values = between_values(between, &host_of, other, &factor, None);
+                sizes_evidence.push((go, values));
             }
             let sets: Vec<crate::host_levels::Evidence<'_>> =
                 sizes_evidence.iter().map(|(g, v)| (g, v)).collect();
@@ -240,12 +245,14 @@ fn hosts_part(
     })
 }
 
-/// The pairs between each two hosts at size `k`, each divided by the slower host's slowness.
+/// The pairs between each two hosts at size `k`, each divided by the slower host's slowness,
+/// with their `tests` when kept.
 fn between_values(
     between: &BetweenPairs,
     host_of: &[u32],
     k: usize,
     factor: &[f64],
+    tests: Option<&PairTests>,
 ) -> crate::host_levels::BetweenValues {
     let mut out = crate::host_levels::BetweenValues {
         ranks: vec![0; factor.len()],
@@ -265,8 +272,16 @@ fn between_values(
         if a == b || a >= factor.len() || b >= factor.len() || !v.is_finite() {
             continue;
         }
-        let v = v / factor[a].max(factor[b]);
-        out.values.entry((a.min(b), a.max(b))).or_default().push(v);
+        let slowness = factor[a].max(factor[b]);
+        let key = (a.min(b), a.max(b));
+        out.values.entry(key).or_default().push(v / slowness);
+        if let Some(tests) = tests {
+            let of_pair = match tests.get(&(i.min(j) as usize, i.max(j) as usize)) {
+                Some(t) if !t.is_empty() => t.iter().map(|x| x / slowness).collect(),
+                _ => vec![v / slowness],
+            };
+            out.tests.entry(key).or_default().push(of_pair);
+        }
     }
     out
 }
@@ -285,7 +300,13 @@ pub struct DenseHosts {
     /// decide levels above the host too (a dragonfly's groups show in bandwidth, its leaves in
     /// latency).
     pub other_sizes: Vec<std::sync::Arc<Array2<f64>>>,
+    /// Each measured pair's tests at the clustered matrix's size, where the run kept them
+    /// apart (a staged run's screening table): pairs tested again count their tests.
+    pub tests: Option<std::sync::Arc<PairTests>>,
 }
+
+/// Per pair of items `(i, j)`, `i < j`, its tests' values.
+pub type PairTests = std::collections::HashMap<(usize, usize), Vec<f64>>;
 
 impl DenseHosts {
     /// The matrix clustered, `d`, then the other sizes' (those of `d`'s shape).
@@ -308,7 +329,7 @@ pub fn dense_by_hosts(
     p: &AutoParams,
 ) -> Result<HostClustering, ByHostsError> {
     let (blocks, between) = blocks_of_dense(&hosts.sizes(d), hosts);
-    let part = hosts_part(&blocks, 0, Some(&between), p)?;
+    let part = hosts_part(&blocks, 0, Some(&between), hosts.tests.as_deref(), p)?;
     let (dense, dense_slow) = auto_with_outliers(d, p);
     let index = &blocks.index;
     let shown = part.separation >= p.min_ratio || has_level(&dense, &hosts.host_of);
@@ -779,6 +800,7 @@ mod tests {
             names: (0..n.div_ceil(per)).map(|x| format!("h{x}")).collect(),
             measured: None,
             other_sizes: Vec::new(),
+            tests: None,
         }
     }
 

@@ -96,6 +96,9 @@ pub struct ClusterInput {
     /// For a run's screening size: the other sizes' matrices over the same items, in the same
     /// order (their pairs between hosts decide levels above the host too).
     pub other_sizes: Vec<Arc<ndarray::Array2<f64>>>,
+    /// For a staged run's screening size: each measured pair's tests there (items `i < j`),
+    /// from its screening table, when some pair was tested more than once.
+    pub tests: Option<Arc<crate::by_hosts::PairTests>>,
 }
 
 impl ClusterInput {
@@ -195,6 +198,7 @@ impl ClusterInput {
             names,
             measured,
             other_sizes: self.other_sizes.clone(),
+            tests: self.tests.clone(),
         })
     }
 
@@ -469,7 +473,66 @@ pub fn load_candidates(path: &Path) -> Result<Vec<ClusterInput>, InputError> {
             .map(|(_, m)| m.clone())
             .collect();
     }
+    let mut tests = screening_tests(&run, &index);
+    for input in inputs.iter_mut() {
+        input.tests = tests_for(&mut tests, &index, input);
+    }
     Ok(inputs)
+}
+
+/// Per screening size, each pair's screening tests (ranks `i < j`) as the matrices' estimator
+/// takes them, from a staged run's screening table; empty when the run kept none, when its
+/// estimator is not a quantile the table holds, or when no pair was tested more than once
+/// (each pair's one value is then its matrix entry).
+fn screening_tests(
+    run: &lgate_rundir::RunDir,
+    index: &lgate_rundir::MatrixIndex,
+) -> std::collections::HashMap<usize, crate::by_hosts::PairTests> {
+    let mut out: std::collections::HashMap<usize, crate::by_hosts::PairTests> = Default::default();
+    let file = run.file(lgate_rundir::files::SCREEN_TABLE);
+    let pick: fn(&lgate_rundir::ScreenRow) -> f64 = match index.estimator {
+        lgate_rundir::Estimator::Median => |r| r.median_us,
+        lgate_rundir::Estimator::P10 => |r| r.p10_us,
+        lgate_rundir::Estimator::P90 => |r| r.p90_us,
+        _ => return out,
+    };
+    if !file.is_file() {
+        return out;
+    }
+    let Ok(rows) = lgate_rundir::read_screen_table(&file) else {
+        return out;
+    };
+    // The stages a matrix entry is the median of: alone re-tests are not among them.
+    for r in rows.iter().filter(|r| r.stage != "alone") {
+        let key = (r.i.min(r.j), r.i.max(r.j));
+        (out.entry(r.size_bytes).or_default().entry(key).or_default()).push(pick(r));
+    }
+    out.retain(|_, tests| tests.values().any(|t| t.len() > 1));
+    out
+}
+
+/// The screening tests of `input`'s size, by its items, taken from `tests`.
+fn tests_for(
+    tests: &mut std::collections::HashMap<usize, crate::by_hosts::PairTests>,
+    index: &lgate_rundir::MatrixIndex,
+    input: &ClusterInput,
+) -> Option<Arc<crate::by_hosts::PairTests>> {
+    let name = input.matrix.as_deref()?;
+    let size = index.find(name)?.size_bytes?;
+    let by_rank = tests.get(&size)?;
+    let item: std::collections::HashMap<usize, usize> = input
+        .ranks
+        .iter()
+        .enumerate()
+        .map(|(k, &r)| (r, k))
+        .collect();
+    let by_item = (by_rank.iter())
+        .filter_map(|(&(i, j), t)| {
+            let (a, b) = (*item.get(&i)?, *item.get(&j)?);
+            Some(((a.min(b), a.max(b)), t.clone()))
+        })
+        .collect();
+    Some(Arc::new(by_item))
 }
 
 /// [`load`], and when the matrix chosen is one of a run's screening sizes, the other sizes'
@@ -497,6 +560,7 @@ pub fn load_with_sizes(path: &Path, matrix: Option<&str>) -> Result<ClusterInput
             input.other_sizes.push(Arc::new(m.values().clone()));
         }
     }
+    input.tests = tests_for(&mut screening_tests(&run, &index), &index, &input);
     Ok(input)
 }
 
@@ -659,6 +723,7 @@ pub fn load_by_hosts(path: &Path, matrix: Option<&str>) -> Result<Vec<ClusterInp
             filled: Some((filled, total)),
             mask: None,
             other_sizes: Vec::new(),
+            tests: None,
         })
         .collect())
 }
@@ -700,6 +765,7 @@ pub fn load(path: &Path, matrix: Option<&str>) -> Result<ClusterInput, InputErro
             filled: None,
             mask: None,
             other_sizes: Vec::new(),
+            tests: None,
         });
     }
     let run = lgate_rundir::RunDir::open(path)?;
@@ -777,6 +843,7 @@ pub fn load(path: &Path, matrix: Option<&str>) -> Result<ClusterInput, InputErro
             .filter(|m| m.filled_pairs > 0)
             .map(|m| run.file(&format!("{}/{}", lgate_rundir::MATRICES_DIR, m.file))),
         other_sizes: Vec::new(),
+        tests: None,
     })
 }
 
@@ -813,6 +880,7 @@ mod tests {
             filled: None,
             mask: None,
             other_sizes: Vec::new(),
+            tests: None,
         }
     }
 

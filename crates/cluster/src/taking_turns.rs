@@ -161,6 +161,7 @@ mod tests {
             filled: None,
             mask: None,
             other_sizes: Vec::new(),
+            tests: None,
         }
     }
 

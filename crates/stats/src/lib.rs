@@ -11,7 +11,10 @@
 #![deny(missing_docs)]
 
 pub mod aggregate;
+pub mod clustered;
 pub mod summary;
+
+pub use clustered::{mann_whitney_z_clustered, ClusteredZ};
 
 pub use summary::{warmup_length, Summary};
 

@@ -853,44 +853,55 @@ pub fn confirmation(
             }
         }
     }
-    let mut lines = Vec::new();
     let before = refine.len();
+    let mut lines: Vec<String> = again_every_pair(plan, refine, budget).into_iter().collect();
     for (d, at) in &doubts {
         let need = d.pairs_needed.saturating_sub(d.pairs);
+        // Where every pair is screened, each is screened again until it has the tests that
+        // would decide the grouping (its tests counting as far as they vary independently).
+        let rounds = d
+            .tests_needed
+            .saturating_sub(d.tests.round() as usize)
+            .max(1);
         let (mut added, mut again) = (0, 0);
-        'pairs: for (n, &a) in d.members.iter().enumerate() {
-            for &b in &d.members[n + 1..] {
-                let measured = plan.meeting_pairs(a, b);
-                let (ga, gb) = (&plan.groups()[a], &plan.groups()[b]);
-                // After a sweep every pair between the two is screened already.
-                let mut more: Vec<Pair> = if plan.options().sweep {
-                    Vec::new()
-                } else {
-                    diagonal_pairs(ga, gb)
-                        .filter(|p| !measured.contains(p) && !refine.contains(p))
-                        .take(need)
-                        .collect()
-                };
-                // Every pair between the two screened already: each screened again, so that
-                // its value is the median of two tests.
-                let fresh = !more.is_empty();
-                if !fresh {
-                    more = measured
-                        .into_iter()
-                        .filter(|p| !refine.contains(p))
-                        .collect();
-                }
-                for p in more {
-                    if refine.len() - before == budget {
-                        break 'pairs;
-                    }
-                    refine.push(p);
-                    if fresh {
-                        added += 1;
+        'rounds: for round in 0..rounds {
+            for (n, &a) in d.members.iter().enumerate() {
+                for &b in &d.members[n + 1..] {
+                    let measured = plan.meeting_pairs(a, b);
+                    let (ga, gb) = (&plan.groups()[a], &plan.groups()[b]);
+                    // After a sweep every pair between the two is screened already.
+                    let mut more: Vec<Pair> = if plan.options().sweep || round > 0 {
+                        Vec::new()
                     } else {
-                        again += 1;
+                        diagonal_pairs(ga, gb)
+                            .filter(|p| !measured.contains(p) && !refine.contains(p))
+                            .take(need)
+                            .collect()
+                    };
+                    // Every pair between the two screened already: each screened again, once
+                    // a round, so that its value is the median of its tests.
+                    let fresh = !more.is_empty();
+                    if !fresh {
+                        more = measured
+                            .into_iter()
+                            .filter(|p| refine.iter().filter(|&q| q == p).count() <= round)
+                            .collect();
+                    }
+                    for p in more {
+                        if refine.len() - before == budget {
+                            break 'rounds;
+                        }
+                        refine.push(p);
+                        if fresh {
+                            added += 1;
+                        } else {
+                            again += 1;
+                        }
                     }
                 }
+            }
+            if added > 0 {
+                break;
             }
         }
         let spent = if refine.len() - before == budget {
@@ -899,13 +910,18 @@ pub fn confirmation(
             ""
         };
         let what = match (added, again) {
+            (0, 0) => "every pair between two of them was screened and is screened again \
+                       above"
+                .to_string(),
             (_, 0) => format!(
                 "{added} more pairs screened between them, up to {} between two",
                 d.pairs_needed
             ),
-            (0, _) => {
-                format!("every pair between two of them was screened: {again} screened again")
-            }
+            (0, _) => format!(
+                "every pair between two of them was screened: {again} screened again, up to {} \
+                 tests a pair",
+                d.tests_needed
+            ),
             _ => format!(
                 "{added} more pairs screened between them, up to {} between two, and {again} \
                  screened again where every pair was",
@@ -919,6 +935,42 @@ pub fn confirmation(
         ));
     }
     lines
+}
+
+/// Where the groups hold one rank each (one rank a host), the pairs between them are all the
+/// evidence there is for the levels above, and one test a pair cannot decide a level of a few
+/// groups (leaves of two hosts: one pair inside each): every pair between groups is screened
+/// again, round by round, up to [`MOST_TESTS`] tests a pair within `budget` tests, so that
+/// `cluster` counts their repeated tests. `None` when the groups hold more ranks, or when
+/// their pairs are more than `budget`.
+///
+/// [`MOST_TESTS`]: lgate_cluster::host_levels::MOST_TESTS
+fn again_every_pair(plan: &StagedPlan, refine: &mut Vec<Pair>, budget: usize) -> Option<String> {
+    let groups = plan.groups();
+    let g = groups.len();
+    let ranks: usize = groups.iter().map(Vec::len).sum();
+    if 2 * ranks >= 3 * g || g * (g - 1) / 2 > budget {
+        return None;
+    }
+    let pairs: Vec<Pair> = (0..g)
+        .flat_map(|a| (a + 1..g).flat_map(move |b| plan.meeting_pairs(a, b)))
+        .collect();
+    let before = refine.len();
+    'rounds: for _ in 1..lgate_cluster::host_levels::MOST_TESTS {
+        for &p in &pairs {
+            if refine.len() - before == budget {
+                break 'rounds;
+            }
+            refine.push(p);
+        }
+    }
+    Some(format!(
+        "confidence: one rank a host: the {} pairs between hosts screened again ({} tests, up \
+         to {} a pair), so that their repeated tests decide the levels above the hosts",
+        pairs.len(),
+        refine.len() - before,
+        lgate_cluster::host_levels::MOST_TESTS
+    ))
 }
 
 /// The groupings above the groups that the screened pairs' values `by` nearly decide (`auto`
