@@ -364,6 +364,45 @@ fn runs_kept_as_host_blocks_compare_without_a_dense_matrix() {
 }
 
 #[test]
+fn a_run_agrees_with_the_topology_cluster_wrote_from_it_one_rank_a_host() {
+    // Hosts of one rank: the topology's host level has one host a group and nothing inside
+    // a group to judge it by; it is named so, and the switches level is judged (exit 0).
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let args = [
+        "simulate",
+        "--preset",
+        "fram",
+        "--machine",
+        "switch=2,node=4,socket=1,core=1",
+        "--plan",
+        "full",
+        "--max-size",
+        "1KiB",
+        "--quiet",
+        "--output",
+        "run",
+    ];
+    success(lgate_plogp_in(d, &args));
+    success(lgate_plogp_in(
+        d,
+        &["cluster", "run", "--output", "topo.json", "--quiet"],
+    ));
+    let out = lgate_plogp_in(d, &["diff", "run", "topo.json"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("one host a group, the hosts themselves"),
+        "{text}"
+    );
+    assert!(!text.contains("NOT SEEN"), "{text}");
+    assert!(
+        text.contains("verdict: the run agrees with the declared topology"),
+        "{text}"
+    );
+}
+
+#[test]
 fn a_declared_topology_is_checked_host_by_host() {
     // fram with two switches of four hosts each, every pair measured: a topology.conf with
     // fram-n3 and fram-n5 swapped names both (exit 1), the right one agrees (exit 0).

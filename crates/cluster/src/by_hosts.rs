@@ -200,6 +200,7 @@ fn hosts_part(
     // gap of one size's host medians, whose noise averaging over blocks all but removes.
     let hosts_p = AutoParams {
         narrow: false,
+        slow_inside_level: false,
         ..*p
     };
     let (tree, doubts) = match between {

@@ -88,6 +88,20 @@ mod tests {
         assert_eq!(accuracy(&[0, 0, 1, 1], &[0, 1, 2, 3]), 0.5);
         assert_eq!(accuracy(&[0, 0, 0, 1], &[0, 0, 1, 1]), 0.75);
     }
+
+    #[test]
+    fn a_level_missed_by_a_topology_of_one_group_is_matched_by_the_group() {
+        // Both candidates score ARI 0: the one group the topology is, not one rank each.
+        let truth = lgate_rundir::KnownPlacement {
+            levels: vec![("node".into(), vec![0, 0, 1, 1])],
+            shared_cpus: None,
+            same_cpus: None,
+        };
+        let one = lgate_topology::Topology::from_levels(4, Vec::new()).unwrap();
+        let rows = score_levels(&truth, &one).unwrap();
+        assert_eq!(rows[0].best_match, "(one group)", "{rows:?}");
+        assert_eq!(rows[0].ari, 0.0);
+    }
 }
 
 /// How one known level is matched by a topology.
@@ -161,9 +175,12 @@ pub fn score_levels(
     found.push(("(one rank each)".into(), (0..n).collect()));
     let mut rows = Vec::new();
     for (name, labels) in &truth.levels {
+        // Of equal scores the first: a level found, then one group, then one rank each (a
+        // true level of 2 groups of 2 against a topology of one group is matched by the group).
         let (best, ari) = found
             .iter()
             .map(|(f, l)| (f, l, adjusted_rand_index(labels, l)))
+            .rev()
             .max_by(|a, b| a.2.total_cmp(&b.2))
             .map(|(f, l, ari)| ((f, l), ari))
             .expect("one level at least");

@@ -36,6 +36,9 @@ pub struct AutoParams {
     pub all_cuts_up_to: usize,
     /// How many cuts are scored above `all_cuts_up_to`.
     pub jump_cuts: usize,
+    /// Whether groups each slower inside than towards the others may make a level (ranks
+    /// that take turns on one core); off for levels of hosts, whose ranks never share a core.
+    pub slow_inside_level: bool,
 }
 
 impl Default for AutoParams {
@@ -51,6 +54,7 @@ impl Default for AutoParams {
             profile_max_items: 512,
             all_cuts_up_to: 256,
             jump_cuts: 12,
+            slow_inside_level: true,
         }
     }
 }
@@ -339,7 +343,8 @@ pub(crate) fn absorb_singletons(m: &Array2<f64>, labels: &mut [usize]) {
 /// about as slow inside as across, and not counted as slow at all. When the slow groups are a
 /// few groups of two (at most a quarter of the groups) and the other groups are a level of
 /// their own on raw distances, the slow groups are pairs measured slow (SMT siblings hit by a
-/// slow pair), not the reason for the level.
+/// slow pair), not the reason for the level. Levels of hosts (`slow_inside_level` off) never
+/// have every group slow inside: their ranks share no core.
 pub(crate) fn inverted(raw: &Array2<f64>, labels: &[usize], p: &AutoParams) -> bool {
     let k = labels.iter().max().map_or(0, |&x| x + 1);
     let members = members_of(labels, k);
@@ -368,8 +373,12 @@ pub(crate) fn inverted(raw: &Array2<f64>, labels: &[usize], p: &AutoParams) -> b
             slow.push(g);
         }
     }
-    if slow.is_empty() || slow.len() == judged {
+    if slow.is_empty() {
         return false;
+    }
+    if slow.len() == judged {
+        // Every group slow inside: ranks taking turns on shared cores, never hosts.
+        return !p.slow_inside_level;
     }
     if 4 * slow.len() > judged || slow.iter().any(|&g| members[g].len() != 2) {
         return true;

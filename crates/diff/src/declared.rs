@@ -85,6 +85,9 @@ pub struct DeclaredCheck {
     pub not_declared: Vec<String>,
     /// Each declared level.
     pub levels: Vec<LevelCheck>,
+    /// Declared levels of one host a group (the hosts themselves: no pair between two hosts
+    /// of a group to judge them by), by name.
+    pub one_host_a_group: Vec<String>,
 }
 
 impl DeclaredCheck {
@@ -180,7 +183,11 @@ pub fn check_declared(run: &Path, file: &Path) -> Result<DeclaredCheck, DiffErro
         ));
     }
     let values = host_pair_values(&side, &slow_factors(run));
-    let levels = (declared.levels.iter())
+    // A level of one host a group (a topology's host level, its ranks one a host) has no pair
+    // inside a group: it is the hosts themselves, not a grouping the pairs between hosts judge.
+    let (single, judged): (Vec<&DeclaredLevel>, Vec<&DeclaredLevel>) =
+        (declared.levels.iter()).partition(|l| l.groups.iter().all(|g| g.hosts.len() <= 1));
+    let levels = (judged.into_iter())
         .map(|level| check_level(level, &values))
         .collect();
     Ok(DeclaredCheck {
@@ -191,6 +198,7 @@ pub fn check_declared(run: &Path, file: &Path) -> Result<DeclaredCheck, DiffErro
             .filter(|h| declared_hosts.binary_search(h).is_err())
             .collect(),
         levels,
+        one_host_a_group: single.into_iter().map(|l| l.name.clone()).collect(),
     })
 }
 
@@ -465,6 +473,12 @@ impl DeclaredCheck {
                 self.not_declared.join(", ")
             );
         }
+        for name in &self.one_host_a_group {
+            out += &format!(
+                "level {name}: one host a group, the hosts themselves (nothing between hosts to \
+                 judge it by)\n"
+            );
+        }
         for l in &self.levels {
             let shown: Vec<&str> = l.groups.iter().take(6).map(String::as_str).collect();
             let groups = format!(
@@ -515,6 +529,7 @@ impl DeclaredCheck {
             "format": self.format,
             "differs": self.differs(),
             "not_declared": self.not_declared,
+            "one_host_a_group": self.one_host_a_group,
             "levels": self.levels.iter().map(|l| serde_json::json!({
                 "level": l.name,
                 "groups": l.groups,

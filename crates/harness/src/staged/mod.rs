@@ -1006,7 +1006,11 @@ fn doubts_by(
             medians[[b, a]] = m;
         }
     }
-    let p = lgate_cluster::AutoParams::default();
+    // Groups of hosts: none slow inside is a level (their ranks share no core).
+    let p = lgate_cluster::AutoParams {
+        slow_inside_level: false,
+        ..lgate_cluster::AutoParams::default()
+    };
     let tree = lgate_cluster::auto(&medians, &p);
     lgate_cluster::host_levels::refine(tree, &medians, &values, &p).1
 }
