@@ -159,13 +159,19 @@ impl Assignment {
         }
     }
 
-    /// Item `o`'s nearest and second nearest again from every medoid.
-    fn rescan(&mut self, d: &Array2<f64>, medoids: &[usize], o: usize) {
-        self.d1[o] = f64::INFINITY;
-        self.d2[o] = f64::INFINITY;
-        let row = d.row(o);
+    /// The nearest and second nearest medoid of `items` again from every medoid, medoid by
+    /// medoid over its row (d is symmetric): the items of a group lie together in each row,
+    /// where one item's row would be read at k places apart.
+    fn rescan(&mut self, d: &Array2<f64>, medoids: &[usize], items: &[usize]) {
+        for &o in items {
+            self.d1[o] = f64::INFINITY;
+            self.d2[o] = f64::INFINITY;
+        }
         for (i, &m) in medoids.iter().enumerate() {
-            self.offer(o, i, row[m]);
+            let row = d.row(m);
+            for &o in items {
+                self.offer(o, i, row[o]);
+            }
         }
     }
 
@@ -173,6 +179,8 @@ impl Assignment {
     /// `c` is near, change (FasterPAM's update, O(n) plus O(k) per item that lost a medoid).
     fn swapped(&mut self, d: &Array2<f64>, medoids: &[usize], i: usize, c: usize) {
         let row_c = d.row(c);
+        // Items that lost a medoid and are looked at again after.
+        let mut again = Vec::new();
         for o in 0..row_c.len() {
             let x = row_c[o];
             if self.nearest[o] == i {
@@ -180,7 +188,7 @@ impl Assignment {
                     // The new medoid in the old one's place is still the nearest.
                     self.d1[o] = x;
                 } else {
-                    self.rescan(d, medoids, o);
+                    again.push(o);
                 }
             } else if x < self.d1[o] {
                 self.d2[o] = self.d1[o];
@@ -191,13 +199,14 @@ impl Assignment {
                 if x <= self.d2[o] {
                     self.d2[o] = x;
                 } else {
-                    self.rescan(d, medoids, o);
+                    again.push(o);
                 }
             } else if x < self.d2[o] {
                 self.d2[o] = x;
                 self.second[o] = i;
             }
         }
+        self.rescan(d, medoids, &again);
     }
 }
 
@@ -221,47 +230,97 @@ pub fn faster_pam(d: &Array2<f64>, k: usize) -> Medoids {
         r
     };
     let mut loss_removal = removal(&a);
-    let mut last_swap = n; // no swap yet
-    let mut c = 0;
-    if k > 1 {
-        loop {
-            if c == last_swap {
-                break;
-            }
-            if !medoids.contains(&c) {
-                let mut delta = loss_removal.clone();
-                let mut add = 0.0;
-                // d is symmetric: row c holds d(o, c) for every o, in memory order.
-                let row_c = d.row(c);
-                for o in 0..n {
-                    let doc = row_c[o];
-                    let (d1, d2) = (a.d1[o], a.d2[o]);
-                    if doc < d1 {
-                        add += doc - d1;
-                        delta[a.nearest[o]] += d1 - d2;
-                    } else if doc < d2 {
-                        delta[a.nearest[o]] += doc - d2;
-                    }
-                }
-                let (i, best) = delta
-                    .iter()
-                    .enumerate()
-                    .min_by(|a, b| a.1.total_cmp(b.1))
-                    .map(|(i, &v)| (i, v))
-                    .expect("k >= 1");
-                if best + add < -1e-12 {
-                    medoids[i] = c;
-                    a.swapped(d, &medoids, i, c);
-                    loss_removal = removal(&a);
-                    last_swap = c;
-                }
-            }
-            c = (c + 1) % n;
-            if last_swap == n && c == 0 {
-                break;
+    // The change in loss of swapping candidate `c` in, and the medoid it replaces, against the
+    // assignment as it stands (`None` for a medoid).
+    let gain = |a: &Assignment, medoids: &[usize], loss_removal: &[f64], c: usize| {
+        if medoids.contains(&c) {
+            return None;
+        }
+        let mut delta = loss_removal.to_vec();
+        let mut add = 0.0;
+        // d is symmetric: row c holds d(o, c) for every o, in memory order.
+        let row_c = d.row(c);
+        let row_c = row_c.as_slice().expect("a standard-layout matrix");
+        let items = row_c.iter().zip(&a.d1).zip(&a.d2).zip(&a.nearest);
+        for (((&doc, &d1), &d2), &nearest) in items {
+            if doc < d1 {
+                add += doc - d1;
+                delta[nearest] += d1 - d2;
+            } else if doc < d2 {
+                delta[nearest] += doc - d2;
             }
         }
-    }
+        let (i, best) = delta
+            .iter()
+            .enumerate()
+            .min_by(|a, b| a.1.total_cmp(b.1))
+            .map(|(i, &v)| (i, v))
+            .expect("k >= 1");
+        Some((i, best + add))
+    };
+    // Candidates are weighed a batch at a time on every core, against the same assignment; the
+    // first in order that lowers the loss is swapped in and the next batch starts after it: the
+    // swaps, and so the medoids, are those of weighing one candidate at a time.
+    let batch = if n >= 1024 {
+        2 * rayon::current_num_threads()
+    } else {
+        1
+    };
+    // On a worker of the pool, so that each batch is shared without waking this thread.
+    rayon::scope(|_| {
+        if k < 2 {
+            return;
+        }
+        let mut last_swap = n; // no swap yet
+        let mut c = 0;
+        let mut candidates = Vec::with_capacity(batch);
+        loop {
+            // The next candidates up to the last swap (a full turn without one ends the search),
+            // or to the end of the first turn.
+            candidates.clear();
+            let mut next = c;
+            let mut last_turn = false;
+            while candidates.len() < batch {
+                if next == last_swap {
+                    last_turn = true;
+                    break;
+                }
+                candidates.push(next);
+                next = (next + 1) % n;
+                if last_swap == n && next == 0 {
+                    last_turn = true;
+                    break;
+                }
+            }
+            let gains: Vec<Option<(usize, f64)>> = if candidates.len() > 1 {
+                use rayon::prelude::*;
+                candidates
+                    .par_iter()
+                    .map(|&x| gain(&a, &medoids, &loss_removal, x))
+                    .collect()
+            } else {
+                candidates
+                    .iter()
+                    .map(|&x| gain(&a, &medoids, &loss_removal, x))
+                    .collect()
+            };
+            let first = candidates
+                .iter()
+                .zip(&gains)
+                .find_map(|(&x, g)| g.filter(|&(_, v)| v < -1e-12).map(|(i, _)| (x, i)));
+            match first {
+                Some((x, i)) => {
+                    medoids[i] = x;
+                    a.swapped(d, &medoids, i, x);
+                    loss_removal = removal(&a);
+                    last_swap = x;
+                    c = (x + 1) % n;
+                }
+                None if last_turn || candidates.is_empty() => break,
+                None => c = next,
+            }
+        }
+    });
     let loss = a.d1.iter().sum();
     Medoids {
         medoids,
@@ -329,28 +388,32 @@ pub(crate) fn stands_apart_in(
     members: &[usize],
     labels: &[usize],
 ) -> bool {
+    use rayon::prelude::*;
     let n = labels.len();
-    let mut inside = Vec::new();
-    for i in 0..n {
-        for j in 0..i {
-            if labels[i] == labels[j] {
-                inside.push(d[[members[i], members[j]]]);
-            }
-        }
-    }
+    // Row by row on every core: the pairs (i, j < i), read along item i's row.
+    let pairs = |i: usize| {
+        let row = d.row(members[i]);
+        (0..i).map(move |j| (labels[i] == labels[j], row[members[j]]))
+    };
+    let mut inside: Vec<f64> = (0..n)
+        .into_par_iter()
+        .flat_map_iter(|i| pairs(i).filter(|p| p.0).map(|p| p.1))
+        .collect();
     if inside.is_empty() {
         return false;
     }
     let threshold = AutoParams::default().min_ratio * median(&mut inside);
-    let mut between = MedianAtLeast::new(threshold);
-    for i in 0..n {
-        for j in 0..i {
-            if labels[i] != labels[j] {
-                between.add(d[[members[i], members[j]]]);
-            }
-        }
-    }
-    between.holds()
+    (0..n)
+        .into_par_iter()
+        .fold(
+            || MedianAtLeast::new(threshold),
+            |mut m, i| {
+                pairs(i).filter(|p| !p.0).for_each(|p| m.add(p.1));
+                m
+            },
+        )
+        .reduce(|| MedianAtLeast::new(threshold), MedianAtLeast::merge)
+        .holds()
 }
 
 /// Whether the median of values seen one at a time (as [`median`] takes it) is at least a
@@ -372,6 +435,17 @@ impl MedianAtLeast {
             below: 0,
             max_below: f64::NEG_INFINITY,
             min_above: f64::INFINITY,
+        }
+    }
+
+    /// The counts of two parts of the values, as one.
+    fn merge(self, other: Self) -> Self {
+        MedianAtLeast {
+            threshold: self.threshold,
+            count: self.count + other.count,
+            below: self.below + other.below,
+            max_below: self.max_below.max(other.max_below),
+            min_above: self.min_above.min(other.min_above),
         }
     }
 

@@ -74,11 +74,7 @@ pub fn hdbscan(d: &Array2<f64>, p: HdbscanParams) -> Hdbscan {
         })
         .collect();
     // Mutual reachability, straight into the upper triangle the linkage takes.
-    let mut mr = Vec::with_capacity(n * (n - 1) / 2);
-    for i in 0..n {
-        let row = d.row(i);
-        mr.extend((i + 1..n).map(|j| row[j].max(core[i]).max(core[j])));
-    }
+    let mr = crate::linkage::condensed_with(d, |i, j, x| x.max(core[i]).max(core[j]));
     let dendrogram = Dendrogram::from_condensed(n, mr, Linkage::Single);
     let merges = dendrogram.merges();
     // Sizes and children of every dendrogram node (ids >= n are merges).

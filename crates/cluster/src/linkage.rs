@@ -47,13 +47,29 @@ pub struct Dendrogram {
 
 /// The upper triangle of a symmetric matrix, row by row.
 pub fn condensed(m: &Array2<f64>) -> Vec<f64> {
+    condensed_with(m, |_, _, x| x)
+}
+
+/// The upper triangle of `m` row by row with `f(i, j, m[i, j])` for each entry, rows written
+/// on every core.
+pub fn condensed_with(m: &Array2<f64>, f: impl Fn(usize, usize, f64) -> f64 + Sync) -> Vec<f64> {
+    use rayon::prelude::*;
     let n = m.nrows();
-    let mut out = Vec::with_capacity(n * n.saturating_sub(1) / 2);
+    let mut out = lgate_matrix::huge_zeroed(n * n.saturating_sub(1) / 2);
+    let mut rows = Vec::with_capacity(n);
+    let mut rest = out.as_mut_slice();
     for i in 0..n {
-        for j in i + 1..n {
-            out.push(m[[i, j]]);
-        }
+        let (row, tail) = rest.split_at_mut(n - 1 - i);
+        rows.push((i, row));
+        rest = tail;
     }
+    rows.into_par_iter().for_each(|(i, to)| {
+        let from = m.row(i);
+        for (k, t) in to.iter_mut().enumerate() {
+            let j = i + 1 + k;
+            *t = f(i, j, from[j]);
+        }
+    });
     out
 }
 

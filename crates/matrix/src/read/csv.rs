@@ -17,20 +17,13 @@ pub(super) fn parse_plain_decimal(b: &[u8]) -> Option<(f64, usize)> {
     ];
     let negative = b.first() == Some(&b'-');
     let mut i = usize::from(negative);
-    let (mut mantissa, mut digits, mut fraction) = (0u64, 0usize, 0usize);
-    while let Some(d) = b.get(i).filter(|c| c.is_ascii_digit()) {
-        mantissa = mantissa.wrapping_mul(10).wrapping_add(u64::from(d - b'0'));
-        digits += 1;
-        i += 1;
-    }
+    let mut mantissa = 0u64;
+    let mut digits = digit_run(b, &mut i, &mut mantissa);
+    let mut fraction = 0;
     if b.get(i) == Some(&b'.') {
         i += 1;
-        while let Some(d) = b.get(i).filter(|c| c.is_ascii_digit()) {
-            mantissa = mantissa.wrapping_mul(10).wrapping_add(u64::from(d - b'0'));
-            digits += 1;
-            fraction += 1;
-            i += 1;
-        }
+        fraction = digit_run(b, &mut i, &mut mantissa);
+        digits += fraction;
     }
     let plain = digits > 0
         && digits <= 18
@@ -42,6 +35,17 @@ pub(super) fn parse_plain_decimal(b: &[u8]) -> Option<(f64, usize)> {
     }
     let v = mantissa as f64 / POW10[fraction];
     Some((if negative { -v } else { v }, i))
+}
+
+/// Reads the decimal digits of `b` from `*i` on into `mantissa` (wrapping past 2^64: the caller
+/// refuses more than 18 digits); moves `*i` past them and returns how many there were.
+fn digit_run(b: &[u8], i: &mut usize, mantissa: &mut u64) -> usize {
+    let start = *i;
+    while let Some(d) = b.get(*i).filter(|c| c.is_ascii_digit()) {
+        *mantissa = mantissa.wrapping_mul(10).wrapping_add(u64::from(d - b'0'));
+        *i += 1;
+    }
+    *i - start
 }
 
 /// One line cut after its first cell: the first cell (a label or a number, unquoted and
@@ -91,6 +95,18 @@ pub(super) struct RowInfo {
     line: usize,
     first: String,
     count: usize,
+    /// Empty cells (NaN) in the row's slot, counted while it was in cache.
+    nans: usize,
+    /// Whether a cell of its slot is negative.
+    negative: bool,
+}
+
+/// The empty (NaN) cells of a slot, and whether one is negative: each cell looked at without a
+/// branch, right after parsing, while the slot is in cache.
+fn slot_stats(slot: &[f64]) -> (usize, bool) {
+    slot.iter().fold((0, false), |(nans, negative), &x| {
+        (nans + usize::from(x.is_nan()), negative | (x < 0.0))
+    })
 }
 
 /// The rows read so far, every cell of each parsed into one row-major buffer of `width` cells a
@@ -99,7 +115,13 @@ pub(super) struct RowInfo {
 pub(super) struct CsvRows<'p> {
     path: &'p Path,
     width: usize,
+    /// The cells of the rows read so far (the first `used`), then room allocated ahead: zeroed
+    /// by the system as it is first touched, by the core that parses into it.
     cells: Vec<f64>,
+    /// How many of `cells` hold rows read.
+    used: usize,
+    /// The input's size in bytes when known (0 if not), to allocate the cells once.
+    input_bytes: usize,
     rows: Vec<RowInfo>,
     /// The first line, which may be a header.
     first_text: Option<String>,
@@ -117,6 +139,19 @@ pub(super) enum Separator {
     /// Spaces or tabs, as `numpy.savetxt` and many tools write: a line without commas whose
     /// cells are separated by blanks.
     Blank,
+}
+
+/// Lines of text with their numbers.
+type Lines<'a> = Vec<(usize, &'a [u8])>;
+
+/// Whether a line's bytes are a comment or hold nothing, when its first byte that is no ASCII
+/// white space tells (`None`: a line that starts with other text, for [`is_comment_or_blank`]).
+pub(super) fn comment_or_blank(line: &[u8]) -> Option<bool> {
+    match line.trim_ascii_start().first() {
+        None | Some(b'#') => Some(true),
+        Some(c) if c.is_ascii() => Some(false),
+        Some(_) => None,
+    }
 }
 
 /// Whether a line is a comment (`#` first) or holds nothing.
@@ -247,10 +282,13 @@ impl CsvRows<'_> {
                             problem: not_finite(&tail[start..pos]),
                         });
                     }
-                    if let Some(x) = out.get_mut(c) {
-                        *x = v;
-                    }
                 }
+                if let Some(x) = out.get_mut(c) {
+                    *x = v.unwrap_or(f64::NAN);
+                }
+            } else if let Some(x) = out.get_mut(c) {
+                // An empty cell.
+                *x = f64::NAN;
             }
             c += 1;
             if pos >= b.len() {
@@ -261,8 +299,9 @@ impl CsvRows<'_> {
         }
     }
 
-    /// Parses one line into its slot of `width` cells; returns its first cell and its number of
-    /// cells (more than the slot holds when the line is wider).
+    /// Parses one line into its slot of `width` cells, every one written (NaN past the line's
+    /// end); returns its first cell and its number of cells (more than the slot holds when the
+    /// line is wider).
     fn parse_into(
         &self,
         line: usize,
@@ -276,6 +315,9 @@ impl CsvRows<'_> {
         } else {
             1 + self.parse_cells(line, cut.tail, &mut slot[1..])?
         };
+        if let Some(rest) = slot.get_mut(count..) {
+            rest.fill(f64::NAN);
+        }
         Ok((cut.first, count))
     }
 
@@ -283,38 +325,139 @@ impl CsvRows<'_> {
     fn restride(&mut self, width: usize) {
         let old = self.width;
         let mut cells = vec![f64::NAN; self.rows.len() * width];
-        for (to, from) in cells.chunks_mut(width).zip(self.cells.chunks(old)) {
+        for (to, from) in cells
+            .chunks_mut(width)
+            .zip(self.cells[..self.used].chunks(old))
+        {
             to[..old].copy_from_slice(from);
         }
+        for r in &mut self.rows {
+            r.nans += width - old;
+        }
+        self.used = cells.len();
         self.cells = cells;
         self.width = width;
     }
 
-    /// Adds the lines of one block of text whose first line is line `first_line` of the file;
-    /// returns the number of lines in the block.
-    fn add_block(&mut self, text: &str, first_line: usize) -> Result<usize, ReadError> {
+    /// Makes room for at least `need` cells: a fresh zeroed allocation (the system zeroes its
+    /// pages as they are first written, on the core that writes them) with the rows read so far
+    /// copied over, as large as the rest of the input is estimated to need when its size is known
+    /// (`block` lines in `block_bytes` bytes tell the bytes a line).
+    fn reserve(&mut self, need: usize, block: usize, block_bytes: usize) {
+        if self.cells.len() >= need {
+            return;
+        }
+        // Lines of the whole input at this block's bytes a line, with a margin; never more cells
+        // than the input has bytes (a cell takes one at least, its separator).
+        let ahead = if self.input_bytes > 0 && block_bytes > 0 {
+            let lines = self.input_bytes as f64 / block_bytes as f64 * block as f64;
+            let cells = (lines * 1.02 + 4.0) * self.width as f64;
+            (cells as usize).min(self.input_bytes + self.width)
+        } else {
+            0
+        };
+        let mut cells = crate::huge_zeroed(need.max(ahead).max(2 * self.cells.len()));
+        cells[..self.used].copy_from_slice(&self.cells[..self.used]);
+        self.cells = cells;
+    }
+
+    /// Adds the lines of one block, in pieces of whole lines, whose first line is line
+    /// `first_line` of the file; returns the number of lines in the block.
+    fn add_block(&mut self, pieces: &[&[u8]], first_line: usize) -> Result<usize, ReadError> {
+        use rayon::prelude::*;
         if self.separator.is_none() {
-            self.separator = separator_of(text);
+            self.separator = self.separator_in(pieces, first_line)?;
         }
         if self.separator == Some(Separator::Blank) {
-            return self.add_lines(&blanks_to_commas(text), first_line);
+            let mut texts = Vec::with_capacity(pieces.len());
+            let mut line = first_line;
+            for piece in pieces {
+                texts.push(self.utf8(piece, line)?);
+                line += memchr::memchr_iter(b'\n', piece).count();
+            }
+            let commas: Vec<String> = texts.par_iter().map(|t| blanks_to_commas(t)).collect();
+            let commas: Vec<&[u8]> = commas.iter().map(String::as_bytes).collect();
+            return self.add_lines(&commas, first_line);
         }
-        self.add_lines(text, first_line)
+        self.add_lines(pieces, first_line)
+    }
+
+    /// `bytes` as text, or the error naming the line (`bytes` start at line `line`) where they
+    /// stop being UTF-8.
+    fn utf8<'b>(&self, bytes: &'b [u8], line: usize) -> Result<&'b str, ReadError> {
+        std::str::from_utf8(bytes).map_err(|e| ReadError::Shape {
+            path: self.path.to_path_buf(),
+            line: line + memchr::memchr_iter(b'\n', &bytes[..e.valid_up_to()]).count(),
+            message: "the file is neither UTF-8 text (CSV) nor a .npy array".into(),
+        })
+    }
+
+    /// The separator the first line with cells among `pieces` shows, if one has cells.
+    fn separator_in(
+        &self,
+        pieces: &[&[u8]],
+        first_line: usize,
+    ) -> Result<Option<Separator>, ReadError> {
+        let mut line = first_line;
+        for piece in pieces {
+            for l in piece.split(|&b| b == b'\n') {
+                if comment_or_blank(l) != Some(true) {
+                    let text = self.utf8(l, line)?;
+                    if !is_comment_or_blank(text) {
+                        return Ok(separator_of(text));
+                    }
+                }
+                line += 1;
+            }
+            // A piece ends with its line end, which split counts as one more (empty) line.
+            line -= usize::from(piece.ends_with(b"\n"));
+        }
+        Ok(None)
     }
 
     /// [`CsvRows::add_block`] of comma-separated lines.
-    fn add_lines(&mut self, text: &str, first_line: usize) -> Result<usize, ReadError> {
+    fn add_lines(&mut self, pieces: &[&[u8]], first_line: usize) -> Result<usize, ReadError> {
         use rayon::prelude::*;
-        let mut total = 0;
-        let mut lines: Vec<(usize, &str)> = text
-            .split_terminator('\n')
-            .inspect(|_| total += 1)
-            .enumerate()
-            .map(|(k, l)| (first_line + k, l.trim_end_matches('\r')))
-            .filter(|(_, l)| !is_comment_or_blank(l))
+        // Each piece cut into lines on its own core; numbered after. Each line is checked to be
+        // UTF-8 on the core that parses it, while it is in cache.
+        let cut: Vec<(usize, Lines<'_>)> = pieces
+            .par_iter()
+            .map(|piece| {
+                let mut lines = Vec::new();
+                let mut start = 0;
+                let mut count = 0;
+                let ends = memchr::memchr_iter(b'\n', piece).chain(
+                    // The last line may lack its line end.
+                    (piece.last() != Some(&b'\n') && !piece.is_empty()).then_some(piece.len()),
+                );
+                for end in ends {
+                    let mut l = &piece[start..end];
+                    while let [rest @ .., b'\r'] = l {
+                        l = rest;
+                    }
+                    let skip = match comment_or_blank(l) {
+                        Some(known) => known,
+                        None => std::str::from_utf8(l).is_ok_and(is_comment_or_blank),
+                    };
+                    if !skip {
+                        lines.push((count, l));
+                    }
+                    count += 1;
+                    start = end + 1;
+                }
+                (count, lines)
+            })
             .collect();
+        let mut total = 0;
+        let mut lines: Lines<'_> = Vec::new();
+        for (count, piece) in cut {
+            lines.extend(piece.into_iter().map(|(k, l)| (first_line + total + k, l)));
+            total += count;
+        }
+        let text_bytes: usize = pieces.iter().map(|t| t.len()).sum();
         if self.first_text.is_none() && !lines.is_empty() {
             let (line, t) = lines.remove(0);
+            let t = self.utf8(t, line)?;
             let cut = split_first(t);
             // The one line whose width is not known beforehand.
             self.width = if cut.one_cell {
@@ -327,12 +470,16 @@ impl CsvRows<'_> {
                 Ok(_) => self.first_error = None,
                 Err(e) => self.first_error = Some(e),
             }
+            let (nans, negative) = slot_stats(&slot);
+            self.used = slot.len();
             self.cells = slot;
             self.first_text = Some(t.to_string());
             self.rows.push(RowInfo {
                 line,
                 first: cut.first,
                 count: self.width,
+                nans,
+                negative,
             });
         }
         if lines.is_empty() {
@@ -340,31 +487,35 @@ impl CsvRows<'_> {
         }
         loop {
             let width = self.width;
-            let base = self.cells.len();
-            self.cells.resize(base + lines.len() * width, f64::NAN);
+            let base = self.used;
+            let end = base + lines.len() * width;
+            self.reserve(end, total, text_bytes);
             let mut cells = std::mem::take(&mut self.cells);
-            let parsed: Vec<Result<(String, usize), ReadError>> = cells[base..]
+            let parsed: Vec<Result<RowInfo, ReadError>> = cells[base..end]
                 .par_chunks_mut(width)
                 .zip(&lines)
-                .map(|(slot, &(line, t))| self.parse_into(line, t, slot))
+                .map(|(slot, &(line, t))| {
+                    let (first, count) = self.parse_into(line, self.utf8(t, line)?, slot)?;
+                    let (nans, negative) = slot_stats(slot);
+                    Ok(RowInfo {
+                        line,
+                        first,
+                        count,
+                        nans,
+                        negative,
+                    })
+                })
                 .collect();
             self.cells = cells;
-            let parsed = parsed
-                .into_iter()
-                .collect::<Result<Vec<(String, usize)>, ReadError>>()?;
-            let widest = parsed.iter().map(|p| p.1).max().unwrap_or(0);
+            let parsed = parsed.into_iter().collect::<Result<Vec<RowInfo>, _>>()?;
+            let widest = parsed.iter().map(|p| p.count).max().unwrap_or(0);
             if widest > width {
                 // A wider row than any before: every row is widened and the block read again.
-                self.cells.truncate(base);
                 self.restride(widest);
                 continue;
             }
-            self.rows.extend(
-                lines
-                    .iter()
-                    .zip(parsed)
-                    .map(|(&(line, _), (first, count))| RowInfo { line, first, count }),
-            );
+            self.used = end;
+            self.rows.extend(parsed);
             return Ok(total);
         }
     }
@@ -386,6 +537,75 @@ pub(super) fn read_csv_from(
 /// UTF-8's byte-order mark.
 const BOM: &[u8] = b"\xef\xbb\xbf";
 
+impl<'p> CsvRows<'p> {
+    /// No rows yet, of an input of `input_bytes` bytes (0: not known).
+    fn new(path: &'p Path, input_bytes: usize) -> Self {
+        CsvRows {
+            path,
+            width: 0,
+            cells: Vec::new(),
+            used: 0,
+            input_bytes,
+            rows: Vec::new(),
+            first_text: None,
+            first_error: None,
+            separator: None,
+        }
+    }
+
+    /// Adds a block of whole lines whose first is line `line` of the file; returns the line
+    /// after the block, cut into pieces of whole lines that are split and parsed on every core.
+    fn feed(&mut self, block: &[u8], line: usize) -> Result<usize, ReadError> {
+        let ranges = at_line_ends(block, 4 * rayon::current_num_threads());
+        let pieces: Vec<&[u8]> = ranges.into_iter().map(|r| &block[r]).collect();
+        Ok(line + self.add_block(&pieces, line)?)
+    }
+}
+
+/// `b` cut after a line end into about `parts` pieces of whole lines (the last may lack its
+/// line end), as ranges; no piece smaller than 64 KiB but the last.
+pub(super) fn at_line_ends(b: &[u8], parts: usize) -> Vec<std::ops::Range<usize>> {
+    let step = (b.len() / parts.max(1)).max(1 << 16);
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < b.len() {
+        let from = (start + step).min(b.len());
+        let end = b[from..]
+            .iter()
+            .position(|&c| c == b'\n')
+            .map_or(b.len(), |k| from + k + 1);
+        out.push(start..end);
+        start = end;
+    }
+    out
+}
+
+/// Reads CSV held in memory (a file mapped into it, or bytes), in blocks of about `block_bytes`
+/// cut out of it where lines end: nothing is copied but the numbers. `done(k)` is told after
+/// each block that the first `k` bytes are read and will not be looked at again.
+pub(super) fn read_csv_slices(
+    path: &Path,
+    bytes: &[u8],
+    block_bytes: usize,
+    done: &mut dyn FnMut(usize),
+) -> Result<ReadMatrix, ReadError> {
+    let bom = if bytes.starts_with(BOM) { BOM.len() } else { 0 };
+    let mut rest = &bytes[bom..];
+    let mut table = CsvRows::new(path, rest.len());
+    let mut line = 1;
+    while !rest.is_empty() {
+        let from = block_bytes.min(rest.len());
+        let end = match rest[from..].iter().position(|&b| b == b'\n') {
+            Some(k) => from + k + 1,
+            None => rest.len(),
+        };
+        line = table.feed(&rest[..end], line)?;
+        rest = &rest[end..];
+        done(bytes.len() - rest.len());
+    }
+    build_from_rows(table)
+}
+
 /// [`read_csv_from`] with blocks of about `block_bytes`.
 pub(super) fn read_csv_in_blocks(
     path: &Path,
@@ -396,15 +616,7 @@ pub(super) fn read_csv_in_blocks(
         path: path.to_path_buf(),
         error,
     };
-    let mut table = CsvRows {
-        path,
-        width: 0,
-        cells: Vec::new(),
-        rows: Vec::new(),
-        first_text: None,
-        first_error: None,
-        separator: None,
-    };
+    let mut table = CsvRows::new(path, 0);
     let mut pending: Vec<u8> = Vec::new();
     // The file's line number of the first line in `pending`.
     let mut line = 1;
@@ -438,14 +650,7 @@ pub(super) fn read_csv_in_blocks(
                 None => continue,
             }
         };
-        let block = &pending[..end];
-        let newlines = |b: &[u8]| b.iter().filter(|&&c| c == b'\n').count();
-        let text = std::str::from_utf8(block).map_err(|e| ReadError::Shape {
-            path: path.to_path_buf(),
-            line: line + newlines(&block[..e.valid_up_to()]),
-            message: "the file is neither UTF-8 text (CSV) nor a .npy array".into(),
-        })?;
-        line += table.add_block(text, line)?;
+        line = table.feed(&pending[..end], line)?;
         pending.drain(..end);
         if eof {
             break;
@@ -460,6 +665,8 @@ pub(super) fn build_from_rows(table: CsvRows<'_>) -> Result<ReadMatrix, ReadErro
         path,
         width,
         mut cells,
+        used,
+        input_bytes: _,
         rows,
         first_text,
         first_error,
@@ -472,6 +679,7 @@ pub(super) fn build_from_rows(table: CsvRows<'_>) -> Result<ReadMatrix, ReadErro
     };
     let is_number = |s: &str| s.trim().parse::<f64>().is_ok();
     let label_cell = |s: &str| !s.trim().is_empty() && !is_number(s);
+    cells.truncate(used);
     let Some(first_text) = first_text else {
         return Err(shape(
             1,
@@ -558,6 +766,17 @@ pub(super) fn build_from_rows(table: CsvRows<'_>) -> Result<ReadMatrix, ReadErro
     }
     // Row i of the matrix is cells [skip, skip + n) of data row i: moved down in place when every
     // row is that wide (never onto cells still to be moved, as row i lands at i * n <= its slot).
+    // Whether every data row's empty cells are those past its n values, its label and its
+    // diagonal only, as counted while parsing: then no cell of the matrix is empty off the
+    // diagonal, and no second pass over it need say so.
+    let known_full = width >= n + skip
+        && data.iter().enumerate().all(|(i, r)| {
+            let s = slot(i);
+            let label = skip == 1 && s[0].is_nan();
+            r.nans == width - n - skip + usize::from(label) + usize::from(s[skip + i].is_nan())
+        });
+    // Every value finite (parsing refuses any other) and none negative.
+    let known_valid = !data.iter().any(|r| r.negative);
     let mut values = if width >= n + skip {
         for i in 0..n {
             let from = (s0 + i) * width + skip;
@@ -614,13 +833,10 @@ pub(super) fn build_from_rows(table: CsvRows<'_>) -> Result<ReadMatrix, ReadErro
             path.display(),
             if upper_empty { "" } else { " and diagonal" }
         ));
-    } else if let Some((i, j)) = (0..n).find_map(|i| {
-        row_of(i)
-            .iter()
-            .enumerate()
-            .position(|(j, x)| j != i && x.is_nan())
-            .map(|j| (i, j))
-    }) {
+    } else if let Some((i, j)) = (!known_full)
+        .then(|| first_empty_off_diagonal(&values))
+        .flatten()
+    {
         return Err(ReadError::Value {
             path: path.to_path_buf(),
             line: data[i].line,
@@ -654,16 +870,34 @@ pub(super) fn build_from_rows(table: CsvRows<'_>) -> Result<ReadMatrix, ReadErro
         labels,
         move |row, column| (lines[row], column + 1 + skip),
         warnings,
+        known_valid,
     )
 }
 
-/// Checks values, zeroes the diagonal and symmetrises, with warnings for both.
+/// The first cell off the diagonal that is empty (NaN), rows checked on every core without a
+/// branch a cell.
+fn first_empty_off_diagonal(values: &Array2<f64>) -> Option<(usize, usize)> {
+    use rayon::prelude::*;
+    let n = values.nrows();
+    let any_nan = |r: &[f64]| r.iter().fold(false, |acc, x| acc | x.is_nan());
+    let i = (0..n).into_par_iter().find_first(|&i| {
+        let row = values.row(i).to_slice().expect("a standard-layout row");
+        any_nan(&row[..i]) | any_nan(&row[i + 1..])
+    })?;
+    let row = values.row(i);
+    let j = (0..n).find(|&j| j != i && row[j].is_nan())?;
+    Some((i, j))
+}
+
+/// Checks values (unless the reader knows them finite and non-negative: `known_valid`), zeroes
+/// the diagonal and symmetrises, with warnings for both.
 pub(super) fn finish(
     path: &Path,
     values: Array2<f64>,
     labels: Option<Vec<String>>,
     position: impl Fn(usize, usize) -> (usize, usize),
     mut warnings: Vec<String>,
+    known_valid: bool,
 ) -> Result<ReadMatrix, ReadError> {
     let (rows, columns) = values.dim();
     if rows != columns {
@@ -672,7 +906,10 @@ pub(super) fn finish(
             error: MatrixError::NotSquare { rows, columns },
         });
     }
-    if let Some(((i, j), x)) = crate::first_invalid(&values) {
+    if let Some(((i, j), x)) = (!known_valid)
+        .then(|| crate::first_invalid(&values))
+        .flatten()
+    {
         let problem = if !x.is_finite() {
             format!("{x} is not a finite number")
         } else {

@@ -122,15 +122,42 @@ pub fn read_matrix(path: &Path) -> Result<ReadMatrix, ReadError> {
         error,
     };
     let mut magic = [0u8; 6];
+    let mut file = std::fs::File::open(path).map_err(io)?;
     {
         use std::io::Read;
-        let mut f = std::fs::File::open(path).map_err(io)?;
-        let got = f.read(&mut magic).map_err(io)?;
+        let got = file.read(&mut magic).map_err(io)?;
         if got == 6 && &magic == b"\x93NUMPY" {
             return read_npy(path);
         }
     }
-    read_csv_from(path, std::fs::File::open(path).map_err(io)?)
+    // A regular file is mapped into memory and read in place, its pages brought in by the cores
+    // that parse them; anything that cannot be mapped (a pipe) is read as a stream.
+    // SAFETY: the map is only read, and dropped before this returns. Another process truncating
+    // the file meanwhile would end this one (SIGBUS), as it would any reader of a mapped file
+    // (ripgrep, numpy.memmap); one changing its bytes only changes what is read.
+    if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
+        let _ = map.advise(memmap2::Advice::Sequential);
+        // The blocks read are let go of as the reading goes on, so that the file's pages do not
+        // add to the process's memory beside the matrix.
+        let mut released = 0;
+        let mut done = |k: usize| {
+            // SAFETY: DontNeed on a read-only file mapping only drops this process's view of
+            // the pages (the page cache keeps them); touched again, they are read from the file.
+            // Nothing read from these bytes is borrowed past the block that held them.
+            let _ = unsafe {
+                map.unchecked_advise_range(
+                    memmap2::UncheckedAdvice::DontNeed,
+                    released,
+                    k - released,
+                )
+            };
+            released = k;
+        };
+        return read_csv_slices(path, &map, BLOCK_BYTES, &mut done);
+    }
+    use std::io::Seek;
+    file.rewind().map_err(io)?;
+    read_csv_from(path, file)
 }
 
 /// Reads a matrix from the bytes of a file: `.npy` by its magic bytes, CSV otherwise; `path`
@@ -144,10 +171,9 @@ pub fn read_matrix_bytes(path: &Path, bytes: &[u8]) -> Result<ReadMatrix, ReadEr
     }
 }
 
-/// Reads CSV from memory in one block (a block of [`BLOCK_BYTES`] would be allocated for a few
-/// bytes otherwise).
+/// Reads CSV from memory, in place.
 fn read_csv_bytes(path: &Path, bytes: &[u8]) -> Result<ReadMatrix, ReadError> {
-    read_csv_in_blocks(path, bytes, bytes.len().clamp(1, BLOCK_BYTES))
+    read_csv_slices(path, bytes, BLOCK_BYTES, &mut |_| {})
 }
 
 #[cfg(test)]
@@ -249,15 +275,28 @@ mod tests {
             );
             let s = if r % 5 == 0 { format!("-{s}") } else { s };
             let want: f64 = s.parse().unwrap();
-            match parse_plain_decimal(s.as_bytes()) {
-                Some((got, len)) => {
-                    assert_eq!(got.to_bits(), want.to_bits(), "{s}");
-                    assert_eq!(len, s.len(), "{s}");
+            // Alone, and followed by more of a line.
+            for text in [s.clone(), format!("{s},0.123456,7"), format!("{s}/{s}:")] {
+                match parse_plain_decimal(text.as_bytes()) {
+                    Some((got, len)) => {
+                        assert_eq!(got.to_bits(), want.to_bits(), "{text}");
+                        assert_eq!(len, s.len(), "{text}");
+                    }
+                    None => assert!(
+                        s.bytes().filter(u8::is_ascii_digit).count() > 15,
+                        "{text} left to the general parser"
+                    ),
                 }
-                None => assert!(
-                    s.bytes().filter(u8::is_ascii_digit).count() > 15,
-                    "{s} left to the general parser"
-                ),
+            }
+        }
+        // Every byte after a run of digits ends it, however long the run.
+        for stop in (0..=255u8).filter(|b| !b.is_ascii_digit() && !b"eE.".contains(b)) {
+            for k in 1..12 {
+                let mut text = "7".repeat(k).into_bytes();
+                text.push(stop);
+                text.extend_from_slice(b"12345678");
+                let want: f64 = "7".repeat(k).parse().unwrap();
+                assert_eq!(parse_plain_decimal(&text), Some((want, k)), "{text:?}");
             }
         }
         for s in ["1e3", "1.5E-2", "", "-", ".", "12345678901234567890.5"] {
@@ -283,11 +322,70 @@ mod tests {
             for block in [1, 2, 3, 5, 8, 64] {
                 let part = read_csv_in_blocks(Path::new("m.csv"), text.as_bytes(), block);
                 assert_eq!(format!("{part:?}"), whole, "{text:?} in blocks of {block}");
+                let part = read_csv_slices(Path::new("m.csv"), text.as_bytes(), block, &mut |_| {});
+                assert_eq!(format!("{part:?}"), whole, "{text:?} in slices of {block}");
             }
         }
         let m = read_csv(Path::new("m.csv"), texts[2]).unwrap();
         assert_eq!(m.matrix.labels(), ["x", "y", "z"]);
         assert_eq!(m.matrix.get(2, 1), 3.0);
+    }
+
+    #[test]
+    fn large_inputs_read_in_pieces_as_in_one() {
+        // Over 64 KiB a block is cut into pieces checked and split on every core: the rows,
+        // line numbers and errors are those of one piece.
+        let n = 300;
+        let mut text = String::new();
+        for i in 0..n {
+            if i == 150 {
+                text.push_str("# a comment in the middle\n\n");
+            }
+            let row: Vec<String> = (0..n)
+                .map(|j| format!("{:.3}", (i as f64 - j as f64).abs()))
+                .collect();
+            text.push_str(&row.join(","));
+            text.push_str(if i % 7 == 0 { "\r\n" } else { "\n" });
+        }
+        assert!(text.len() > 4 << 16);
+        let path = Path::new("m.csv");
+        let streamed = read_csv_in_blocks(path, text.as_bytes(), 1 << 20).unwrap();
+        let mapped = read_csv_slices(path, text.as_bytes(), BLOCK_BYTES, &mut |_| {}).unwrap();
+        assert_eq!(format!("{mapped:?}"), format!("{streamed:?}"));
+        assert_eq!(mapped.matrix.get(299, 0), 299.0);
+        // A byte that is no UTF-8 on line 251 (row 249 after the comment and blank line).
+        let mut bytes = text.into_bytes();
+        let at = bytes
+            .iter()
+            .enumerate()
+            .filter(|(_, &b)| b == b'\n')
+            .nth(249)
+            .map(|(k, _)| k + 3)
+            .unwrap();
+        bytes[at] = 0xff;
+        for e in [
+            read_csv_slices(path, &bytes, BLOCK_BYTES, &mut |_| {}).unwrap_err(),
+            read_csv_in_blocks(path, &bytes[..], 1 << 20).unwrap_err(),
+        ] {
+            assert!(matches!(e, ReadError::Shape { line: 251, .. }), "{e}");
+        }
+    }
+
+    #[test]
+    fn pieces_cut_at_line_ends_cover_the_input() {
+        let text: Vec<u8> = (0..200_000u32)
+            .map(|k| if k % 997 == 0 { b'\n' } else { b'1' })
+            .collect();
+        for parts in [1, 2, 3, 8, 100] {
+            let pieces = csv::at_line_ends(&text, parts);
+            assert_eq!(pieces.first().map(|r| r.start), Some(0));
+            assert_eq!(pieces.last().map(|r| r.end), Some(text.len()));
+            for w in pieces.windows(2) {
+                assert_eq!(w[0].end, w[1].start);
+                assert_eq!(text[w[0].end - 1], b'\n');
+            }
+        }
+        assert!(csv::at_line_ends(b"", 4).is_empty());
     }
 
     #[test]
@@ -298,6 +396,8 @@ mod tests {
         for block in [1, 2, 3, 5, 64] {
             let part = read_csv_in_blocks(Path::new("m.csv"), marked.as_bytes(), block);
             assert_eq!(format!("{part:?}"), whole, "blocks of {block}");
+            let part = read_csv_slices(Path::new("m.csv"), marked.as_bytes(), block, &mut |_| {});
+            assert_eq!(format!("{part:?}"), whole, "slices of {block}");
         }
     }
 

@@ -55,6 +55,7 @@ pub(super) fn read_npy_from<R: std::io::Read>(
         None,
         |row, column| (row + 1, column + 1),
         Vec::new(),
+        false,
     )
 }
 
