@@ -1,6 +1,6 @@
 //! The flags of `measure` that choose the pair test and what is derived from it.
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use lgate_derive::OutputOptions;
 use lgate_harness::{PairTest, PingPong};
@@ -13,20 +13,20 @@ pub struct TestArgs {
     /// The pair test.
     #[arg(long, value_enum, default_value_t = TestKind::Plogp)]
     test: TestKind,
-    /// PLogP: the largest message size; sizes are 0 and powers of two up to it.
-    #[arg(long, default_value = "2MiB", value_name = "SIZE")]
-    max_size: MessageSize,
+    /// PLogP: the largest message size; sizes are 0 and powers of two up to it [default: 2MiB].
+    #[arg(long, value_name = "SIZE")]
+    max_size: Option<MessageSize>,
     /// Repetitions per message size (and per PLogP procedure).
     #[arg(long, default_value_t = PingPong::DEFAULT_REPS, value_name = "R")]
     reps: usize,
-    /// PLogP: the sender waits K x RTT before timing the receive of o_r(m).
-    #[arg(long, default_value_t = 1.3, value_name = "K")]
-    or_wait: f64,
+    /// PLogP: the sender waits K x RTT before timing the receive of o_r(m) [default: 1.3].
+    #[arg(long, value_name = "K")]
+    or_wait: Option<f64>,
     /// PLogP: the pair test's time budget in seconds, shared by its sizes and procedures: a
     /// procedure stops repeating (after at least 3 repetitions) once its share is spent; 0
-    /// runs every repetition whatever it costs.
-    #[arg(long, default_value_t = PLogPOptions::DEFAULT_BUDGET_S, value_name = "SECONDS")]
-    pair_budget: f64,
+    /// runs every repetition whatever it costs [default: 0.3].
+    #[arg(long, value_name = "SECONDS")]
+    pair_budget: Option<f64>,
     /// PLogP: do not measure midpoints where a size misses the interpolation of its
     /// neighbours.
     #[arg(long)]
@@ -59,11 +59,35 @@ pub enum TestKind {
     Pingpong,
 }
 
+/// `--max-size` unless given: 2 MiB.
+const DEFAULT_MAX_SIZE: usize = 2 << 20;
+
+/// `--or-wait` unless given.
+const DEFAULT_OR_WAIT: f64 = 1.3;
+
 impl TestArgs {
-    /// The pair test the arguments ask for and what is derived from it, checked.
+    /// The pair test the arguments ask for and what is derived from it, checked: a flag of the
+    /// other test is refused, not dropped.
     pub fn test(&self) -> Result<(Box<dyn PairTest>, OutputOptions)> {
         let (test, outputs, largest): (Box<dyn PairTest>, OutputOptions, usize) = match self.test {
             TestKind::Pingpong => {
+                let plogp_only: Vec<&str> = [
+                    (self.max_size.is_some(), "--max-size"),
+                    (self.or_wait.is_some(), "--or-wait"),
+                    (self.pair_budget.is_some(), "--pair-budget"),
+                    (self.no_adaptive, "--no-adaptive"),
+                    (self.raw, "--raw"),
+                ]
+                .into_iter()
+                .filter_map(|(given, flag)| given.then_some(flag))
+                .collect();
+                if !plogp_only.is_empty() {
+                    bail!(
+                        "{} set the PLogP test, not --test pingpong (whose message sizes are \
+                         --sizes)",
+                        plogp_only.join(", ")
+                    );
+                }
                 let sizes: Vec<usize> = match &self.sizes {
                     Some(s) => s.iter().map(|m| m.0).collect(),
                     None => PingPong::default_sizes(),
@@ -78,13 +102,21 @@ impl TestArgs {
                 (Box::new(PingPong::new(sizes, self.reps)?), outputs, largest)
             }
             TestKind::Plogp => {
-                let max = self.max_size.0;
+                if self.sizes.is_some() {
+                    bail!(
+                        "--sizes sets the message sizes of --test pingpong: PLogP measures 0 and \
+                         the powers of two up to --max-size (2MiB unless given), and midpoints \
+                         where they are needed"
+                    );
+                }
+                let max = self.max_size.map_or(DEFAULT_MAX_SIZE, |m| m.0);
+                let budget = self.pair_budget.unwrap_or(PLogPOptions::DEFAULT_BUDGET_S);
                 let options = PLogPOptions {
                     reps: self.reps,
-                    or_wait: self.or_wait,
+                    or_wait: self.or_wait.unwrap_or(DEFAULT_OR_WAIT),
                     adaptive: !self.no_adaptive,
                     raw: self.raw,
-                    budget_s: (self.pair_budget > 0.0).then_some(self.pair_budget),
+                    budget_s: (budget > 0.0).then_some(budget),
                     ..PLogPOptions::new(max)
                 };
                 let outputs = OutputOptions::from_flags(
@@ -98,5 +130,17 @@ impl TestArgs {
         };
         outputs.check_largest(largest)?;
         Ok((test, outputs))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_defaults_the_help_names_are_those_used() {
+        // The help says [default: 0.3] for --pair-budget and [default: 2MiB] for --max-size.
+        assert_eq!(PLogPOptions::DEFAULT_BUDGET_S, 0.3);
+        assert_eq!(DEFAULT_MAX_SIZE, "2MiB".parse::<MessageSize>().unwrap().0);
     }
 }

@@ -69,8 +69,6 @@ fn json_lines_on_request_and_a_crashed_run_resumes_in_its_own_format() {
         "run",
         "--reps",
         "2",
-        "--sizes",
-        "0",
         "--journal",
         "json",
         "--quiet",

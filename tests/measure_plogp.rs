@@ -390,3 +390,39 @@ fn matrix_sizes_above_the_largest_size_are_refused_up_front() {
     );
     assert!(!dir.path().join("run").exists(), "nothing was measured");
 }
+
+#[test]
+fn a_flag_of_the_other_pair_test_is_refused_up_front() {
+    // `--sizes 0,1,5` with PLogP was accepted and ignored (meta.json held powers of two up to
+    // 2 MiB); PLogP's flags with the ping-pong test were dropped the same way.
+    let cases: [(&[&str], &[&str]); 2] = [
+        (
+            &["--sizes", "0,1,5"],
+            &["--sizes sets the message sizes of --test pingpong"],
+        ),
+        (
+            &[
+                "--test",
+                "pingpong",
+                "--max-size",
+                "1KiB",
+                "--pair-budget",
+                "0",
+                "--raw",
+            ],
+            &["--max-size, --pair-budget, --raw set the PLogP test, not --test pingpong"],
+        ),
+    ];
+    for (flags, says) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let mut args = vec!["measure", "--out", "run"];
+        args.extend(flags);
+        let out = common::mpirun(2, &args, dir.path());
+        assert!(!out.status.success(), "{flags:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        for s in says {
+            assert!(stderr.contains(s), "{flags:?}: {stderr}");
+        }
+        assert!(!dir.path().join("run").exists(), "nothing was measured");
+    }
+}

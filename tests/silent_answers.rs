@@ -166,7 +166,7 @@ fn a_resume_without_its_journal_is_refused_not_measured_again() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let args = [
-        "measure", "--plan", "full", "--out", "run", "--reps", "2", "--sizes", "0", "--quiet",
+        "measure", "--plan", "full", "--out", "run", "--reps", "2", "--quiet",
     ];
     success(common::mpirun(3, &args, d));
     let run = d.join("run");
@@ -331,8 +331,6 @@ fn a_resume_repeats_the_launch_or_is_refused() {
         "run",
         "--reps",
         "2",
-        "--sizes",
-        "0",
         "--stop-after",
         "2",
     ];

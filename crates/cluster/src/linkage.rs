@@ -50,11 +50,20 @@ pub fn condensed(m: &Array2<f64>) -> Vec<f64> {
     condensed_with(m, |_, _, x| x)
 }
 
-/// The upper triangle of `m` row by row with `f(i, j, m[i, j])` for each entry, rows written
-/// on every core.
+/// The upper triangle of `m` row by row with `f(i, j, m[i, j])` for each entry, rows of large
+/// matrices written on every core.
 pub fn condensed_with(m: &Array2<f64>, f: impl Fn(usize, usize, f64) -> f64 + Sync) -> Vec<f64> {
     use rayon::prelude::*;
     let n = m.nrows();
+    if n < 512 {
+        // Small (a host's ranks): at once, as sharing it out would cost more.
+        let mut out = Vec::with_capacity(n * n.saturating_sub(1) / 2);
+        for i in 0..n {
+            let row = m.row(i);
+            out.extend((i + 1..n).map(|j| f(i, j, row[j])));
+        }
+        return out;
+    }
     let mut out = lgate_matrix::huge_zeroed(n * n.saturating_sub(1) / 2);
     let mut rows = Vec::with_capacity(n);
     let mut rest = out.as_mut_slice();
