@@ -110,6 +110,13 @@ fn every_mmpi_dat_clusters_as_its_matrix_does() {
             meta["ranks"][0]["host"].as_str().unwrap().len() > 3,
             "host names kept"
         );
+        // `sizes` said "a run written with --no-table", a flag never given: an import has no
+        // PLogP curves, and says so.
+        let out = lgate_plogp_in(dir.path(), &["sizes", &run]);
+        assert!(!out.status.success());
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(said.contains("only a PLogP run writes them"), "{said}");
+        assert!(!said.contains("--no-table"), "{said}");
         let from_run = success(lgate_plogp_in(dir.path(), &["cluster", &run, "--quiet"]));
         let matrix = dat.with_extension("rtt_us.csv");
         let from_matrix = success(lgate_plogp_in(

@@ -426,3 +426,36 @@ fn a_flag_of_the_other_pair_test_is_refused_up_front() {
         assert!(!dir.path().join("run").exists(), "nothing was measured");
     }
 }
+
+#[test]
+fn a_sweep_on_one_host_says_it_has_nothing_to_sweep() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = common::mpirun(
+        2,
+        &[
+            "measure",
+            "--sweep",
+            "--out",
+            "run",
+            "--max-size",
+            "1KiB",
+            "--reps",
+            "2",
+        ],
+        dir.path(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.contains("--sweep: the job is on one host, so there are no pairs between hosts"),
+        "{said}"
+    );
+}

@@ -75,13 +75,18 @@ impl Curves {
     pub fn of_run(run: &Path, pairs: Option<&[(usize, usize)]>) -> Result<Curves, PlotError> {
         let table = run.join(col::MEASUREMENTS_FILE);
         let err = io(&table);
+        let meta = lgate_rundir::RunMeta::read(&run.join(lgate_rundir::META_FILE));
         if !table.is_file() {
-            return Err(err(
-                "no such file (a run written with --no-table has no curves to draw)".into(),
-            ));
+            return Err(err(match &meta {
+                Ok(m) if m.test.name != "plogp" => format!(
+                    "no such file: the curves are PLogP's parameters per message size, and this \
+                     run's pair test is {} (only a PLogP run writes them)",
+                    m.test.name
+                ),
+                _ => "no such file (a run written with --no-table has no curves to draw)".into(),
+            }));
         }
-        let meta = lgate_rundir::RunMeta::read(&run.join(lgate_rundir::META_FILE))
-            .map_err(|e| PlotError::Input(e.to_string()))?;
+        let meta = meta.map_err(|e| PlotError::Input(e.to_string()))?;
         let classes = PairClasses::of_run(run, meta.ranks.len())?;
         // (line, parameter, size) -> values; for single pairs, (p10, median, p90) directly.
         let mut values: HashMap<(usize, String, usize), Vec<f64>> = HashMap::new();

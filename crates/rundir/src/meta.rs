@@ -695,7 +695,19 @@ impl RunMeta {
             format!("{:?}", a.fast_fraction),
             format!("{:?}", b.fast_fraction),
         );
-        differ("topology", a.topology.to_string(), b.topology.to_string());
+        // A topology in words: its ranks are said above, and differ with them.
+        if self.ranks.len() == other.ranks.len() && a.topology != b.topology {
+            let (then, now) = (topology_words(&a.topology), topology_words(&b.topology));
+            if then == now {
+                differ(
+                    "topology",
+                    format!("{then} ({})", a.topology_source),
+                    format!("other groups ({})", b.topology_source),
+                );
+            } else {
+                differ("topology", then, now);
+            }
+        }
         let plan = |p: &Option<PlanInfo>| {
             p.as_ref().map_or("full".to_string(), |p| {
                 format!("{} {} screen {}", p.name, p.parameters, p.screen.parameters)
@@ -703,6 +715,30 @@ impl RunMeta {
         };
         differ("plan", plan(&a.plan), plan(&b.plan));
         out
+    }
+}
+
+/// A topology as the schedule records it, in words: its levels and their groups.
+fn topology_words(t: &serde_json::Value) -> String {
+    let levels: Vec<String> = t["levels"]
+        .as_array()
+        .map(|levels| {
+            levels
+                .iter()
+                .map(|l| {
+                    let groups = l["groups"].as_array().map_or(0, Vec::len);
+                    format!(
+                        "{} of {groups} groups",
+                        l["name"].as_str().unwrap_or("a level")
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if levels.is_empty() {
+        "no level above the ranks".into()
+    } else {
+        format!("levels {}", levels.join(", "))
     }
 }
 
@@ -834,5 +870,28 @@ mod tests {
             d.iter().any(|s| s == "reps (--reps): 8 in the run, 16 now"),
             "{d:?}"
         );
+    }
+
+    #[test]
+    fn a_topology_that_differs_is_told_in_words() {
+        let a = sample();
+        let mut b = sample();
+        b.schedule.topology = serde_json::json!({
+            "levels": [{"name": "node", "groups": [[0], [1]]}],
+            "ranks": b.ranks.len(),
+        });
+        let d = a.plan_differences(&b);
+        assert!(
+            d.iter()
+                .any(|s| s.starts_with("topology: ") && s.ends_with("levels node of 2 groups now")),
+            "{d:?}"
+        );
+        assert!(d.iter().all(|s| !s.contains('{')), "no raw JSON: {d:?}");
+        // Other rank counts: the ranks are named, and the topology (which differs with them)
+        // is not printed as JSON.
+        b.ranks.pop();
+        let d = a.plan_differences(&b);
+        assert!(d.iter().any(|s| s.starts_with("ranks: ")), "{d:?}");
+        assert!(d.iter().all(|s| !s.contains('{')), "no raw JSON: {d:?}");
     }
 }

@@ -320,7 +320,8 @@ pub(super) fn prepare(
 }
 
 /// The staged plan's choices for this machine, and why they differ from `plan`: groups that
-/// share one machine's CPUs test at most half its CPUs' pairs at once (unless the user chose).
+/// share one machine's CPUs test at most half its CPUs' pairs at once (unless the user chose);
+/// a note too when `--sweep` has no pairs between hosts to sweep.
 pub(crate) fn settle_staged(
     plan: &StagedOptions,
     infos: &[lgate_rundir::RankInfo],
@@ -328,6 +329,13 @@ pub(crate) fn settle_staged(
 ) -> (StagedOptions, Vec<String>) {
     let mut choices = plan.clone();
     let mut notes = Vec::new();
+    if plan.sweep && topology.tree().sorted_groups().len() < 2 {
+        notes.push(
+            "--sweep: the job is on one host, so there are no pairs between hosts to sweep (the \
+             pairs inside it are screened as always)"
+                .into(),
+        );
+    }
     if choices.concurrency.is_none() {
         let groups = topology.tree().sorted_groups();
         if let Some((n, why)) = placement::shared_machine_concurrency(infos, &groups) {
