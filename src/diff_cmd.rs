@@ -23,7 +23,8 @@ pub struct DiffArgs {
     #[arg(value_name = "RUN_A")]
     a: PathBuf,
     /// The later run, or the topology the site declares for the machine (a Slurm
-    /// topology.conf, tree or block, or a topology file of ranks): the run is checked against
+    /// topology.conf, tree or block, a Slurm topology.yaml, Kubernetes nodes as `kubectl get
+    /// nodes -o yaml|json` lists them, or a topology file of ranks): the run is checked against
     /// it, level by level.
     #[arg(value_name = "RUN_B|DECLARED")]
     b: PathBuf,
@@ -76,7 +77,13 @@ pub fn run(args: DiffArgs) -> Result<bool> {
         matrices: args.matrices.clone(),
         topology: !args.no_topology,
     };
-    if args.b.is_file() && lgate_diff::declared::is_declared(&args.b) {
+    // A file named as a declared topology is read as one, so that an empty or broken one is
+    // told as such (not as a matrix without rows).
+    let named_declared = (args.b.extension().and_then(|e| e.to_str())).is_some_and(|e| {
+        ["yaml", "yml", "conf", "json", "nwk", "newick", "lgate"]
+            .contains(&e.to_ascii_lowercase().as_str())
+    });
+    if args.b.is_file() && (named_declared || lgate_diff::declared::is_declared(&args.b)) {
         let check = lgate_diff::declared::check_declared(&args.a, &args.b)?;
         let text = match args.format {
             DiffFormat::Text => check.summary(),

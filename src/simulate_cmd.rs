@@ -237,5 +237,12 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         }
         eprintln!("wrote {}/ ({})", out.display(), report.files.join(", "));
     }
+    for (a, b, factor) in lgate_simulate::untested_slow_pairs(&args.change.slow_pair, &out) {
+        eprintln!(
+            "warning: --slow-pair {a}:{b}={factor}: the staged plan did not test this pair \
+             (between hosts it samples a few pairs of each two hosts), so the run does not show \
+             it; give --plan full, or a pair it tested (screen.csv)"
+        );
+    }
     Ok(())
 }

@@ -224,6 +224,23 @@ fn bad_input_is_a_one_line_error_and_exit_code_2() {
     // A matrix file of other hosts matches nothing.
     std::fs::write(d.join("other.csv"), "rank,a,b\na,0,1\nb,1,0\n").unwrap();
     check(&["diff", "run", "other.csv"], "in common");
+    // Declared files that are empty, broken or list no nodes were read as matrices ("no rows
+    // of numbers").
+    std::fs::write(d.join("empty.yaml"), "").unwrap();
+    check(
+        &["diff", "run", "empty.yaml"],
+        "empty.yaml: not a Slurm topology.conf",
+    );
+    std::fs::write(d.join("garbage.conf"), "garbage\n").unwrap();
+    check(
+        &["diff", "run", "garbage.conf"],
+        "garbage.conf: not a Slurm topology.conf",
+    );
+    std::fs::write(d.join("nodes.json"), "{\"items\": []}").unwrap();
+    check(
+        &["diff", "run", "nodes.json"],
+        "a Kubernetes node list without nodes",
+    );
     // The "after" runs of simulate: a host or link that does not exist, a bad factor.
     let mut args = machine();
     args.extend(["--slow-host", "9=1.1", "--output", "x"]);

@@ -667,3 +667,37 @@ fn a_sweep_finds_the_bad_pairs_the_samples_miss_and_retests_them_alone() {
     assert_clean_failure(&outside, "--slow-pair 3:999=2: no rank 999");
     assert!(!d.join("x").exists());
 }
+
+#[test]
+fn a_slow_pair_the_staged_plan_never_tests_is_said() {
+    // `--slow-pair 3:100=2` on simulated fram gave a run identical to one without it, and no
+    // word that the staged plan never tested that pair.
+    let dir = tempfile::tempdir().unwrap();
+    let run = |pair: &str| {
+        common::lgate_plogp_in(
+            dir.path(),
+            &[
+                "simulate",
+                "--preset",
+                "fram",
+                "--slow-pair",
+                pair,
+                "--out",
+                "run",
+                "--force",
+                "--quiet",
+            ],
+        )
+    };
+    let out = run("3:100=2");
+    assert!(out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("--slow-pair 3:100=2: the staged plan did not test this pair"),
+        "{said}"
+    );
+    // A pair inside a host is screened: nothing to warn of.
+    let out = run("0:1=2");
+    assert!(out.status.success());
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"));
+}

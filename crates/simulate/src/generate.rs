@@ -114,6 +114,26 @@ pub struct RankSlowdown {
     pub factor: f64,
 }
 
+/// The slow pairs among `pairs` (rank, other rank, factor) that the staged run `run` never
+/// tested (its screening table holds every pair it tested), which then change nothing in it;
+/// none when the run has no screening table (the full plan tests every pair).
+pub fn untested_slow_pairs(
+    pairs: &[RankSlowdown],
+    run: &std::path::Path,
+) -> Vec<(usize, usize, f64)> {
+    let table = run.join(lgate_rundir::files::SCREEN_TABLE);
+    let Ok(rows) = lgate_rundir::read_screen_table(&table) else {
+        return Vec::new();
+    };
+    let tested: HashSet<(usize, usize)> =
+        rows.iter().map(|r| (r.i.min(r.j), r.i.max(r.j))).collect();
+    pairs
+        .iter()
+        .filter_map(|p| Some((p.rank, p.with?, p.factor)))
+        .filter(|&(a, b, _)| !tested.contains(&(a.min(b), a.max(b))))
+        .collect()
+}
+
 impl RankSlowdown {
     /// Parses `RANK=FACTOR`.
     pub fn parse(s: &str) -> Result<RankSlowdown, DegradationError> {

@@ -30,8 +30,8 @@ pub mod staged;
 
 pub use estimate::{estimate, estimate_staged, Estimate, ScreenTest};
 pub use generate::{
-    Degradation, DegradationError, HostChange, HostChangeError, RankSlowdown, SimulateError,
-    SimulateOptions, Simulation, SimulationReport,
+    untested_slow_pairs, Degradation, DegradationError, HostChange, HostChangeError, RankSlowdown,
+    SimulateError, SimulateOptions, Simulation, SimulationReport,
 };
 pub use layout::Layout;
 pub use model::{MachineModel, ModelError, Placement, UnknownArtifact};

@@ -44,10 +44,13 @@ fn named_tier(rest: &str) -> Option<usize> {
     }
 }
 
-/// Just the kind of a Kubernetes document.
+/// Just the kind of a Kubernetes document, and whether it has items (a list written without
+/// its kind).
 #[derive(Debug, Deserialize)]
 struct Probe {
     kind: Option<String>,
+    #[serde(default)]
+    items: Option<serde::de::IgnoredAny>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -80,8 +83,8 @@ fn read<T: DeserializeOwned>(text: &str) -> Result<T, String> {
 pub fn is_k8s_nodes(text: &str) -> bool {
     let node_kind = |k: &str| matches!(k, "List" | "NodeList" | "Node");
     match read::<Probe>(text) {
-        Ok(Probe { kind: Some(k) }) => node_kind(&k),
-        Ok(_) => false,
+        Ok(Probe { kind: Some(k), .. }) => node_kind(&k),
+        Ok(Probe { kind: None, items }) => items.is_some(),
         Err(_) => text.lines().any(|l| {
             let l = l.trim().trim_end_matches(',').replace('"', "");
             l.strip_prefix("kind:").is_some_and(|k| node_kind(k.trim()))
@@ -98,7 +101,7 @@ pub fn parse_k8s_nodes(text: &str) -> Result<Declared, String> {
         Some("Node") => {
             vec![read::<Node>(text).map_err(|e| format!("not a Kubernetes node: {e}"))?]
         }
-        Some("List" | "NodeList") => {
+        Some("List" | "NodeList") | None if probe.kind.is_some() || probe.items.is_some() => {
             read::<NodeList>(text)
                 .map_err(|e| format!("not a Kubernetes node list: {e}"))?
                 .items
@@ -110,6 +113,9 @@ pub fn parse_k8s_nodes(text: &str) -> Result<Declared, String> {
             ))
         }
     };
+    if nodes.is_empty() {
+        return Err("a Kubernetes node list without nodes: nothing is declared".into());
+    }
     let family = FAMILIES.iter().find(|(prefix, tier)| {
         (nodes.iter()).any(|n| {
             (n.metadata.labels.keys()).any(|k| k.strip_prefix(prefix).and_then(tier).is_some())
@@ -229,6 +235,27 @@ mod tests {
         );
         assert_eq!(d.levels[0].groups[1].hosts, ["n2", "n3"]);
         assert_eq!(d.levels[1].groups[0].hosts, ["n0", "n2"]);
+    }
+
+    #[test]
+    fn a_list_without_its_kind_or_without_nodes_is_told_as_such() {
+        // `{"items": []}` was read as a matrix ("a header but no rows of numbers").
+        for text in [
+            "{\"items\": []}",
+            "items: []\n",
+            "{\"kind\": \"List\", \"items\": []}",
+        ] {
+            assert!(is_k8s_nodes(text), "{text}");
+            let e = parse_k8s_nodes(text).unwrap_err();
+            assert!(e.contains("without nodes"), "{text}: {e}");
+        }
+        let items = [
+            node("n0", &[("network.topology.nvidia.com/leaf", "l1")]),
+            node("n1", &[("network.topology.nvidia.com/leaf", "l2")]),
+        ];
+        let d = parse_k8s_nodes(&format!("{{\"items\": [{}]}}", items.join(","))).unwrap();
+        assert_eq!(d.levels.len(), 1);
+        assert_eq!(d.levels[0].groups.len(), 2);
     }
 
     #[test]
