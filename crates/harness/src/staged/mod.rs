@@ -34,7 +34,9 @@ use lgate_rundir::{PingPongResult, Stage};
 use lgate_topology::{Rank, TopologyNode};
 use serde::{Deserialize, Serialize};
 
-use crate::schedule::{turn, unit_barrier_time, Pair, Schedule, ScheduleError, Step, SweepPair};
+use crate::schedule::{
+    turn, unit_barrier_time, Pair, Schedule, ScheduleError, Step, SweepPair, Turn,
+};
 
 /// The most follow-up tests a staged plan runs per sweep, by kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -534,9 +536,12 @@ impl StagedPlan {
         sweeps: u32,
         done: &'a HashSet<StagedTest>,
     ) -> impl Iterator<Item = StagedStep<'a>> + 'a {
+        // Stage 2 holds nothing when there is one group (and no sweep, whose rounds have
+        // barriers of their own): stage 1's closing barrier would then sit next to the sweep's.
+        let between = self.options.sweep || self.rounds() > 0;
         (0..sweeps).flat_map(move |sweep| {
             self.inside_program(rank, sweep, done)
-                .chain(std::iter::once(StagedStep::Barrier {
+                .chain(between.then_some(StagedStep::Barrier {
                     members: Cow::Borrowed(&self.everyone[..]),
                     id: barrier_id(0, sweep, 0xff_ffff, 0),
                 }))
@@ -552,7 +557,9 @@ impl StagedPlan {
                         .into_iter()
                         .flatten(),
                 )
-                .chain(std::iter::once(StagedStep::Barrier {
+                // Between sweeps; after the last, rank 0 collects every result and tells
+                // every rank the follow-up, which waits for all of them anyway.
+                .chain((sweep + 1 < sweeps).then_some(StagedStep::Barrier {
                     members: Cow::Borrowed(&self.everyone[..]),
                     id: barrier_id(1, sweep, 0xff_ffff, 0),
                 }))
@@ -581,11 +588,16 @@ impl StagedPlan {
                     test: *sp,
                 })
             };
+            // A unit's first test waits for a barrier of its group, which has just passed a
+            // barrier of every rank (the start, the last sweep's end or the wave's opening):
+            // every member leaves it out.
             let steps = (wave == mine)
                 .then(|| self.inside[group].sweep_program(rank, sweep, skip))
                 .into_iter()
                 .flatten()
-                .map(move |step| {
+                .enumerate()
+                .filter(|(k, step)| !(*k == 0 && matches!(step, Step::Barrier { .. })))
+                .map(move |(_, step)| {
                     step.map(
                         |id| barrier_id(0, sweep, group as u64, id & 0xff_ffff),
                         |test| StagedTest {
@@ -687,7 +699,11 @@ impl StagedPlan {
                 })
                 .flat_map(move |(k, stage, pair, turn)| {
                     let id = barrier_id(2, sweep, 0, k as u64);
-                    let barrier = turn.involves(rank).then_some(StagedStep::of_turn(turn, id));
+                    // The first sweep's opening barrier of every member: the broadcast of
+                    // the follow-up, sent once every screening test is in, holds them all.
+                    let opening = sweep == 0 && matches!(turn, Turn::Barrier(_));
+                    let barrier =
+                        (turn.involves(rank) && !opening).then_some(StagedStep::of_turn(turn, id));
                     let test = pair.contains(rank).then_some(StagedStep::Test(StagedTest {
                         stage,
                         test: SweepPair { sweep, pair },
@@ -1231,11 +1247,16 @@ mod tests {
             };
             let plan = StagedPlan::new(&t, 13, 9, &options).unwrap();
             let done = HashSet::new();
+            // Between the two, rank 0 collects every result and broadcasts the follow-up: in
+            // time, a barrier of every rank.
+            let broadcast = Event::Barrier((0..13).collect(), u64::MAX - 7);
             let programs: Vec<Vec<Event>> = (0..13)
                 .map(|r| {
-                    plan.screening_program(r, 1, &done)
-                        .chain(plan.follow_up_program(r, 1, &follow_up, &members, &done))
-                        .map(as_event)
+                    let screening = plan.screening_program(r, 1, &done).map(as_event);
+                    let follow = plan.follow_up_program(r, 1, &follow_up, &members, &done);
+                    screening
+                        .chain(std::iter::once(broadcast.clone()))
+                        .chain(follow.map(as_event))
                         .collect()
                 })
                 .collect();
