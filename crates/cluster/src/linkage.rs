@@ -64,7 +64,7 @@ pub fn condensed_with(m: &Array2<f64>, f: impl Fn(usize, usize, f64) -> f64 + Sy
         }
         return out;
     }
-    let mut out = lgate_matrix::huge_zeroed(n * n.saturating_sub(1) / 2);
+    let mut out = lgate_matrix::zeroed(n * n.saturating_sub(1) / 2);
     let mut rows = Vec::with_capacity(n);
     let mut rest = out.as_mut_slice();
     for i in 0..n {
