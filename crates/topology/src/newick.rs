@@ -16,14 +16,67 @@ use crate::tree::{parse_rank, Topology, TopologyNode, MAX_DEPTH};
 /// Writes a topology as a Newick tree ending in `;` and a newline.
 pub fn to_string(topology: &Topology) -> String {
     let mut out = String::new();
-    write_node(&mut out, topology.tree());
+    let heights = if grows_to_the_root(topology.tree()) {
+        Heights::AsGiven
+    } else {
+        Heights::Stacked
+    };
+    write_node(&mut out, topology.tree(), heights);
     out.push_str(";\n");
     out
 }
 
-fn write_node(out: &mut String, node: &TopologyNode) {
+/// How node heights become the heights a dendrogram draws (branch lengths are differences).
+#[derive(Debug, Clone, Copy)]
+enum Heights {
+    /// Every node at its own height: they grow towards the root (merge distances).
+    AsGiven,
+    /// Every node at its own height plus the highest of its children's drawn heights: heights
+    /// that are each split's separation (`auto`'s) need not grow towards the root, and a
+    /// parent drawn no higher than a child would hide its level behind a branch of length 0.
+    Stacked,
+}
+
+impl Heights {
+    /// The height `node` is drawn at, if it has one.
+    fn of(self, node: &TopologyNode) -> Option<f64> {
+        let below = node
+            .children()
+            .iter()
+            .filter_map(|c| self.of(c))
+            .reduce(f64::max);
+        match (self, node.height(), below) {
+            (Heights::AsGiven, h, _) => h,
+            (Heights::Stacked, Some(h), Some(b)) => Some(h + b),
+            (Heights::Stacked, h, None) => h,
+            (Heights::Stacked, None, Some(_)) => None,
+        }
+    }
+}
+
+/// Whether no node is lower than any node below it.
+fn grows_to_the_root(node: &TopologyNode) -> bool {
+    node.children().iter().all(|c| {
+        grows_to_the_root(c)
+            && match (node.height(), highest(c)) {
+                (Some(h), Some(b)) => h >= b,
+                _ => true,
+            }
+    })
+}
+
+/// The highest height in `node`'s subtree.
+fn highest(node: &TopologyNode) -> Option<f64> {
+    node.children()
+        .iter()
+        .filter_map(highest)
+        .chain(node.height())
+        .reduce(f64::max)
+}
+
+fn write_node(out: &mut String, node: &TopologyNode, heights: Heights) {
     out.push('(');
-    let height = monotone_height(node);
+    let height = heights.of(node);
     match node {
         TopologyNode::Group { ranks, .. } => {
             for (i, r) in ranks.iter().enumerate() {
@@ -41,31 +94,14 @@ fn write_node(out: &mut String, node: &TopologyNode) {
                 if i > 0 {
                     out.push(',');
                 }
-                write_node(out, child);
-                if let (Some(h), Some(c)) = (height, monotone_height(child)) {
+                write_node(out, child, heights);
+                if let (Some(h), Some(c)) = (height, heights.of(child)) {
                     let _ = write!(out, ":{}", h - c);
                 }
             }
         }
     }
     out.push(')');
-}
-
-/// A node's height as a dendrogram draws it: at least the height of everything below it.
-///
-/// Heights from clustering are separations of each split, which need not grow towards the
-/// root; branch lengths are differences of heights and must not be negative.
-fn monotone_height(node: &TopologyNode) -> Option<f64> {
-    let below = node
-        .children()
-        .iter()
-        .filter_map(monotone_height)
-        .reduce(f64::max);
-    match (node.height(), below) {
-        (Some(h), Some(b)) => Some(h.max(b)),
-        (h, None) => h,
-        (None, Some(_)) => None,
-    }
 }
 
 /// Parses a Newick tree whose taxa are rank numbers; `ranks`, when given, bounds them.
@@ -376,8 +412,10 @@ mod tests {
         ])
         .with_height(Some(3.0));
         let text = to_string(&Topology::from_tree(tree, None).unwrap());
-        assert_eq!(text, "(((0,1),(2,3)):0,(4:0.5,5:0.5):8.5);\n");
+        // Drawn stacked: the root at its 3 above its highest child's 9, so its level shows.
+        assert_eq!(text, "(((0,1),(2,3)):3,(4:0.5,5:0.5):11.5);\n");
         assert!(!text.contains(":-"), "{text}");
+        assert!(!text.contains(":0,") && !text.contains(":0)"), "{text}");
     }
 
     #[test]
