@@ -412,15 +412,13 @@ pub fn diff_heatmap<'a>(
     if let (Some(hosts), true) = (hosts, in_rank_order) {
         let by_host =
             Topology::one_group_per_host(hosts).map_err(|e| PlotError::Input(e.to_string()))?;
-        let groups = by_host
-            .levels()
-            .first()
-            .map(|l| l.groups.clone())
-            .unwrap_or_default();
-        let topology = by_host
-            .with_levels(vec![lgate_topology::Level::new("host", groups)])
-            .map_err(|e| PlotError::Input(e.to_string()))?;
-        figure = figure.with_topology(&topology)?;
+        // One host has no level of hosts to draw (its one group is no level).
+        if let Some(groups) = by_host.levels().first().map(|l| l.groups.clone()) {
+            let topology = by_host
+                .with_levels(vec![lgate_topology::Level::new("host", groups)])
+                .map_err(|e| PlotError::Input(e.to_string()))?;
+            figure = figure.with_topology(&topology)?;
+        }
     }
     Ok(figure)
 }
@@ -666,6 +664,18 @@ mod tests {
             figure.note.as_deref(),
             Some("no change; grey: pairs not measured in both runs")
         );
+    }
+
+    #[test]
+    fn a_diff_of_ranks_on_one_host_or_two_draws() {
+        // Real runs of one host (`report --since` of two 4-rank runs failed: no level of hosts).
+        let labels: Vec<String> = (0..4).map(|k| k.to_string()).collect();
+        let z = ndarray::Array2::zeros((4, 4));
+        for hosts in [["a", "a", "a", "a"], ["a", "b", "a", "b"]] {
+            let hosts: Vec<String> = hosts.iter().map(|h| h.to_string()).collect();
+            let figure = diff_heatmap(&z, &labels, (Some(&hosts), "rank"), "t", "n".into());
+            assert!(figure.is_ok(), "{hosts:?}");
+        }
     }
 
     #[test]
