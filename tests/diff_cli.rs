@@ -420,6 +420,39 @@ fn a_run_agrees_with_the_topology_cluster_wrote_from_it_one_rank_a_host() {
 }
 
 #[test]
+fn a_topology_of_one_hosts_ranks_is_told_to_use_diff_or_score() {
+    // One host: no level holds whole hosts, so there is nothing for the declared check to
+    // compare; said in words, with what would compare (exit 2, as a file it cannot check).
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let args = [
+        "simulate",
+        "--preset",
+        "fram",
+        "--machine",
+        "switch=1,node=1,socket=2,core=4",
+        "--plan",
+        "full",
+        "--max-size",
+        "1KiB",
+        "--quiet",
+        "--output",
+        "run",
+    ];
+    success(lgate_plogp_in(d, &args));
+    success(lgate_plogp_in(
+        d,
+        &["cluster", "run", "--output", "topo.json", "--quiet"],
+    ));
+    let out = lgate_plogp_in(d, &["diff", "run", "topo.json"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("all on one host"), "{err}");
+    assert!(err.contains("score --truth RUN"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+#[test]
 fn a_declared_topology_is_checked_host_by_host() {
     // fram with two switches of four hosts each, every pair measured: a topology.conf with
     // fram-n3 and fram-n5 swapped names both (exit 1), the right one agrees (exit 0).

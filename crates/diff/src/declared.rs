@@ -239,6 +239,13 @@ fn of_ranks(
         }
     }
     if levels.is_empty() {
+        let hosts: HashSet<&str> = host_of.values().copied().collect();
+        if hosts.len() == 1 {
+            let host = hosts.into_iter().next().unwrap_or_default();
+            return Err(format!(
+                "the run's ranks are all on one host ({host}): the declared check compares                  groups of hosts; `diff` two runs to compare them, or `score --truth RUN` the                  topology against the run's placement"
+            ));
+        }
         return Err(
             "no level of this topology holds whole hosts of the run in two groups or more".into(),
         );
