@@ -453,6 +453,100 @@ fn a_topology_of_one_hosts_ranks_is_told_to_use_diff_or_score() {
 }
 
 #[test]
+fn groups_declared_apart_that_measure_as_one_are_named() {
+    // fram with two switches of four hosts each: a switch declared as two leaves, a host
+    // declared alone on a third, blocks of one switch that no aggregate joins (BlockSizes=)
+    // each differ (exit 1) and are named; blocks that an aggregate joins agree (exit 0).
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let args = [
+        "simulate",
+        "--preset",
+        "fram",
+        "--machine",
+        "switch=2,node=4,socket=2,core=4",
+        "--plan",
+        "full",
+        "--max-size",
+        "1KiB",
+        "--quiet",
+        "--output",
+        "run",
+    ];
+    success(lgate_plogp_in(d, &args));
+    let cases = [
+        (
+            "split.conf",
+            "SwitchName=s0a Nodes=fram-n[0-1]\nSwitchName=s0b Nodes=fram-n[2-3]\n\
+             SwitchName=s1 Nodes=fram-n[4-7]\n",
+            Some("s0a and s0b: declared apart, measured as one group"),
+        ),
+        (
+            "alone.conf",
+            "SwitchName=s0 Nodes=fram-n[0-3]\nSwitchName=s1 Nodes=fram-n[4-6]\n\
+             SwitchName=s2 Nodes=fram-n7\n",
+            Some("s1 and s2: declared apart, measured as one group"),
+        ),
+        (
+            "across.conf",
+            "BlockName=b0 Nodes=fram-n[0-1]\nBlockName=b1 Nodes=fram-n[4-5]\n\
+             BlockName=b2 Nodes=fram-n[2-3]\nBlockName=b3 Nodes=fram-n[6-7]\nBlockSizes=2,4\n",
+            Some("b0 and b2: declared apart, measured as one group"),
+        ),
+        (
+            "blocks.conf",
+            "BlockName=b0 Nodes=fram-n[0-1]\nBlockName=b1 Nodes=fram-n[2-3]\n\
+             BlockName=b2 Nodes=fram-n[4-5]\nBlockName=b3 Nodes=fram-n[6-7]\nBlockSizes=2,4\n",
+            None,
+        ),
+    ];
+    for (name, text, named) in cases {
+        std::fs::write(d.join(name), text).unwrap();
+        let out = lgate_plogp_in(d, &["diff", "run", name]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        match named {
+            Some(line) => {
+                assert_eq!(out.status.code(), Some(1), "{name}: {text}");
+                assert!(text.contains(line), "{name}: {text}");
+            }
+            None => {
+                assert_eq!(out.status.code(), Some(0), "{name}: {text}");
+                assert!(
+                    text.contains("level aggregate of 4 nodes"),
+                    "{name}: {text}"
+                );
+                assert!(!text.contains("measured as one"), "{name}: {text}");
+            }
+        }
+    }
+    // The aggregate across the switches is not seen either.
+    let out = lgate_plogp_in(d, &["diff", "run", "across.conf"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("the run does not show level(s) aggregate of 4 nodes"),
+        "{text}"
+    );
+    // Two hosts swapped in a tree and in a block topology of one topology.yaml: two hosts.
+    std::fs::write(
+        d.join("both.yaml"),
+        "- topology: fabric\n  cluster_default: true\n  tree:\n    switches:\n\
+         \x20     - switch: s0\n        nodes: fram-n[0-2],fram-n5\n\
+         \x20     - switch: s1\n        nodes: [fram-n3, fram-n4, fram-n6, fram-n7]\n\
+         - topology: blocks\n  cluster_default: false\n  block:\n    blocks:\n\
+         \x20     - block: b0\n        nodes: fram-n[0-2],fram-n5\n\
+         \x20     - block: b1\n        nodes: [fram-n3, fram-n4, fram-n6, fram-n7]\n",
+    )
+    .unwrap();
+    let out = lgate_plogp_in(d, &["diff", "run", "both.yaml"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("verdict: 2 host(s) measured elsewhere than declared"),
+        "{text}"
+    );
+}
+
+#[test]
 fn a_declared_topology_is_checked_host_by_host() {
     // fram with two switches of four hosts each, every pair measured: a topology.conf with
     // fram-n3 and fram-n5 swapped names both (exit 1), the right one agrees (exit 0).

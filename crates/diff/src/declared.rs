@@ -10,7 +10,11 @@
 //!   was measured with and both medians;
 //! - a declared level is **seen** when, the misplaced hosts left out, the pairs between hosts
 //!   of one group are shorter than those between groups (the same test, in the matrix where it
-//!   is surest).
+//!   is surest);
+//! - two groups are **declared apart, measured as one** when the pairs between them are no
+//!   longer than those inside them (medians within 3 %, no z of 3 where the pairs could give
+//!   one) and no coarser declared level joins them: a switch declared as two, a host declared
+//!   alone, blocks of one switch that no aggregate (`BlockSizes=`) joins.
 //!
 //! A slow host of the run's health (report.json) would pull its pairs away from its group's:
 //! its pairs are taken back by its factor first (the larger of a pair's two hosts').
@@ -70,6 +74,24 @@ pub struct LevelCheck {
     pub z: f64,
     /// Hosts measured nearer another group.
     pub misplaced: Vec<Misplaced>,
+    /// Two groups declared apart whose pairs measure as one group's.
+    pub together: Vec<Together>,
+}
+
+/// Two groups of a level declared apart and measured as one: the pairs between them are no
+/// longer than those inside either (a switch declared as two, a host declared alone).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Together {
+    /// The two groups.
+    pub groups: (String, String),
+    /// The median of the pairs inside the two groups, us.
+    pub inside_us: f64,
+    /// The median of the pairs between them, us.
+    pub between_us: f64,
+    /// The Mann-Whitney z of the pairs between them being longer.
+    pub z: f64,
+    /// The pairs compared.
+    pub pairs: usize,
 }
 
 /// A run checked against a declared topology.
@@ -95,7 +117,7 @@ impl DeclaredCheck {
     pub fn differs(&self) -> bool {
         self.levels
             .iter()
-            .any(|l| !l.seen || !l.misplaced.is_empty())
+            .any(|l| !l.seen || !l.misplaced.is_empty() || !l.together.is_empty())
     }
 }
 
@@ -188,7 +210,7 @@ pub fn check_declared(run: &Path, file: &Path) -> Result<DeclaredCheck, DiffErro
     let (single, judged): (Vec<&DeclaredLevel>, Vec<&DeclaredLevel>) =
         (declared.levels.iter()).partition(|l| l.groups.iter().all(|g| g.hosts.len() <= 1));
     let levels = (judged.into_iter())
-        .map(|level| check_level(level, &values))
+        .map(|level| check_level(level, &values, &joined_above(level, &declared.levels)))
         .collect();
     Ok(DeclaredCheck {
         run: run.to_path_buf(),
@@ -328,7 +350,38 @@ fn host_pair_values(side: &RunSide, slow: &HashMap<String, f64>) -> HostPairValu
 /// One declared level against each matrix's pairs: its hosts measured nearer another group
 /// (each where the evidence is surest), then, without them, whether its groups stand apart
 /// (where they stand apart most).
-fn check_level(level: &DeclaredLevel, values: &HostPairValues) -> LevelCheck {
+/// The pairs of `level`'s groups (by index) that a coarser level of `all` (fewer groups) puts
+/// in one group: declared together above, so not declared apart.
+fn joined_above(level: &DeclaredLevel, all: &[DeclaredLevel]) -> HashSet<(usize, usize)> {
+    let mut out = HashSet::new();
+    for above in all.iter().filter(|a| a.groups.len() < level.groups.len()) {
+        let group_of: HashMap<&str, usize> = (above.groups.iter().enumerate())
+            .flat_map(|(g, grp)| grp.hosts.iter().map(move |h| (h.as_str(), g)))
+            .collect();
+        // The group above that holds all of a group's hosts, if one does.
+        let within: Vec<Option<usize>> = (level.groups.iter())
+            .map(|grp| {
+                let mut at = grp.hosts.iter().map(|h| group_of.get(h.as_str()).copied());
+                let first = at.next().flatten()?;
+                at.all(|g| g == Some(first)).then_some(first)
+            })
+            .collect();
+        for g in 0..within.len() {
+            for h in g + 1..within.len() {
+                if within[g].is_some() && within[g] == within[h] {
+                    out.insert((g, h));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn check_level(
+    level: &DeclaredLevel,
+    values: &HostPairValues,
+    joined: &HashSet<(usize, usize)>,
+) -> LevelCheck {
     // Hosts in doubt first (a lower bar), then every host judged against the hosts not in
     // doubt: in small groups a swapped host's partner, counted in the group it is nearer,
     // weighs against it (two leaves of four hosts: z at most 3.4 with it, 4.2 without).
@@ -378,6 +431,7 @@ fn check_level(level: &DeclaredLevel, values: &HostPairValues) -> LevelCheck {
             between_us: b,
             z,
             misplaced: Vec::new(),
+            together: Vec::new(),
         };
         if best.as_ref().is_none_or(|x| check.z > x.z) {
             best = Some(check);
@@ -392,9 +446,77 @@ fn check_level(level: &DeclaredLevel, values: &HostPairValues) -> LevelCheck {
         between_us: f64::NAN,
         z: 0.0,
         misplaced: Vec::new(),
+        together: Vec::new(),
     });
+    if let Some((_, by)) = values.iter().find(|(m, _)| *m == check.matrix) {
+        check.together = together(level, by, &group_of, joined);
+    }
     check.misplaced = moved.into_values().collect();
     check
+}
+
+/// The groups of `level` declared apart whose pairs with each other measure as those inside
+/// them do (in the matrix `by`; hosts by `group_of`, the misplaced left out): the median between
+/// them within [`LEAST_GAP`] of the median inside, and no Mann-Whitney z of [`Z_DECLARED`] for
+/// the pairs between being longer, where the pairs are enough for such a z.
+fn together(
+    level: &DeclaredLevel,
+    by: &HashMap<(String, String), Vec<f64>>,
+    group_of: &HashMap<&str, usize>,
+    joined: &HashSet<(usize, usize)>,
+) -> Vec<Together> {
+    let n = level.groups.len();
+    // Per group, its pairs inside; per two groups, the pairs between them.
+    let mut inside: Vec<Vec<f64>> = vec![Vec::new(); n];
+    let mut between: HashMap<(usize, usize), Vec<f64>> = HashMap::new();
+    for ((a, b), v) in by {
+        let (Some(&ga), Some(&gb)) = (group_of.get(a.as_str()), group_of.get(b.as_str())) else {
+            continue;
+        };
+        if ga == gb {
+            inside[ga].extend(v);
+        } else {
+            between
+                .entry((ga.min(gb), ga.max(gb)))
+                .or_default()
+                .extend(v);
+        }
+    }
+    let mut out = Vec::new();
+    let mut keys: Vec<(usize, usize)> = (between.keys())
+        .filter(|k| !joined.contains(k))
+        .copied()
+        .collect();
+    keys.sort_unstable();
+    for (g, h) in keys {
+        let mut apart = between[&(g, h)].clone();
+        let mut within: Vec<f64> = inside[g].iter().chain(&inside[h]).copied().collect();
+        if !could_decide(within.len(), apart.len()) {
+            continue;
+        }
+        let z = lgate_stats::mann_whitney_z(&within, &apart);
+        let (i, b) = (
+            lgate_stats::median(&mut within),
+            lgate_stats::median(&mut apart),
+        );
+        if b <= (1.0 + LEAST_GAP) * i && z < Z_DECLARED {
+            out.push(Together {
+                groups: (level.groups[g].name.clone(), level.groups[h].name.clone()),
+                inside_us: i,
+                between_us: b,
+                z,
+                pairs: within.len() + apart.len(),
+            });
+        }
+    }
+    out
+}
+
+/// Whether samples of `n1` and `n2` values could give a Mann-Whitney z of [`Z_DECLARED`] (the
+/// z when every value of one exceeds every value of the other).
+fn could_decide(n1: usize, n2: usize) -> bool {
+    let (a, b) = (n1 as f64, n2 as f64);
+    a > 0.0 && b > 0.0 && (a * b / 2.0) / (a * b * (a + b + 1.0) / 12.0).sqrt() >= Z_DECLARED
 }
 
 /// The hosts of `level` measured nearer another group than their own in one matrix, by a
@@ -505,24 +627,42 @@ impl DeclaredCheck {
                     m.host, m.declared, m.nearer, m.to_nearer_us, m.nearer, m.to_declared_us, m.declared, m.z, m.pairs
                 );
             }
+            for t in &l.together {
+                out += &format!(
+                    "  {} and {}: declared apart, measured as one group ({:.3} us between them against {:.3} us inside; z {:.1} over {} pairs)\n",
+                    t.groups.0, t.groups.1, t.between_us, t.inside_us, t.z, t.pairs
+                );
+            }
         }
-        let hosts: usize = self.levels.iter().map(|l| l.misplaced.len()).sum();
+        // A host misplaced at two levels (a tree and a block topology of one file) is one host.
+        let hosts = (self.levels.iter())
+            .flat_map(|l| l.misplaced.iter().map(|m| m.host.as_str()))
+            .collect::<HashSet<&str>>()
+            .len();
+        let joined: usize = self.levels.iter().map(|l| l.together.len()).sum();
         let unseen: Vec<&str> = (self.levels.iter())
             .filter(|l| !l.seen)
             .map(|l| l.name.as_str())
             .collect();
-        out += &match (hosts, unseen.is_empty()) {
-            (0, true) => "verdict: the run agrees with the declared topology\n".to_string(),
-            (n, true) => format!("verdict: {n} host(s) measured elsewhere than declared\n"),
-            (n, false) => format!(
-                "verdict: the run does not show level(s) {}{}\n",
-                unseen.join(", "),
-                if n > 0 {
-                    format!("; {n} host(s) measured elsewhere than declared")
-                } else {
-                    String::new()
-                }
-            ),
+        let mut findings = Vec::new();
+        if !unseen.is_empty() {
+            findings.push(format!(
+                "the run does not show level(s) {}",
+                unseen.join(", ")
+            ));
+        }
+        if hosts > 0 {
+            findings.push(format!("{hosts} host(s) measured elsewhere than declared"));
+        }
+        if joined > 0 {
+            findings.push(format!(
+                "{joined} pair(s) of groups declared apart measured as one"
+            ));
+        }
+        out += &if findings.is_empty() {
+            "verdict: the run agrees with the declared topology\n".to_string()
+        } else {
+            format!("verdict: {}\n", findings.join("; "))
         };
         out
     }
@@ -553,6 +693,13 @@ impl DeclaredCheck {
                     "to_nearer_us": finite(m.to_nearer_us),
                     "z": finite(m.z),
                     "pairs": m.pairs,
+                })).collect::<Vec<_>>(),
+                "together": l.together.iter().map(|t| serde_json::json!({
+                    "groups": [t.groups.0, t.groups.1],
+                    "inside_us": finite(t.inside_us),
+                    "between_us": finite(t.between_us),
+                    "z": finite(t.z),
+                    "pairs": t.pairs,
                 })).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
         })

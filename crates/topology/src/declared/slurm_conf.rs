@@ -30,6 +30,7 @@ pub(super) enum Below {
 pub fn parse_slurm_conf(text: &str) -> Result<Declared, String> {
     let mut switches: Vec<(String, Below)> = Vec::new();
     let mut blocks: Vec<DeclaredGroup> = Vec::new();
+    let mut sizes: Vec<usize> = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let line = strip_comment(line).trim();
         if line.is_empty() {
@@ -76,7 +77,9 @@ pub fn parse_slurm_conf(text: &str) -> Result<Declared, String> {
                 name: name.clone(),
                 hosts: expand("nodes", "Nodes")?,
             });
-        } else if !fields.contains_key("blocksizes") {
+        } else if let Some(list) = fields.get("blocksizes") {
+            sizes = parse_block_sizes(list).map_err(|e| bad(format!("BlockSizes={list}: {e}")))?;
+        } else {
             return Err(bad("neither SwitchName=, BlockName= nor BlockSizes=".into()));
         }
     }
@@ -85,7 +88,7 @@ pub fn parse_slurm_conf(text: &str) -> Result<Declared, String> {
         (false, false) => Err("both switches and blocks: one plugin's file at a time".into()),
         (true, false) => Ok(Declared {
             format: "Slurm topology.conf (block)".into(),
-            levels: block_levels(blocks)?,
+            levels: block_levels(blocks, &sizes)?,
         }),
         (false, true) => Ok(Declared {
             format: "Slurm topology.conf (tree)".into(),
@@ -94,17 +97,57 @@ pub fn parse_slurm_conf(text: &str) -> Result<Declared, String> {
     }
 }
 
-/// The level of topology/block's blocks (none with one block).
-pub(super) fn block_levels(blocks: Vec<DeclaredGroup>) -> Result<Vec<DeclaredLevel>, String> {
+/// The sizes of `BlockSizes=` (nodes, comma-separated).
+pub(super) fn parse_block_sizes(list: &str) -> Result<Vec<usize>, String> {
+    list.split(',')
+        .map(|v| match v.trim().parse::<usize>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(format!("`{v}` is not a number of nodes")),
+        })
+        .collect()
+}
+
+/// The levels of topology/block: the blocks, then each aggregate size of `sizes` (in nodes)
+/// larger than a block, as runs of consecutive blocks in the file's order (Slurm's planning
+/// aggregates); levels of one group left out.
+pub(super) fn block_levels(
+    blocks: Vec<DeclaredGroup>,
+    sizes: &[usize],
+) -> Result<Vec<DeclaredLevel>, String> {
     check_once(blocks.iter().map(|b| (&b.name, &b.hosts)))?;
-    Ok(if blocks.len() >= 2 {
-        vec![DeclaredLevel {
+    let base = blocks.iter().map(|b| b.hosts.len()).max().unwrap_or(1);
+    let mut levels = Vec::new();
+    if blocks.len() >= 2 {
+        levels.push(DeclaredLevel {
             name: "block".into(),
-            groups: blocks,
-        }]
-    } else {
-        Vec::new()
-    })
+            groups: blocks.clone(),
+        });
+    }
+    for &size in sizes.iter().filter(|&&s| s > base) {
+        if size % base != 0 {
+            return Err(format!(
+                "BlockSizes {size} is not a multiple of the blocks' {base} nodes"
+            ));
+        }
+        let groups: Vec<DeclaredGroup> = blocks
+            .chunks(size / base)
+            .map(|run| DeclaredGroup {
+                name: run
+                    .iter()
+                    .map(|b| b.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join("+"),
+                hosts: run.iter().flat_map(|b| b.hosts.iter().cloned()).collect(),
+            })
+            .collect();
+        if groups.len() >= 2 {
+            levels.push(DeclaredLevel {
+                name: format!("aggregate of {size} nodes"),
+                groups,
+            });
+        }
+    }
+    Ok(levels)
 }
 
 /// Each host in one group only.
@@ -237,6 +280,38 @@ mod tests {
         .unwrap();
         assert_eq!(d.levels.len(), 1);
         assert_eq!(d.levels[0].groups[1].hosts, ["n5", "n6", "n7", "n8"]);
+    }
+
+    #[test]
+    fn block_sizes_aggregate_consecutive_blocks() {
+        let d = parse_slurm_conf(
+            "BlockName=b0 Nodes=n[1-2]\nBlockName=b1 Nodes=n[3-4]\nBlockName=b2 Nodes=n[5-6]\n\
+             BlockName=b3 Nodes=n[7-8]\nBlockSizes=2,4,8\n",
+        )
+        .unwrap();
+        let names: Vec<&str> = d.levels.iter().map(|l| l.name.as_str()).collect();
+        // 8 nodes is every block: one group, no level.
+        assert_eq!(names, ["block", "aggregate of 4 nodes"]);
+        let agg = &d.levels[1].groups;
+        assert_eq!(agg[0].name, "b0+b1");
+        assert_eq!(agg[1].hosts, ["n5", "n6", "n7", "n8"]);
+        for (sizes, problem) in [
+            (
+                "3,6",
+                "BlockSizes 3 is not a multiple of the blocks' 2 nodes",
+            ),
+            (
+                "2,x",
+                "line 5: BlockSizes=2,x: `x` is not a number of nodes",
+            ),
+        ] {
+            let text = format!(
+                "BlockName=b0 Nodes=n[1-2]\nBlockName=b1 Nodes=n[3-4]\nBlockName=b2 Nodes=n[5-6]\n\
+                 BlockName=b3 Nodes=n[7-8]\nBlockSizes={sizes}\n"
+            );
+            let e = parse_slurm_conf(&text).unwrap_err();
+            assert!(e.contains(problem), "{sizes}: {e}");
+        }
     }
 
     #[test]

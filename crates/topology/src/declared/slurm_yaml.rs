@@ -32,6 +32,9 @@ struct YamlSwitch {
 #[derive(Debug, Deserialize)]
 struct YamlBlock {
     blocks: Vec<YamlBlockEntry>,
+    /// Slurm's planning aggregate sizes, in nodes.
+    #[serde(default)]
+    block_sizes: Vec<usize>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -127,7 +130,7 @@ pub fn parse_slurm_yaml(text: &str) -> Result<Declared, String> {
                             .map_err(bad)?,
                     });
                 }
-                block_levels(groups).map_err(bad)?
+                block_levels(groups, &block.block_sizes).map_err(bad)?
             }
         };
         if shaped > 1 {
