@@ -117,11 +117,12 @@ fn the_report_loads_in_a_headless_browser() {
 /// Measures the report at `path` as laid out in a 1400 x 900 window: a copy with a script
 /// that writes, into the page, the page's width against the window's, where the topology's
 /// table ends, and each heading with nothing under it. The report itself holds no script.
-fn layout_at_1400(path: &std::path::Path) -> (f64, f64, f64, Vec<String>) {
+fn layout_at_1400(path: &std::path::Path) -> (f64, f64, f64, f64, Vec<String>) {
     const PROBE: &str = r##"<script>
 window.addEventListener("load", () => {
   const root = document.documentElement;
   const table = document.querySelector("#topology ~ table");
+  const health = document.getElementById("health");
   const empty = [];
   const heads = Array.from(document.querySelectorAll("h2, h3, h4"));
   for (const h of heads) {
@@ -139,6 +140,7 @@ window.addEventListener("load", () => {
   out.textContent = JSON.stringify({
     page: root.scrollWidth, window: root.clientWidth,
     topology: table ? table.getBoundingClientRect().bottom : -1,
+    health: health ? health.getBoundingClientRect().top : -1,
     empty: empty,
   });
   document.body.appendChild(out);
@@ -165,12 +167,14 @@ window.addEventListener("load", () => {
         v["page"].as_f64().unwrap(),
         v["window"].as_f64().unwrap(),
         v["topology"].as_f64().unwrap(),
+        v["health"].as_f64().unwrap(),
         empty,
     )
 }
 
 #[test]
-fn at_1400_px_the_report_fits_the_window_shows_the_topology_first_and_no_empty_section() {
+fn at_1400_px_the_report_fits_the_window_shows_the_topology_and_health_first_and_no_empty_section()
+{
     // A staged run of the default machine (one odd host, so the facts table is widest) and
     // a full run: both plans' health sections differ.
     let dir = tempfile::tempdir().unwrap();
@@ -197,7 +201,8 @@ fn at_1400_px_the_report_fits_the_window_shows_the_topology_first_and_no_empty_s
             d,
             &["report", run, "--output", &format!("{run}.html")],
         ));
-        let (page, window, topology, empty) = layout_at_1400(&d.join(format!("{run}.html")));
+        let (page, window, topology, health, empty) =
+            layout_at_1400(&d.join(format!("{run}.html")));
         assert!(
             page <= window,
             "{run}: the page is {page} px wide in a {window} px window"
@@ -205,6 +210,12 @@ fn at_1400_px_the_report_fits_the_window_shows_the_topology_first_and_no_empty_s
         assert!(
             topology > 0.0 && topology <= 900.0,
             "{run}: the topology's table ends at {topology} px, below the first screen"
+        );
+        // The health comes before the tree's outline and dendrogram (at a thousand hosts the
+        // outline alone was thousands of lines above it).
+        assert!(
+            health > topology && health <= 900.0,
+            "{run}: the health starts at {health} px, below the first screen"
         );
         assert!(
             empty.is_empty(),

@@ -335,12 +335,14 @@ pub fn report_html(run: &Path, inputs: &ReportInputs) -> Result<String, PlotErro
     }
     lead(&mut html, &meta);
 
-    // The answer: the topology, what changed, the health.
+    // The answer: the topology's levels, what changed, the health; then the tree itself (on a
+    // machine of a thousand hosts its outline alone is thousands of lines).
     topology_section(&mut html, run, inputs)?;
     if let Some(diff) = &inputs.diff {
         diff_section(&mut html, diff)?;
     }
     health::health_section(&mut html, report.as_ref(), run, inputs.topology)?;
+    tree_section(&mut html, inputs.topology)?;
 
     // The pictures: heat maps, then the curves.
     if input.dense().is_none() {
@@ -462,10 +464,28 @@ fn topology_section(html: &mut String, run: &Path, inputs: &ReportInputs) -> Res
     html.push_str("</table>\n");
     confidence_line(html, inputs.topology);
     score_against_placement(html, run, inputs.topology);
-    let outline = lgate_topology::outline(inputs.topology, OutlineOptions { max_depth: Some(3) });
-    let _ = writeln!(html, "<pre>{}</pre>", escape(&outline));
+    Ok(())
+}
+
+/// The outline lines shown open; a longer outline is folded (a click opens it).
+const OPEN_OUTLINE_LINES: usize = 40;
+
+/// The topology's tree: its outline (folded when long) and its dendrogram.
+fn tree_section(html: &mut String, topology: &Topology) -> Result<(), PlotError> {
+    html.push_str("<h2 id=\"tree\">Topology tree</h2>\n");
+    let outline = lgate_topology::outline(topology, OutlineOptions { max_depth: Some(3) });
+    let lines = outline.lines().count();
+    if lines > OPEN_OUTLINE_LINES {
+        let _ = writeln!(
+            html,
+            "<details><summary>The outline, {lines} lines (open it)</summary><pre>{}</pre></details>",
+            escape(&outline)
+        );
+    } else {
+        let _ = writeln!(html, "<pre>{}</pre>", escape(&outline));
+    }
     html.push_str(&img(
-        &Dendrogram::new(inputs.topology, "the topology"),
+        &Dendrogram::new(topology, "the topology"),
         "dendrogram of the topology",
     )?);
     html.push('\n');
