@@ -532,18 +532,19 @@ fn blocks_of_dense(sizes: &[&Array2<f64>], hosts: &DenseHosts) -> (HostBlocks, B
 
 /// A host's block with a pair not measured holding the median of those measured.
 pub(crate) fn filled_block(b: &Array2<f64>) -> Array2<f64> {
+    let fill = block_median(b).unwrap_or(0.0);
+    b.mapv(|x| if x.is_finite() { x } else { fill })
+}
+
+/// The median of a host block's measured pairs (above its diagonal), if it has any.
+pub(crate) fn block_median(b: &Array2<f64>) -> Option<f64> {
     let n = b.nrows();
     let mut measured: Vec<f64> = (0..n)
         .flat_map(|a| (a + 1..n).map(move |c| (a, c)))
         .map(|(a, c)| b[[a, c]])
         .filter(|x| x.is_finite())
         .collect();
-    let fill = if measured.is_empty() {
-        0.0
-    } else {
-        median(&mut measured)
-    };
-    b.mapv(|x| if x.is_finite() { x } else { fill })
+    (!measured.is_empty()).then(|| median(&mut measured))
 }
 
 /// The tree of the hosts `t` (items: hosts) with each host replaced by its own tree: a group of

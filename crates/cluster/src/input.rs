@@ -236,10 +236,16 @@ impl ClusterInput {
             return None;
         };
         let h = blocks.index.hosts.len();
-        let values = blocks
+        let mut values = blocks
             .links
             .matrix(*k, h)
             .mapv(|x| if x.is_finite() { x } else { 0.0 });
+        // Each host's own median inside on the diagonal, as the report says it is.
+        for (x, block) in blocks.blocks.iter().enumerate().take(h) {
+            if let Some(m) = crate::by_hosts::block_median(&block.values[*k]) {
+                values[[x, x]] = m;
+            }
+        }
         let labels = blocks.index.hosts.iter().map(|x| x.name.clone()).collect();
         DistanceMatrix::new(values, Some(labels)).ok()
     }

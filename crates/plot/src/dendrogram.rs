@@ -63,6 +63,9 @@ pub fn rank_ranges(ranks: &[usize]) -> String {
     parts.join(",")
 }
 
+/// Children of one node closer than this many pixels apart are drawn as one band.
+const DENSE_STEMS: f64 = 4.0;
+
 impl Figure for Dendrogram<'_> {
     fn size(&self) -> (u32, u32) {
         (WIDTH, HEIGHT)
@@ -203,22 +206,48 @@ impl Figure for Dendrogram<'_> {
                         kids.first().map_or(0.0, |k| k.x),
                         kids.last().map_or(0.0, |k| k.x),
                     );
-                    root.draw(&PathElement::new(
-                        vec![(first.round() as i32, y), (last.round() as i32, y)],
-                        BLACK.stroke_width(2),
-                    ))
-                    .map_err(e)?;
-                    for k in &kids {
-                        let top = if k.depth == d + 1 { y_of(d + 1) } else { y };
+                    // Children closer than a stem's room (a thousand hosts under one switch):
+                    // one grey band for them all, their number in it, not a black block of
+                    // stems.
+                    let dense =
+                        kids.len() > 1 && (last - first) / ((kids.len() - 1) as f64) < DENSE_STEMS;
+                    if dense {
+                        let bottom = kids.iter().map(|k| y_of(k.depth)).min().unwrap_or(y);
+                        root.draw(&Rectangle::new(
+                            [(first.round() as i32, y), (last.round() as i32, bottom)],
+                            RGBColor(150, 150, 150).mix(0.6).filled(),
+                        ))
+                        .map_err(e)?;
+                        if last - first > 120.0 {
+                            root.draw(&Text::new(
+                                format!("{} groups", kids.len()),
+                                (((first + last) / 2.0).round() as i32, (y + bottom) / 2),
+                                anchored(15.0, HPos::Center, VPos::Center),
+                            ))
+                            .map_err(e)?;
+                        }
+                    } else {
                         root.draw(&PathElement::new(
-                            vec![(k.x.round() as i32, y), (k.x.round() as i32, top)],
+                            vec![(first.round() as i32, y), (last.round() as i32, y)],
                             BLACK.stroke_width(2),
                         ))
                         .map_err(e)?;
+                        for k in &kids {
+                            let top = if k.depth == d + 1 { y_of(d + 1) } else { y };
+                            root.draw(&PathElement::new(
+                                vec![(k.x.round() as i32, y), (k.x.round() as i32, top)],
+                                BLACK.stroke_width(2),
+                            ))
+                            .map_err(e)?;
+                        }
                     }
                     let x = (first + last) / 2.0;
-                    // Beside the stem from above, not on it.
-                    if let Some(h) = height {
+                    // Beside the stem from above, not on it; not where the node is narrower
+                    // than its number (a thousand of them would smear into a line).
+                    if let Some(h) = height
+                        .as_ref()
+                        .filter(|_| kids.len() < 2 || last - first >= 24.0)
+                    {
                         root.draw(&Text::new(
                             short(*h),
                             (x.round() as i32 + 5, y - 3),
@@ -278,6 +307,29 @@ fn leaf_label(ranks: &[usize], hosts: Option<&[String]>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_thousand_groups_under_one_node_are_a_band_not_a_block_of_stems() {
+        let groups: Vec<TopologyNode> = (0..1000)
+            .map(|g| TopologyNode::group(vec![2 * g, 2 * g + 1]))
+            .collect();
+        let topology = Topology::from_tree(TopologyNode::cluster(groups), None).unwrap();
+        let svg = crate::to_svg(&Dendrogram::new(&topology, "t")).unwrap();
+        assert!(svg.contains("1000 groups"), "the band says how many");
+        let lines = svg.matches("<polyline").count();
+        assert!(lines < 50, "{lines} stems and lines drawn");
+        // A small tree keeps its stems.
+        let small = Topology::from_tree(
+            TopologyNode::cluster(vec![
+                TopologyNode::group(vec![0, 1]),
+                TopologyNode::group(vec![2, 3]),
+            ]),
+            None,
+        )
+        .unwrap();
+        let svg = crate::to_svg(&Dendrogram::new(&small, "t")).unwrap();
+        assert!(svg.matches("<polyline").count() >= 3, "{svg}");
+    }
 
     #[test]
     fn ranges_compress_runs() {

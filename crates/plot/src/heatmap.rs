@@ -387,6 +387,50 @@ impl<'a> Heatmap<'a> {
     }
 }
 
+/// The width in pixels of an axis label at 14 px (7 px a character, about a digit's).
+fn label_width(text: &str) -> i32 {
+    7 * text.chars().count() as i32
+}
+
+/// `labels` that fit the left margin: when the longest is wider than it, each without the
+/// prefix all share (returned too), and any still too wide cut to its end after an ellipsis.
+fn short_labels(
+    labels: Vec<(usize, usize, String)>,
+) -> (Vec<(usize, usize, String)>, Option<String>) {
+    let room = LEFT - 6;
+    if labels.iter().all(|(_, _, t)| label_width(t) <= room) {
+        return (labels, None);
+    }
+    let mut prefix: &str = labels.first().map_or("", |(_, _, t)| t.as_str());
+    for (_, _, t) in &labels {
+        let common = prefix
+            .char_indices()
+            .zip(t.chars())
+            .find(|((_, a), b)| a != b)
+            .map_or(prefix.len().min(t.len()), |((i, _), _)| i);
+        prefix = &prefix[..common];
+    }
+    // Never a whole label.
+    if labels.iter().any(|(_, _, t)| t.len() == prefix.len()) {
+        prefix = "";
+    }
+    let keep = (room / 7).max(2) as usize;
+    let shown: Vec<(usize, usize, String)> = (labels.iter())
+        .map(|(a, b, t)| {
+            let rest = &t[prefix.len()..];
+            let n = rest.chars().count();
+            let text = if n > keep {
+                let tail: String = rest.chars().skip(n - (keep - 1)).collect();
+                format!("…{tail}")
+            } else {
+                rest.to_string()
+            };
+            (*a, *b, text)
+        })
+        .collect();
+    ((shown), (!prefix.is_empty()).then(|| prefix.to_string()))
+}
+
 /// The heat map of a `diff`: each pair's z in run A's rank order (`labels`, rank numbers), red
 /// where run B is slower; with `hosts` (one per row, rows being ranks 0, 1, ...), ordered
 /// and bounded by host. `rows` names a row: `rank`, or `host` for each two hosts' median z.
@@ -508,20 +552,28 @@ impl Figure for Heatmap<'_> {
         .map_err(e)?;
 
         // Axis labels: the groups of a level when a topology orders the ranks (rank numbers in
-        // that order look random), else at most 16 ranks.
-        let mut last: Option<i32> = None;
-        for (from, to, text) in self.axis_labels() {
+        // that order look random), else at most 16 ranks; names too long for the margin lose
+        // the prefix they share (said in the axis title).
+        let (labels, prefix) = short_labels(self.axis_labels());
+        let (mut last_y, mut last_x): (Option<i32>, Option<(i32, i32)>) = (None, None);
+        for (from, to, text) in labels {
             let p = (at(from) + at(to)) / 2;
-            if last.is_some_and(|q| p - q < LABEL_GAP) {
+            if last_y.is_some_and(|q| p - q < LABEL_GAP) {
                 continue;
             }
-            last = Some(p);
+            last_y = Some(p);
             root.draw(&Text::new(
                 text.clone(),
                 (LEFT - 6, TOP + p),
                 anchored(14.0, HPos::Right, VPos::Center),
             ))
             .map_err(e)?;
+            // Under the matrix, only where it clears the label before it.
+            let half = label_width(&text) / 2;
+            if last_x.is_some_and(|(q, h)| p - half < q + h + 6) {
+                continue;
+            }
+            last_x = Some((p, half));
             root.draw(&Text::new(
                 text,
                 (LEFT + p, TOP + end + 6),
@@ -529,7 +581,10 @@ impl Figure for Heatmap<'_> {
             ))
             .map_err(e)?;
         }
-        let axis = self.axis_title(&drawn);
+        let mut axis = self.axis_title(&drawn);
+        if let Some(prefix) = prefix {
+            axis = format!("{axis} (labels: names after {prefix})");
+        }
         root.draw(&Text::new(
             axis,
             (LEFT + end / 2, TOP + end + 26),
@@ -676,6 +731,30 @@ mod tests {
             let figure = diff_heatmap(&z, &labels, (Some(&hosts), "rank"), "t", "n".into());
             assert!(figure.is_ok(), "{hosts:?}");
         }
+    }
+
+    #[test]
+    fn long_axis_labels_lose_their_shared_prefix() {
+        use super::short_labels;
+        let names = |v: &[&str]| -> Vec<(usize, usize, String)> {
+            v.iter()
+                .enumerate()
+                .map(|(k, t)| (k, k + 1, t.to_string()))
+                .collect()
+        };
+        let (short, prefix) = short_labels(names(&["betzy-n000", "betzy-n063", "betzy-n126"]));
+        let texts: Vec<&str> = short.iter().map(|(_, _, t)| t.as_str()).collect();
+        assert_eq!(texts, ["000", "063", "126"]);
+        assert_eq!(prefix.as_deref(), Some("betzy-n"));
+        // Short ones stay; no shared prefix: cut to their ends.
+        assert_eq!(short_labels(names(&["n1", "n2"])).1, None);
+        let (short, prefix) = short_labels(names(&["alpha-host-1", "omega-host-22"]));
+        assert_eq!(prefix, None);
+        assert!(
+            short.iter().all(|(_, _, t)| t.chars().count() <= 9),
+            "{short:?}"
+        );
+        assert_eq!(short[1].2, "…-host-22");
     }
 
     #[test]

@@ -90,14 +90,18 @@ fn host_heatmaps(
     html: &mut String,
     input: &lgate_cluster::ClusterInput,
     topology: &Topology,
+    slow: Option<&str>,
 ) -> Result<(), PlotError> {
     let _ = writeln!(
         html,
         "<h2>Distances by hosts</h2>\n<p>{}: the run has host blocks and no dense matrix. \
          The host x host medians of the pairs measured between each two hosts (the median \
-         inside each host on the diagonal), then the pairs inside two hosts: the first and the \
-         one slowest inside.</p>",
-        escape(&input.source)
+         inside each host on the diagonal), then the pairs inside two hosts: the first and {}.</p>",
+        escape(&input.source),
+        match slow {
+            Some(h) => format!("{}, which the health names slow", escape(h)),
+            None => "the one slowest inside".to_string(),
+        }
     );
     let Some(hosts) = input.host_matrix() else {
         return Ok(());
@@ -111,9 +115,17 @@ fn host_heatmaps(
     html.push_str(&img(&figure, "heat map of the host x host medians")?);
     html.push('\n');
     let n = hosts.len();
-    let slowest = (0..n)
-        .max_by(|&a, &b| hosts.get(a, a).total_cmp(&hosts.get(b, b)))
-        .unwrap_or(0);
+    let named = slow.and_then(|h| hosts.labels().iter().position(|l| l == h));
+    // Else the highest median inside (the first of equals).
+    let slowest = named.unwrap_or_else(|| {
+        (0..n).fold(0, |best, x| {
+            if hosts.get(x, x) > hosts.get(best, best) {
+                x
+            } else {
+                best
+            }
+        })
+    });
     let mut shown = vec![0];
     if slowest != 0 {
         shown.push(slowest);
@@ -346,7 +358,22 @@ pub fn report_html(run: &Path, inputs: &ReportInputs) -> Result<String, PlotErro
 
     // The pictures: heat maps, then the curves.
     if input.dense().is_none() {
-        host_heatmaps(&mut html, input, inputs.topology)?;
+        // The host the health names slowest, for its block beside the first host's.
+        let slow = match &report {
+            Some(Report::Staged(staged)) => staged.slow_hosts.first(),
+            Some(r) => {
+                let matrices = r.matrices();
+                let default = matrices.get(1).or(matrices.first());
+                default.and_then(|m| m.slow_hosts.first())
+            }
+            None => None,
+        };
+        host_heatmaps(
+            &mut html,
+            input,
+            inputs.topology,
+            slow.map(|h| h.host.as_str()),
+        )?;
     } else {
         rank_heatmaps(&mut html, run, input, inputs.topology)?;
     }
