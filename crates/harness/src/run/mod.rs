@@ -124,11 +124,6 @@ impl Sink {
     }
 }
 
-/// The id of the two ranks' meeting before their test of `p` (apart from every barrier's).
-fn rendezvous_id(p: Pair) -> u64 {
-    0xe000_0000_0000_0000 | (pair_number(p) as u64 & 0x0fff_ffff_ffff_ffff)
-}
-
 fn pair_number(p: Pair) -> usize {
     p.j * (p.j - 1) / 2 + p.i
 }
@@ -218,8 +213,6 @@ struct Walker<'g> {
     yielding: bool,
     /// The CPUs this rank may run on, put back after each pinned test.
     mask: Option<placement::CpuMask>,
-    /// Whether this rank is bound to its next test's CPU already.
-    pinned: bool,
 }
 
 impl Walker<'_> {
@@ -233,18 +226,7 @@ impl Walker<'_> {
         sink: &mut Sink,
     ) -> Result<(), HarnessError> {
         let (t, rank) = (self.t, self.t.rank());
-        let mut steps = steps.peekable();
-        while let Some(step) = steps.next() {
-            // A rank about to wait for its turn binds itself to its test's CPU first: woken
-            // while bound, it runs at once on that CPU. Bound only once woken, the kernel may
-            // queue it behind the rank already spinning in the test, with the other CPU idle
-            // (3-4 ms a test with 4 ranks on 2 CPUs).
-            if matches!(step, Action::Barrier { .. } | Action::Handoff { .. }) {
-                if let Some(Action::Test(next, _)) = steps.peek() {
-                    let next = next.pair;
-                    self.pin_for(next, rank);
-                }
-            }
+        for step in steps {
             match step {
                 Action::Barrier { members, id } => {
                     let barrier = SubsetBarrier::new(&members, rank).expect("rank is a member");
@@ -277,20 +259,32 @@ impl Walker<'_> {
                         (Some(s), Some(screen)) if s.screens() => screen,
                         _ => &mut *full,
                     };
-                    self.pin_for(sp.pair, rank);
-                    // The two meet before the test, waiting without spinning: a rank that
-                    // spins in the test for a partner still on its way keeps a CPU from the
-                    // ranks that would bring it (the one that rings its bell, preempted by
-                    // the rank it woke, waited up to 4 ms with 4 ranks on 2 CPUs).
-                    let pair = [sp.pair.i, sp.pair.j];
-                    let clock = &mut self.clock;
-                    SubsetBarrier::new(&pair, rank)
-                        .expect("rank is in its pair")
-                        .wait(t, rendezvous_id(sp.pair), &mut || sink.collect(t, clock))?;
+                    // Ranks free to float on a host with more ranks than CPUs: the test's two
+                    // run pinned to two CPUs, so the scheduler cannot stack them on one.
+                    let cpus = &self.go.test_cpus;
+                    let pin = match (cpus.get(sp.pair.i), cpus.get(sp.pair.j)) {
+                        (Some(&Some((h, sender, receiver))), Some(&Some((hj, _, _))))
+                            if h == hj =>
+                        {
+                            let cpu = if role == Role::Sender {
+                                sender
+                            } else {
+                                receiver
+                            };
+                            self.mask
+                                .as_ref()
+                                .is_some_and(|m| m.contains(cpu) && placement::CpuMask::pin(cpu))
+                        }
+                        _ => false,
+                    };
                     let start_s = self.t0.elapsed().as_secs_f64();
                     let result = test.run(t, sp.pair, role);
                     let end_s = self.t0.elapsed().as_secs_f64();
-                    self.unpin();
+                    if pin {
+                        if let Some(m) = &self.mask {
+                            m.restore();
+                        }
+                    }
                     let result = result?;
                     if role == Role::Receiver || !matches!(sink, Sink::Member(_)) {
                         // A member sends its result on as part of the test (charged below);
@@ -329,38 +323,6 @@ impl Walker<'_> {
         }
         Ok(())
     }
-
-    /// Binds this rank to its CPU for the test of `pair`, unless bound already: ranks free to
-    /// float on a host with more ranks than CPUs run a test pinned to two CPUs, so the
-    /// scheduler cannot stack them on one.
-    fn pin_for(&mut self, pair: Pair, rank: Rank) {
-        if self.pinned {
-            return;
-        }
-        let cpus = &self.go.test_cpus;
-        let (Some(&Some((h, sender, receiver))), Some(&Some((hj, _, _)))) =
-            (cpus.get(pair.i), cpus.get(pair.j))
-        else {
-            return;
-        };
-        if h != hj {
-            return;
-        }
-        let cpu = if pair.i == rank { sender } else { receiver };
-        self.pinned = self
-            .mask
-            .as_ref()
-            .is_some_and(|m| m.contains(cpu) && placement::CpuMask::pin(cpu));
-    }
-
-    /// Lets this rank run on all its CPUs again after a pinned test.
-    fn unpin(&mut self) {
-        if std::mem::take(&mut self.pinned) {
-            if let Some(m) = &self.mask {
-                m.restore();
-            }
-        }
-    }
 }
 
 /// Every rank's part once the plan is known: the program, then the final barrier.
@@ -385,7 +347,6 @@ fn measure(
         clock: RankClock::start(t.cpu_scope()),
         yielding: false,
         mask: placement::CpuMask::current(),
-        pinned: false,
     };
     let mut sink = match prepared {
         Some(p) => {
