@@ -33,8 +33,61 @@ pub(super) fn parse_plain_decimal(b: &[u8]) -> Option<(f64, usize)> {
     if !plain {
         return None;
     }
-    let v = mantissa as f64 / POW10[fraction];
+    let v =
+        quotient_by_pow10(mantissa, fraction).unwrap_or_else(|| mantissa as f64 / POW10[fraction]);
     Some((if negative { -v } else { v }, i))
+}
+
+/// `m / 10^f` correctly rounded, for `m` <= 2^53 and `f` <= 9, without a division (which
+/// bounds the parsing of a large matrix): the product of `m` and the nearest double to 10^-f is
+/// within an ulp of the quotient, and kept when exact integer arithmetic shows it within half an
+/// ulp, or else its neighbour on the quotient's side when that one is (ties cannot occur: a
+/// quotient halfway between two doubles would need 54 significant bits, and `m / 10^f` is either
+/// exact in 53 or has an infinite binary expansion). `None` where neither is shown (a power of
+/// two, `f` > 9): divide then.
+fn quotient_by_pow10(m: u64, f: usize) -> Option<f64> {
+    const INV: [f64; 10] = [1e0, 1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9];
+    const POW: [u64; 10] = [
+        1,
+        10,
+        100,
+        1_000,
+        10_000,
+        100_000,
+        1_000_000,
+        10_000_000,
+        100_000_000,
+        1_000_000_000,
+    ];
+    if m == 0 {
+        return (f < INV.len()).then_some(0.0);
+    }
+    let r = m as f64 * INV.get(f)?;
+    let bits = r.to_bits();
+    let significand = (bits & ((1 << 52) - 1)) | (1 << 52);
+    // r = significand / 2^shift; below a power of two the ulp halves: let those divide.
+    let shift = 1075 - ((bits >> 52) & 0x7ff) as i64;
+    if significand == 1 << 52 || !(0..=100).contains(&shift) {
+        return None;
+    }
+    // |m / p - significand / 2^shift| < 2^-shift / 2, in integers: |2 m 2^shift - 2 significand p| < p,
+    // both sides below 2^85 (m 2^shift is about significand p <= 2^83).
+    let p = i128::from(POW[f]);
+    let scaled = i128::from(m) << (shift + 1);
+    let off = scaled - 2 * i128::from(significand) * p;
+    if off.abs() < p {
+        return Some(r);
+    }
+    // Else the quotient rounds to the neighbour on its side (the product is within an ulp),
+    // unless that neighbour has another exponent.
+    let (neighbour, step) = if off > 0 {
+        (significand + 1, 1)
+    } else {
+        (significand - 1, -1)
+    };
+    let same_exponent = (1 << 52..1 << 53).contains(&neighbour);
+    (same_exponent && (scaled - 2 * i128::from(neighbour) * p).abs() < p)
+        .then(|| f64::from_bits(bits.wrapping_add_signed(step)))
 }
 
 /// Reads the decimal digits of `b` from `*i` on into `mantissa` (wrapping past 2^64: the caller
@@ -992,6 +1045,59 @@ pub(super) fn finish(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_checked_product_is_the_correctly_rounded_quotient() {
+        // Against the division, bit for bit: random significands of every length, the ends of
+        // the range, and the neighbours of exact quotients (where a wrong rounding would show).
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let (mut kept, mut total) = (0u64, 0u64);
+        let mut check = |m: u64, f: usize| {
+            let want = m as f64 / 10f64.powi(f as i32);
+            total += u64::from(f <= 9);
+            if let Some(got) = quotient_by_pow10(m, f) {
+                kept += 1;
+                assert_eq!(got.to_bits(), want.to_bits(), "{m} / 10^{f}");
+            }
+        };
+        for _ in 0..2_000_000 {
+            let bits = 1 + next() % 53;
+            let m = (next() >> (64 - bits)).min(1 << 53);
+            check(m, (next() % 12) as usize);
+        }
+        for f in 0..12 {
+            for m in [
+                0,
+                1,
+                2,
+                9,
+                10,
+                (1 << 53) - 1,
+                1 << 53,
+                1 << 52,
+                (1 << 52) + 1,
+            ] {
+                check(m, f);
+            }
+            let p = 10u64.pow(f as u32);
+            for k in 1..2000u64 {
+                let m = k * p * 7;
+                if m <= 1 << 53 {
+                    for d in [m - 1, m, m + 1] {
+                        check(d, f);
+                    }
+                }
+            }
+        }
+        // Up to 9 decimals the division is left nearly always: the point of it.
+        assert!(kept * 1000 > total * 995, "{kept} of {total}");
+    }
 
     #[test]
     fn eight_bytes_give_their_leading_digits() {
