@@ -65,6 +65,46 @@ fn datasets_through_the_binary() {
 }
 
 #[test]
+fn siblings_slower_than_their_chiplet_are_a_level_of_their_own() {
+    // The real Ryzen 9 5950X matrix (siblings i and i + 16 at 7.4-8.0 ns, chiplet mates at
+    // 15.5-20.7, across chiplets 82-88) with each sibling pair moved just above its chiplet's
+    // slowest pair: SMT siblings that take turns on their core rather than share its cache.
+    let path = datasets().join("core-to-core/amd-ryzen9-5950x.csv");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut rows: Vec<Vec<String>> = (text.lines())
+        .map(|l| l.split(',').map(str::to_string).collect())
+        .collect();
+    for (i, row) in rows.iter_mut().enumerate() {
+        if i >= 16 {
+            row[i - 16] = format!("{:.2}", 21.5 + 0.1 * (i % 7) as f64);
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("slow-siblings.csv");
+    let text: Vec<String> = rows.iter().map(|r| r.join(",")).collect();
+    std::fs::write(&file, text.join("\n") + "\n").unwrap();
+    let out = lgate_plogp(&["cluster", file.to_str().unwrap()]);
+    let json = stdout_json(&out);
+    let levels = json["levels"].as_array().unwrap();
+    let groups = |l: &Value| l["groups"].as_array().unwrap().len();
+    assert_eq!(levels.iter().map(groups).collect::<Vec<_>>(), [2, 16]);
+    assert_eq!(levels[1]["name"], "taking turns");
+    for g in levels[1]["groups"].as_array().unwrap() {
+        let g: Vec<u64> = g
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_u64().unwrap())
+            .collect();
+        assert_eq!(g.len(), 2, "{g:?}");
+        assert_eq!(g[1], g[0] + 16, "{g:?}");
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("each other's slowest partner"), "{stderr}");
+    assert!(!stderr.contains("bound to the same CPUs"), "{stderr}");
+}
+
+#[test]
 fn formats_and_algorithms() {
     let path = datasets().join("mmpi/stampede/2x16/ammpi_32_64_100.rtt_us.csv");
     let p = path.to_str().unwrap();

@@ -305,14 +305,22 @@ impl fmt::Display for ClusterSummary<'_> {
         self.singles_lines(f)?;
         self.confidence_lines(f)?;
         self.unbound_lines(f)?;
-        if let Some(t) = self.turns {
-            writeln!(
+        match self.turns {
+            Some(t) if t.bound => writeln!(
                 f,
                 "  {}: ranks bound to the same CPUs took turns on them; their pairs measure at \
                  least {:.1}x the host's other pairs (lowest tenth over highest tenth), a \
                  level of its own ({} groups)",
                 t.name, t.ratio, t.groups
-            )?;
+            )?,
+            Some(t) => writeln!(
+                f,
+                "  {}: ranks each other's slowest partner in their group, above every other \
+                 pair of it ({:.2}x, lowest tenth over highest tenth): a level of its own ({} \
+                 groups), as SMT siblings or ranks sharing a CPU are when they take turns on it",
+                t.name, t.ratio, t.groups
+            )?,
+            None => {}
         }
         self.weak_lines(f)?;
         self.slow_line(f)?;

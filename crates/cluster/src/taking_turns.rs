@@ -3,6 +3,9 @@
 //! Clustering by distance cannot find them (two ranks far apart are grouped with neither), so
 //! where the run recorded such binding and every one of those pairs measures clearly slower
 //! than the host's others, they are added as the finest level, named from the placement.
+//! Without such a record (a core-to-core matrix, SMT siblings slower together than with the
+//! other cores of their cache) the matrix alone can show them: ranks that are each other's
+//! slowest partner in their group, standing clearly above the group's other pairs.
 
 use lgate_topology::{Level, Topology, TopologyError};
 
@@ -20,8 +23,10 @@ pub struct TakingTurns {
     /// Its groups.
     pub groups: usize,
     /// The lowest tenth of the pairs taking turns over the highest tenth of their hosts'
-    /// other pairs.
+    /// other pairs (of their groups, when found from the matrix alone).
     pub ratio: f64,
+    /// Whether the run's binding named these ranks (else the matrix alone found them).
+    pub bound: bool,
 }
 
 /// `topology` (a clustering of `input`) with the ranks taking turns on their CPUs as its finest
@@ -31,8 +36,12 @@ pub fn add_level(
     input: &ClusterInput,
     topology: Topology,
 ) -> Result<(Topology, Option<TakingTurns>), TopologyError> {
-    let Some((groups, ratio)) = groups_taking_turns(input) else {
-        return Ok((topology, None));
+    let (groups, ratio, bound) = match groups_taking_turns(input) {
+        Some((groups, ratio)) => (groups, ratio, true),
+        None => match pairs_slower_together(input, &topology) {
+            Some((groups, ratio)) => (groups, ratio, false),
+            None => return Ok((topology, None)),
+        },
     };
     let n = topology.ranks();
     let nested = (topology.levels().iter()).all(|level| {
@@ -70,6 +79,7 @@ pub fn add_level(
         name,
         groups: groups.len(),
         ratio,
+        bound,
     };
     Ok((topology, Some(turns)))
 }
@@ -79,6 +89,133 @@ fn sorted(group: &[usize]) -> Vec<usize> {
     g.sort_unstable();
     g
 }
+
+/// Pairs found from the matrix alone (no binding recorded, or none that shows): inside each
+/// group of the finest level (the whole matrix without one), every rank's slowest partner; the
+/// mutual ones are pairs when they stand above every other pair of their group and either pair
+/// off the whole group or, pairing at least half of it and [`SLOWER_TOGETHER_MIN_PAIRS`] pairs,
+/// stand above the others by more than the others' upper half spans (a chance ordering would
+/// give the slowest pairs of a group too, but not that gap). Groups of at least
+/// [`SLOWER_TOGETHER_MIN_GROUP`] ranks count (a small one pairs off by chance too often); the
+/// pairs of all such groups together must be slower than the others at a one-sided Mann-Whitney
+/// z of [`SLOWER_TOGETHER_Z`]. Every other rank is a group of one. SMT siblings that measure
+/// slower than the other cores of their cache are such pairs: they take turns on one core.
+fn pairs_slower_together(
+    input: &ClusterInput,
+    topology: &Topology,
+) -> Option<(Vec<Vec<usize>>, f64)> {
+    let matrix = input.dense()?;
+    let d = matrix.values();
+    let items = input.ranks.len().min(d.nrows());
+    let item_of: std::collections::HashMap<usize, usize> =
+        (input.ranks.iter().take(items).enumerate())
+            .map(|(i, &r)| (r, i))
+            .collect();
+    let finest: Vec<Vec<usize>> = match topology.levels().last() {
+        Some(level) => (level.groups.iter())
+            .map(|g| g.iter().filter_map(|r| item_of.get(r).copied()).collect())
+            .collect(),
+        None => vec![(0..items).collect()],
+    };
+    let (mut pairs, mut together, mut others) = (Vec::new(), Vec::new(), Vec::new());
+    for group in finest
+        .iter()
+        .filter(|g| g.len() >= SLOWER_TOGETHER_MIN_GROUP)
+    {
+        let Some((found, slow, rest)) = slowest_partners(d, group) else {
+            continue;
+        };
+        pairs.extend(
+            found
+                .iter()
+                .map(|&(i, j)| vec![input.ranks[i], input.ranks[j]]),
+        );
+        together.extend(slow);
+        others.extend(rest);
+    }
+    if pairs.len() < 2 || lgate_stats::mann_whitney_z(&others, &together) < SLOWER_TOGETHER_Z {
+        return None;
+    }
+    let ratio = lgate_stats::quantile(&mut together, 0.1) / lgate_stats::quantile(&mut others, 0.9);
+    let paired: std::collections::HashSet<usize> = pairs.iter().flatten().copied().collect();
+    let mut groups = pairs;
+    groups.extend(
+        (input.ranks.iter().take(items))
+            .filter(|r| !paired.contains(r))
+            .map(|&r| vec![r]),
+    );
+    groups.sort();
+    Some((groups, ratio))
+}
+
+/// The pairs of `group` (items of `d`) slower together, as [`pairs_slower_together`] judges
+/// one group: the pairs, their values and the values of the group's other pairs.
+#[allow(clippy::type_complexity)]
+fn slowest_partners(
+    d: &ndarray::Array2<f64>,
+    group: &[usize],
+) -> Option<(Vec<(usize, usize)>, Vec<f64>, Vec<f64>)> {
+    let slowest = |i: usize| {
+        (group.iter().copied().filter(|&j| j != i)).max_by(|&a, &b| d[[i, a]].total_cmp(&d[[i, b]]))
+    };
+    let partner: Vec<usize> = group.iter().map(|&i| slowest(i)).collect::<Option<_>>()?;
+    let mutual = |a: usize| {
+        (group.iter().position(|&x| x == partner[a])).is_some_and(|k| partner[k] == group[a])
+    };
+    let mut found: Vec<(usize, usize)> = (0..group.len())
+        .filter(|&a| mutual(a) && partner[a] > group[a])
+        .map(|a| (group[a], partner[a]))
+        .collect();
+    // Mutual pairs no slower than some other pair of the group are among the others (ranks
+    // without a sibling can be each other's slowest by chance).
+    loop {
+        let highest = (group.iter().enumerate())
+            .flat_map(|(a, &i)| group[..a].iter().map(move |&j| (i.min(j), i.max(j))))
+            .filter(|p| !found.contains(p))
+            .map(|(i, j)| d[[i, j]])
+            .fold(f64::NEG_INFINITY, f64::max);
+        let before = found.len();
+        found.retain(|&(i, j)| d[[i, j]] > highest);
+        if found.len() == before {
+            break;
+        }
+    }
+    let (mut slow, mut rest) = (Vec::new(), Vec::new());
+    for (a, &i) in group.iter().enumerate() {
+        for &j in &group[..a] {
+            let x = d[[i, j]];
+            if found.contains(&(i.min(j), i.max(j))) {
+                slow.push(x);
+            } else {
+                rest.push(x);
+            }
+        }
+    }
+    let lowest = slow.iter().copied().fold(f64::INFINITY, f64::min);
+    let highest = rest.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if found.is_empty() || lowest.is_nan() || highest.is_nan() || lowest <= highest {
+        return None;
+    }
+    if 2 * found.len() < group.len() {
+        let gap = lowest - highest;
+        let upper_half = highest - lgate_stats::median(&mut rest.clone());
+        let enough = 4 * found.len() >= group.len() && found.len() >= SLOWER_TOGETHER_MIN_PAIRS;
+        if !enough || gap.is_nan() || gap <= upper_half {
+            return None;
+        }
+    }
+    Some((found, slow, rest))
+}
+
+/// The fewest pairs that pair part of a group off as slower together.
+pub const SLOWER_TOGETHER_MIN_PAIRS: usize = 3;
+
+/// The smallest group of the finest level whose ranks can pair off as slower together.
+pub const SLOWER_TOGETHER_MIN_GROUP: usize = 6;
+
+/// How surely the pairs found from the matrix alone must be slower than the other pairs of
+/// their groups (one-sided Mann-Whitney z).
+pub const SLOWER_TOGETHER_Z: f64 = 3.0;
 
 /// The groups of ranks bound to the same CPUs (every rank of the matrix in one, most of one
 /// rank) and how clearly slower their pairs measure, when there are such ranks and their pairs
@@ -163,6 +300,116 @@ mod tests {
             other_sizes: Vec::new(),
             tests: None,
         }
+    }
+
+    /// A bare matrix: no placement, no binding recorded.
+    fn matrix_input(values: ndarray::Array2<f64>) -> ClusterInput {
+        let n = values.nrows();
+        ClusterInput {
+            distances: Distances::Dense(DistanceMatrix::new(values, None).unwrap()),
+            ranks: (0..n).collect(),
+            job_size: n,
+            hosts: None,
+            source: "matrix".into(),
+            matrix: None,
+            warnings: Vec::new(),
+            placement: None,
+            filled: None,
+            mask: None,
+            other_sizes: Vec::new(),
+            tests: None,
+        }
+    }
+
+    /// A repeatable noise in [-1, 1) for a pair and a seed.
+    fn noise(i: usize, j: usize, seed: u64) -> f64 {
+        let (i, j) = (i.min(j) as u64, i.max(j) as u64);
+        let mut x = (i << 32 | j) ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        x ^= x >> 33;
+        (x >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+    }
+
+    fn level(name: &str, groups: Vec<Vec<usize>>) -> Level {
+        Level {
+            name: name.into(),
+            groups,
+            separation: None,
+            confidence: None,
+        }
+    }
+
+    #[test]
+    fn siblings_slower_than_their_cache_are_found_from_the_matrix_alone() {
+        // Two chiplets of 8 cores with SMT, siblings numbered i and i + 16 (as Linux numbers
+        // them): 80 ns between chiplets, 15.5-20.5 inside, siblings 21.5-22.5, just above.
+        let chiplet = |i: usize| (i % 16) / 8;
+        let values = ndarray::Array2::from_shape_fn((32, 32), |(i, j)| match (i, j) {
+            _ if i == j => 0.0,
+            _ if i % 16 == j % 16 => 22.0 + 0.5 * noise(i, j, 1),
+            _ if chiplet(i) == chiplet(j) => 18.0 + 2.5 * noise(i, j, 2),
+            _ => 80.0 + 4.0 * noise(i, j, 3),
+        });
+        let chiplets: Vec<Vec<usize>> = (0..2)
+            .map(|c| (0..32).filter(|&i| chiplet(i) == c).collect())
+            .collect();
+        let found = Topology::from_levels(32, vec![level("level1", chiplets)]).unwrap();
+        let (topology, turns) = add_level(&matrix_input(values), found).unwrap();
+        let turns = turns.expect("the siblings");
+        assert!(
+            !turns.bound && turns.groups == 16 && turns.ratio > 1.0,
+            "{turns:?}"
+        );
+        let siblings: Vec<Vec<usize>> = (0..16).map(|i| vec![i, i + 16]).collect();
+        assert_eq!(topology.levels()[1].groups, siblings);
+
+        // Sharing a core with a sibling on some cores only (a hybrid part): 8 pairs, 6 alone.
+        let values = ndarray::Array2::from_shape_fn((22, 22), |(i, j)| match (i, j) {
+            _ if i == j => 0.0,
+            _ if i < 16 && i / 2 == j / 2 => 90.0 + 2.0 * noise(i, j, 4),
+            _ => 45.0 + 9.0 * noise(i, j, 5),
+        });
+        let (topology, turns) = add_level(&matrix_input(values), one_group_of(22)).unwrap();
+        assert_eq!(turns.map(|t| t.groups), Some(14));
+        let mut want: Vec<Vec<usize>> = (0..8).map(|k| vec![2 * k, 2 * k + 1]).collect();
+        want.extend((16..22).map(|r| vec![r]));
+        assert_eq!(topology.levels()[0].groups, want);
+    }
+
+    #[test]
+    fn noise_and_a_few_slow_pairs_pair_nothing_off() {
+        // Noise alone, spread and skewed, in groups of 6 to 40: no level in 600 draws.
+        for seed in 0..600u64 {
+            let n = 6 + (seed as usize * 7) % 35;
+            let skew = 1.0 + (seed % 3) as f64;
+            let values = ndarray::Array2::from_shape_fn((n, n), |(i, j)| {
+                if i == j {
+                    0.0
+                } else {
+                    10.0 * (0.3 * skew * noise(i, j, seed)).exp()
+                }
+            });
+            let (_, turns) = add_level(&matrix_input(values), one_group_of(n)).unwrap();
+            assert!(turns.is_none(), "seed {seed}, {n} ranks: {turns:?}");
+        }
+        // Two slow links among 16 ranks: slow pairs, but no level of them.
+        let values =
+            ndarray::Array2::from_shape_fn((16, 16), |(i, j)| match (i.min(j), i.max(j)) {
+                _ if i == j => 0.0,
+                (0, 1) | (5, 9) => 40.0,
+                _ => 20.0 + noise(i, j, 6),
+            });
+        assert!(add_level(&matrix_input(values), one_group_of(16))
+            .unwrap()
+            .1
+            .is_none());
+    }
+
+    fn one_group_of(n: usize) -> Topology {
+        Topology::from_levels(n, Vec::new()).unwrap()
     }
 
     fn one_group() -> Topology {
