@@ -155,55 +155,58 @@ fn slowest_partners(
     d: &ndarray::Array2<f64>,
     group: &[usize],
 ) -> Option<(Vec<(usize, usize)>, Vec<f64>, Vec<f64>)> {
-    let slowest = |i: usize| {
-        (group.iter().copied().filter(|&j| j != i)).max_by(|&a, &b| d[[i, a]].total_cmp(&d[[i, b]]))
+    let g = group.len();
+    let at = |a: usize, b: usize| d[[group[a], group[b]]];
+    // Positions in the group: each one's slowest partner, kept where mutual.
+    let slowest = |a: usize| {
+        (0..g)
+            .filter(|&b| b != a)
+            .max_by(|&x, &y| at(a, x).total_cmp(&at(a, y)))
     };
-    let partner: Vec<usize> = group.iter().map(|&i| slowest(i)).collect::<Option<_>>()?;
-    let mutual = |a: usize| {
-        (group.iter().position(|&x| x == partner[a])).is_some_and(|k| partner[k] == group[a])
-    };
-    let mut found: Vec<(usize, usize)> = (0..group.len())
-        .filter(|&a| mutual(a) && partner[a] > group[a])
-        .map(|a| (group[a], partner[a]))
+    let partner: Vec<usize> = (0..g).map(slowest).collect::<Option<_>>()?;
+    let mut mate: Vec<Option<usize>> = (0..g)
+        .map(|a| (partner[partner[a]] == a).then_some(partner[a]))
         .collect();
     // Mutual pairs no slower than some other pair of the group are among the others (ranks
-    // without a sibling can be each other's slowest by chance).
-    loop {
-        let highest = (group.iter().enumerate())
-            .flat_map(|(a, &i)| group[..a].iter().map(move |&j| (i.min(j), i.max(j))))
-            .filter(|p| !found.contains(p))
-            .map(|(i, j)| d[[i, j]])
-            .fold(f64::NEG_INFINITY, f64::max);
-        let before = found.len();
-        found.retain(|&(i, j)| d[[i, j]] > highest);
-        if found.len() == before {
-            break;
+    // without a sibling can be each other's slowest by chance); dropping them moves the
+    // highest of the others no higher, so one pass does.
+    fn others(mate: &[Option<usize>]) -> impl Iterator<Item = (usize, usize)> + '_ {
+        (0..mate.len())
+            .flat_map(|a| (0..a).map(move |b| (a, b)))
+            .filter(|&(a, b)| mate[a] != Some(b))
+    }
+    let highest = others(&mate)
+        .map(|(a, b)| at(a, b))
+        .fold(f64::NEG_INFINITY, f64::max);
+    for a in 0..g {
+        if mate[a].is_some_and(|b| at(a, b).is_nan() || at(a, b) <= highest) {
+            mate[a] = None;
         }
     }
-    let (mut slow, mut rest) = (Vec::new(), Vec::new());
-    for (a, &i) in group.iter().enumerate() {
-        for &j in &group[..a] {
-            let x = d[[i, j]];
-            if found.contains(&(i.min(j), i.max(j))) {
-                slow.push(x);
-            } else {
-                rest.push(x);
-            }
-        }
-    }
-    let lowest = slow.iter().copied().fold(f64::INFINITY, f64::min);
-    let highest = rest.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    if found.is_empty() || lowest.is_nan() || highest.is_nan() || lowest <= highest {
+    let found: Vec<(usize, usize)> = (0..g)
+        .filter_map(|a| mate[a].filter(|&b| b > a).map(|b| (a, b)))
+        .collect();
+    if found.is_empty() || highest.is_nan() {
         return None;
     }
-    if 2 * found.len() < group.len() {
-        let gap = lowest - highest;
-        let upper_half = highest - lgate_stats::median(&mut rest.clone());
-        let enough = 4 * found.len() >= group.len() && found.len() >= SLOWER_TOGETHER_MIN_PAIRS;
-        if !enough || gap.is_nan() || gap <= upper_half {
+    let whole = 2 * found.len() == g;
+    let enough = 4 * found.len() >= g && found.len() >= SLOWER_TOGETHER_MIN_PAIRS;
+    if !whole && !enough {
+        return None;
+    }
+    let slow: Vec<f64> = found.iter().map(|&(a, b)| at(a, b)).collect();
+    let mut rest: Vec<f64> = others(&mate).map(|(a, b)| at(a, b)).collect();
+    if !whole {
+        let lowest = slow.iter().copied().fold(f64::INFINITY, f64::min);
+        let upper_half = highest - lgate_stats::median(&mut rest);
+        if lowest - highest <= upper_half {
             return None;
         }
     }
+    let found = found
+        .into_iter()
+        .map(|(a, b)| (group[a], group[b]))
+        .collect();
     Some((found, slow, rest))
 }
 
