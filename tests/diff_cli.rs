@@ -547,6 +547,71 @@ fn groups_declared_apart_that_measure_as_one_are_named() {
 }
 
 #[test]
+fn the_schedulers_objects_read_back_as_agreeing_and_name_a_moved_host() {
+    // fram with two switches of four hosts each: Kueue's and KAI's Topology with the node
+    // labels, and Volcano's HyperNodes, written by `cluster` from the run, agree with it (exit
+    // 0); with fram-n3 and fram-n5 swapped in the file, both are named (exit 1).
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = lgate_plogp_in(
+        d,
+        &[
+            "simulate",
+            "--preset",
+            "fram",
+            "--machine",
+            "switch=2,node=4,socket=2,core=4",
+            "--plan",
+            "full",
+            "--max-size",
+            "1KiB",
+            "--quiet",
+            "--output",
+            "run",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for (format, kind) in [
+        ("kueue-topology", "Kueue Topology"),
+        ("kai-topology", "KAI Scheduler Topology"),
+        ("volcano-hypernodes", "Volcano HyperNodes"),
+    ] {
+        let file = format!("{format}.yaml");
+        let out = lgate_plogp_in(
+            d,
+            &["cluster", "run", "--format", format, "-o", &file, "-q"],
+        );
+        assert!(
+            out.status.success(),
+            "{format}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let (out, json) = diff(d, "run", &file, &[]);
+        assert_eq!(out.status.code(), Some(0), "{format}: {json:#}");
+        assert_eq!(json["format"], kind, "{json:#}");
+        assert_eq!(json["levels"].as_array().unwrap().len(), 1, "{json:#}");
+        let text = std::fs::read_to_string(d.join(&file)).unwrap();
+        let swapped = text
+            .replace("fram-n3\"", "SWAP\"")
+            .replace("fram-n5\"", "fram-n3\"")
+            .replace("SWAP\"", "fram-n5\"");
+        assert_ne!(swapped, text, "{format}: the hosts are named in quotes");
+        let moved = format!("moved-{file}");
+        std::fs::write(d.join(&moved), swapped).unwrap();
+        let (out, json) = diff(d, "run", &moved, &[]);
+        assert_eq!(out.status.code(), Some(1), "{format}: {json:#}");
+        let hosts: Vec<&str> = (json["levels"][0]["misplaced"].as_array().unwrap().iter())
+            .map(|m| m["host"].as_str().unwrap())
+            .collect();
+        assert_eq!(hosts, ["fram-n3", "fram-n5"], "{format}: {json:#}");
+    }
+}
+
+#[test]
 fn a_declared_topology_is_checked_host_by_host() {
     // fram with two switches of four hosts each, every pair measured: a topology.conf with
     // fram-n3 and fram-n5 swapped names both (exit 1), the right one agrees (exit 0).

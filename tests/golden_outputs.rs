@@ -105,7 +105,14 @@ fn a_fixed_run_and_matrix_give_the_same_bytes() {
         }
     }
     // The schedulers' other formats, of the default clustering.
-    for format in ["slurm-block", "slurm-yaml", "k8s-labels"] {
+    for format in [
+        "slurm-block",
+        "slurm-yaml",
+        "k8s-labels",
+        "kueue-topology",
+        "kai-topology",
+        "volcano-hypernodes",
+    ] {
         let out = format!("auto.{format}");
         success(lgate_plogp_in(
             d,

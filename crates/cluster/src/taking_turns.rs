@@ -178,9 +178,9 @@ fn slowest_partners(
     let highest = others(&mate)
         .map(|(a, b)| at(a, b))
         .fold(f64::NEG_INFINITY, f64::max);
-    for a in 0..g {
-        if mate[a].is_some_and(|b| at(a, b).is_nan() || at(a, b) <= highest) {
-            mate[a] = None;
+    for (a, m) in mate.iter_mut().enumerate() {
+        if m.is_some_and(|b| at(a, b).is_nan() || at(a, b) <= highest) {
+            *m = None;
         }
     }
     let found: Vec<(usize, usize)> = (0..g)

@@ -70,6 +70,16 @@ pub static FORMATS: &[InputFormat] = &[
         check: k8s_nodes,
     },
     InputFormat {
+        name: "kube_topology",
+        description: "a Kueue or KAI Scheduler Topology with its nodes' labels",
+        check: kube_topology,
+    },
+    InputFormat {
+        name: "volcano_hypernodes",
+        description: "Volcano HyperNodes (`kubectl get hypernodes -o yaml`)",
+        check: volcano_hypernodes,
+    },
+    InputFormat {
         name: "screen_table",
         description: "a staged run's screening table (`screen.csv`)",
         check: screen_table,
@@ -318,6 +328,22 @@ pub fn slurm_topology_yaml(bytes: &[u8]) {
 /// no host twice in a level, groups named and not empty.
 pub fn k8s_nodes(bytes: &[u8]) {
     declared_in(bytes, lgate_topology::declared::parse_k8s_nodes, false);
+}
+
+/// Reads bytes as a Kueue or KAI Scheduler Topology with its nodes and checks the levels its
+/// node labels declare: no host twice in a level, groups named and not empty.
+pub fn kube_topology(bytes: &[u8]) {
+    declared_in(bytes, lgate_topology::declared::parse_kube_topology, false);
+}
+
+/// Reads bytes as Volcano HyperNodes and checks the levels their tiers declare: no host twice
+/// in a level, groups named and not empty.
+pub fn volcano_hypernodes(bytes: &[u8]) {
+    declared_in(
+        bytes,
+        lgate_topology::declared::parse_volcano_hypernodes,
+        false,
+    );
 }
 
 /// Checks a declared topology's levels: two groups or more, none empty, no host in two groups

@@ -4,12 +4,16 @@
 //! levels hold whole hosts (that last one by the caller, who knows the ranks' hosts).
 
 mod k8s;
+mod kube_topology;
 mod slurm_conf;
 mod slurm_yaml;
+mod volcano;
 
 pub use k8s::{is_k8s_nodes, parse_k8s_nodes};
+pub use kube_topology::{is_kube_topology, parse_kube_topology};
 pub use slurm_conf::{is_slurm_conf, parse_slurm_conf};
 pub use slurm_yaml::{is_slurm_yaml, parse_slurm_yaml};
+pub use volcano::{is_volcano_hypernodes, parse_volcano_hypernodes};
 
 /// One group of hosts of a declared level (a switch, a block).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,7 +55,8 @@ impl Declared {
 }
 
 /// Reads a declared topology of hosts when `text` is one of the host formats (Slurm
-/// `topology.conf` or `topology.yaml`, Kubernetes nodes); `None` when it is none of them.
+/// `topology.conf` or `topology.yaml`, a Kueue or KAI Scheduler Topology with its nodes,
+/// Volcano HyperNodes, Kubernetes nodes); `None` when it is none of them.
 /// Errors say where and what. A byte-order mark at the start (an editor's) is not part of it.
 pub fn parse_host_declared(text: &str) -> Option<Result<Declared, String>> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
@@ -59,6 +64,10 @@ pub fn parse_host_declared(text: &str) -> Option<Result<Declared, String>> {
         Some(parse_slurm_conf(text))
     } else if is_slurm_yaml(text) {
         Some(parse_slurm_yaml(text))
+    } else if is_kube_topology(text) {
+        Some(parse_kube_topology(text))
+    } else if is_volcano_hypernodes(text) {
+        Some(parse_volcano_hypernodes(text))
     } else if is_k8s_nodes(text) {
         Some(parse_k8s_nodes(text))
     } else {

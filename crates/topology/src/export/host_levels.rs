@@ -11,6 +11,12 @@ pub(super) enum Below {
     Switches(String),
 }
 
+/// One group of a level of hosts: its hosts and the groups of the next finer level inside it.
+pub(super) struct HostGroup<'a> {
+    pub(super) hosts: Vec<&'a str>,
+    pub(super) children: Vec<usize>,
+}
+
 /// A switch of the tree: its name and what hangs below it.
 pub(super) struct Switch {
     pub(super) name: String,
@@ -145,6 +151,51 @@ impl<'a> HostLevels<'a> {
             name: "root".into(),
             below: Below::Switches(names(0, &top)),
         });
+        out
+    }
+
+    /// Every level that holds whole hosts, coarsest first, with its name and groups: each
+    /// group's distinct hosts (in the order of their first rank) and the groups of the next finer
+    /// level inside it (a group lies in the one that holds its first rank); one level of every
+    /// host, named `hosts`, when no level holds whole hosts.
+    pub(super) fn host_groups(&self) -> Vec<(&'a str, Vec<HostGroup<'a>>)> {
+        let distinct_hosts = |group: &[usize]| {
+            let mut seen = std::collections::HashSet::new();
+            (group.iter())
+                .filter_map(|&r| self.hosts.get(r))
+                .map(String::as_str)
+                .filter(|h| seen.insert(*h))
+                .collect::<Vec<&'a str>>()
+        };
+        if self.levels.is_empty() {
+            let all: Vec<usize> = (0..self.hosts.len()).collect();
+            let group = HostGroup {
+                hosts: distinct_hosts(&all),
+                children: Vec::new(),
+            };
+            return vec![("hosts", vec![group])];
+        }
+        let mut out: Vec<(&'a str, Vec<HostGroup<'a>>)> = (self.levels.iter())
+            .map(|level| {
+                let groups = (level.groups.iter())
+                    .map(|g| HostGroup {
+                        hosts: distinct_hosts(g),
+                        children: Vec::new(),
+                    })
+                    .collect();
+                (level.name.as_str(), groups)
+            })
+            .collect();
+        for k in 1..self.levels.len() {
+            let parent = self.levels[k - 1].labels(self.hosts.len());
+            for (c, group) in self.levels[k].groups.iter().enumerate() {
+                if let Some(&p) = group.first().and_then(|&r| parent.get(r)) {
+                    if let Some(g) = out[k - 1].1.get_mut(p) {
+                        g.children.push(c);
+                    }
+                }
+            }
+        }
         out
     }
 

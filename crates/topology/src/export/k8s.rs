@@ -23,7 +23,7 @@ impl TopologyWriter for K8sLabelsWriter {
         "Kubernetes node labels in topograph's keys (fabric.topograph.run/tier-N, 0 = closest), for kubectl apply --server-side"
     }
     fn write(&self, topology: &Topology, context: &ExportContext) -> Result<String, ExportError> {
-        let machine = HostLevels::of(topology, context, self.name())?;
+        let (machine, _) = tier_levels(topology, context, self.name())?;
         let mut out = format!(
             "# Kubernetes node labels (topograph's {FABRIC_TIER}N, tier 0 the switch closest to \
              the node)\n# written by lgate-plogp {} from {}\n# Apply with: kubectl apply \
@@ -31,19 +31,41 @@ impl TopologyWriter for K8sLabelsWriter {
             env!("CARGO_PKG_VERSION"),
             context.source.replace('\n', " ")
         );
-        out.push_str("apiVersion: v1\nkind: List\nitems:\n");
-        for (host, tiers) in machine.tiers() {
-            let _ = writeln!(
-                out,
-                "  - apiVersion: v1\n    kind: Node\n    metadata:\n      name: {}\n      labels:",
-                yaml_quoted(host)
-            );
-            for (t, switch) in tiers.iter().enumerate() {
-                let _ = writeln!(out, "        {FABRIC_TIER}{t}: {}", yaml_quoted(switch));
-            }
-        }
+        out.push_str(&node_label_list(&machine));
         Ok(out)
     }
+}
+
+/// The levels of hosts of `topology` and their node label keys, coarsest first
+/// (`fabric.topograph.run/tier-N` down to `tier-0`).
+pub(super) fn tier_levels<'a>(
+    topology: &'a Topology,
+    context: &ExportContext<'a>,
+    format: &'static str,
+) -> Result<(HostLevels<'a>, Vec<String>), ExportError> {
+    let machine = HostLevels::of(topology, context, format)?;
+    let depth = machine.tiers().first().map_or(0, |(_, t)| t.len());
+    let labels = (0..depth)
+        .rev()
+        .map(|t| format!("{FABRIC_TIER}{t}"))
+        .collect();
+    Ok((machine, labels))
+}
+
+/// A `v1 List` of every host as a node with only its fabric tier labels.
+pub(super) fn node_label_list(machine: &HostLevels) -> String {
+    let mut out = String::from("apiVersion: v1\nkind: List\nitems:\n");
+    for (host, tiers) in machine.tiers() {
+        let _ = writeln!(
+            out,
+            "  - apiVersion: v1\n    kind: Node\n    metadata:\n      name: {}\n      labels:",
+            yaml_quoted(host)
+        );
+        for (t, switch) in tiers.iter().enumerate() {
+            let _ = writeln!(out, "        {FABRIC_TIER}{t}: {}", yaml_quoted(switch));
+        }
+    }
+    out
 }
 
 #[cfg(test)]

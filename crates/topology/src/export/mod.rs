@@ -20,16 +20,22 @@ mod formats;
 mod host_levels;
 mod hostlist;
 mod k8s;
+mod kai;
+mod kueue;
 mod rankfile;
 mod slurm;
+mod volcano;
 
 use crate::tree::Topology;
 
 pub use formats::{JsonWriter, LgateWriter, NewickWriter};
 pub use hostlist::{expand_hostlist, hostlist};
 pub use k8s::{K8sLabelsWriter, FABRIC_TIER};
+pub use kai::{KaiTopologyWriter, KAI_API_VERSION};
+pub use kueue::{KueueTopologyWriter, KUEUE_API_VERSION, KUEUE_MAX_LEVELS, TOPOLOGY_OBJECT_NAME};
 pub use rankfile::{rankfile, Place, RankfileError};
 pub use slurm::{SlurmBlockWriter, SlurmWriter, SlurmYamlWriter};
+pub use volcano::{hypernode_name, VolcanoHyperNodesWriter, VOLCANO_API_VERSION};
 
 /// What a writer may need beyond the topology.
 #[derive(Debug, Clone, Copy, Default)]
@@ -48,6 +54,16 @@ pub enum ExportError {
     NeedsHosts {
         /// The format.
         format: &'static str,
+    },
+    /// The format holds fewer levels than the topology has.
+    #[error("the {format} format holds at most {most} levels (node labels), and this topology needs {levels}")]
+    TooManyLevels {
+        /// The format.
+        format: &'static str,
+        /// Levels needed, the host's own included.
+        levels: usize,
+        /// Levels the format holds.
+        most: usize,
     },
     /// The host list does not cover the topology's ranks.
     #[error("{hosts} host names for a topology of {ranks} ranks")]
@@ -78,6 +94,9 @@ pub static WRITERS: &[&dyn TopologyWriter] = &[
     &SlurmBlockWriter,
     &SlurmYamlWriter,
     &K8sLabelsWriter,
+    &KueueTopologyWriter,
+    &KaiTopologyWriter,
+    &VolcanoHyperNodesWriter,
 ];
 
 /// The writer of the format called `name`.
@@ -131,7 +150,10 @@ mod tests {
                 "slurm",
                 "slurm-block",
                 "slurm-yaml",
-                "k8s-labels"
+                "k8s-labels",
+                "kueue-topology",
+                "kai-topology",
+                "volcano-hypernodes"
             ]
         );
     }
