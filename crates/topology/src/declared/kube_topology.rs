@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::{Declared, DeclaredGroup, DeclaredLevel};
+use super::{documents, Declared, DeclaredGroup, DeclaredLevel};
 
 /// The node label that is each node itself (a Topology's last level may be it).
 const HOSTNAME: &str = "kubernetes.io/hostname";
@@ -59,14 +59,6 @@ fn scheduler_of(api_version: &str) -> Option<&'static str> {
         "kai.scheduler" => Some("KAI Scheduler"),
         _ => None,
     }
-}
-
-/// The documents of a YAML stream (a JSON document is one), each as a YAML value.
-fn documents(text: &str) -> Result<Vec<serde_norway::Value>, String> {
-    serde_norway::Deserializer::from_str(text)
-        .map(|doc| serde_norway::Value::deserialize(doc).map_err(|e| e.to_string()))
-        .filter(|doc| !matches!(doc, Ok(serde_norway::Value::Null)))
-        .collect()
 }
 
 fn probe(doc: &serde_norway::Value) -> Probe {

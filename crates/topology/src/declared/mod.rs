@@ -75,6 +75,16 @@ pub fn parse_host_declared(text: &str) -> Option<Result<Declared, String>> {
     }
 }
 
+/// The documents of a YAML stream (a JSON document is one), each as a YAML value; empty
+/// documents left out.
+fn documents(text: &str) -> Result<Vec<serde_norway::Value>, String> {
+    use serde::Deserialize;
+    serde_norway::Deserializer::from_str(text)
+        .map(|doc| serde_norway::Value::deserialize(doc).map_err(|e| e.to_string()))
+        .filter(|doc| !matches!(doc, Ok(serde_norway::Value::Null)))
+        .collect()
+}
+
 #[cfg(test)]
 mod bom_tests {
     use super::*;

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Deserialize;
 
-use super::{Declared, DeclaredGroup, DeclaredLevel};
+use super::{documents, Declared, DeclaredGroup, DeclaredLevel};
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -69,13 +69,6 @@ fn is_volcano(p: &Probe) -> bool {
     p.api_version
         .as_deref()
         .is_some_and(|v| v.starts_with("topology.volcano.sh/"))
-}
-
-fn documents(text: &str) -> Result<Vec<serde_norway::Value>, String> {
-    serde_norway::Deserializer::from_str(text)
-        .map(|doc| serde_norway::Value::deserialize(doc).map_err(|e| e.to_string()))
-        .filter(|doc| !matches!(doc, Ok(serde_norway::Value::Null)))
-        .collect()
 }
 
 fn probe(doc: &serde_norway::Value) -> Option<Probe> {

@@ -186,7 +186,7 @@ mod tests {
             .map(|k| {
                 let size = n >> k;
                 Level::new(
-                    &format!("l{k}"),
+                    format!("l{k}"),
                     (0..1 << k)
                         .map(|g| (g * size..(g + 1) * size).collect())
                         .collect(),
