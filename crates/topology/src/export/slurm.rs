@@ -77,6 +77,10 @@ impl TopologyWriter for SlurmYamlWriter {
         let machine = HostLevels::of(topology, context, self.name())?;
         let mut out = header("topology.yaml", context);
         out.push_str(
+            "# A partition takes the blocks instead with Topology=lgate-plogp-block on its \
+             PartitionName line in slurm.conf\n",
+        );
+        out.push_str(
             "---\n- topology: lgate-plogp-tree\n  cluster_default: true\n  tree:\n    switches:\n",
         );
         for switch in machine.switches() {
