@@ -98,7 +98,8 @@ fn sorted(group: &[usize]) -> Vec<usize> {
 /// give the slowest pairs of a group too, but not that gap). Groups of at least
 /// [`SLOWER_TOGETHER_MIN_GROUP`] ranks count (a small one pairs off by chance too often); the
 /// pairs of all such groups together must be slower than the others at a one-sided Mann-Whitney
-/// z of [`SLOWER_TOGETHER_Z`]. Every other rank is a group of one. SMT siblings that measure
+/// z of [`SLOWER_TOGETHER_Z`]. Every other rank is a group of one. Where the ranks' hosts are
+/// known, a group's ranks of each host are judged apart (a core belongs to one host). SMT siblings that measure
 /// slower than the other cores of their cache are such pairs: they take turns on one core.
 fn pairs_slower_together(
     input: &ClusterInput,
@@ -116,6 +117,24 @@ fn pairs_slower_together(
             .map(|g| g.iter().filter_map(|r| item_of.get(r).copied()).collect())
             .collect(),
         None => vec![(0..items).collect()],
+    };
+    // Ranks take turns on a core of one host: with the ranks' hosts known, each group is
+    // judged host by host.
+    let finest: Vec<Vec<usize>> = match &input.hosts {
+        Some(hosts) => (finest.into_iter())
+            .flat_map(|group| {
+                let mut by_host: std::collections::BTreeMap<Option<&String>, Vec<usize>> =
+                    std::collections::BTreeMap::new();
+                for i in group {
+                    by_host
+                        .entry(hosts.get(input.ranks[i]))
+                        .or_default()
+                        .push(i);
+                }
+                by_host.into_values()
+            })
+            .collect(),
+        None => finest,
     };
     let (mut pairs, mut together, mut others) = (Vec::new(), Vec::new(), Vec::new());
     for group in finest
@@ -409,6 +428,23 @@ mod tests {
             .unwrap()
             .1
             .is_none());
+    }
+
+    #[test]
+    fn pairs_of_different_hosts_never_take_turns() {
+        // Eight hosts of one rank whose pairs 2k, 2k+1 measure slowest: a core is one host's.
+        let values = ndarray::Array2::from_shape_fn((8, 8), |(i, j)| match (i, j) {
+            _ if i == j => 0.0,
+            _ if i / 2 == j / 2 => 40.0 + noise(i, j, 7),
+            _ => 20.0 + noise(i, j, 8),
+        });
+        let mut input = matrix_input(values.clone());
+        assert!(add_level(&input, one_group_of(8)).unwrap().1.is_some());
+        input.hosts = Some((0..8).map(|h| format!("n{h}")).collect());
+        assert!(add_level(&input, one_group_of(8)).unwrap().1.is_none());
+        // The same pairs on one host are a level.
+        input.hosts = Some(vec!["n0".into(); 8]);
+        assert!(add_level(&input, one_group_of(8)).unwrap().1.is_some());
     }
 
     fn one_group_of(n: usize) -> Topology {
