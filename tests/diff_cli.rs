@@ -25,6 +25,28 @@ fn machine() -> Vec<&'static str> {
     args
 }
 
+/// fram with two switches of four hosts each, every pair measured (`--plan full`, up to 1 KiB),
+/// written to `DIR/run`.
+fn simulate_two_switches(dir: &Path) {
+    success(lgate_plogp_in(
+        dir,
+        &[
+            "simulate",
+            "--preset",
+            "fram",
+            "--machine",
+            "switch=2,node=4,socket=2,core=4",
+            "--plan",
+            "full",
+            "--max-size",
+            "1KiB",
+            "--quiet",
+            "--output",
+            "run",
+        ],
+    ));
+}
+
 fn diff(dir: &Path, a: &str, b: &str, extra: &[&str]) -> (Output, Value) {
     let mut args = vec!["diff", a, b, "--format", "json"];
     args.extend_from_slice(extra);
@@ -459,21 +481,7 @@ fn groups_declared_apart_that_measure_as_one_are_named() {
     // each differ (exit 1) and are named; blocks that an aggregate joins agree (exit 0).
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let args = [
-        "simulate",
-        "--preset",
-        "fram",
-        "--machine",
-        "switch=2,node=4,socket=2,core=4",
-        "--plan",
-        "full",
-        "--max-size",
-        "1KiB",
-        "--quiet",
-        "--output",
-        "run",
-    ];
-    success(lgate_plogp_in(d, &args));
+    simulate_two_switches(d);
     let cases = [
         (
             "split.conf",
@@ -553,28 +561,7 @@ fn the_schedulers_objects_read_back_as_agreeing_and_name_a_moved_host() {
     // 0); with fram-n3 and fram-n5 swapped in the file, both are named (exit 1).
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let out = lgate_plogp_in(
-        d,
-        &[
-            "simulate",
-            "--preset",
-            "fram",
-            "--machine",
-            "switch=2,node=4,socket=2,core=4",
-            "--plan",
-            "full",
-            "--max-size",
-            "1KiB",
-            "--quiet",
-            "--output",
-            "run",
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    simulate_two_switches(d);
     for (format, kind) in [
         ("kueue-topology", "Kueue Topology"),
         ("kai-topology", "KAI Scheduler Topology"),
@@ -617,28 +604,7 @@ fn a_declared_topology_is_checked_host_by_host() {
     // fram-n3 and fram-n5 swapped names both (exit 1), the right one agrees (exit 0).
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let out = lgate_plogp_in(
-        d,
-        &[
-            "simulate",
-            "--preset",
-            "fram",
-            "--machine",
-            "switch=2,node=4,socket=2,core=4",
-            "--plan",
-            "full",
-            "--max-size",
-            "1KiB",
-            "--quiet",
-            "--output",
-            "run",
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    simulate_two_switches(d);
     let write = |name: &str, text: &str| std::fs::write(d.join(name), text).unwrap();
     write(
         "right.conf",

@@ -314,20 +314,23 @@ impl DistanceMatrix {
     }
 }
 
+/// The powers of ten 10^0 to 10^9 as integers, for the CSV reader and writer.
+pub(crate) const POW10_U64: [u64; 10] = [
+    1,
+    10,
+    100,
+    1_000,
+    10_000,
+    100_000,
+    1_000_000,
+    10_000_000,
+    100_000_000,
+    1_000_000_000,
+];
+
 /// Appends `x` rounded to `decimals` places, trailing zeros (and a bare point) dropped.
 fn push_rounded(out: &mut String, x: f64, decimals: usize) {
-    const POW10: [u64; 10] = [
-        1,
-        10,
-        100,
-        1_000,
-        10_000,
-        100_000,
-        1_000_000,
-        10_000_000,
-        100_000_000,
-        1_000_000_000,
-    ];
+    const POW10: [u64; 10] = POW10_U64;
     let scaled = x.abs() * POW10.get(decimals).copied().unwrap_or(0) as f64;
     if decimals >= POW10.len() || scaled.is_nan() || scaled >= 1e15 {
         // Rare: more places than integers hold, or huge values.

@@ -47,18 +47,7 @@ pub(super) fn parse_plain_decimal(b: &[u8]) -> Option<(f64, usize)> {
 /// two, `f` > 9): divide then.
 fn quotient_by_pow10(m: u64, f: usize) -> Option<f64> {
     const INV: [f64; 10] = [1e0, 1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9];
-    const POW: [u64; 10] = [
-        1,
-        10,
-        100,
-        1_000,
-        10_000,
-        100_000,
-        1_000_000,
-        10_000_000,
-        100_000_000,
-        1_000_000_000,
-    ];
+    const POW: [u64; 10] = crate::POW10_U64;
     if m == 0 {
         return (f < INV.len()).then_some(0.0);
     }
@@ -93,17 +82,7 @@ fn quotient_by_pow10(m: u64, f: usize) -> Option<f64> {
 /// Reads the decimal digits of `b` from `*i` on into `mantissa` (wrapping past 2^64: the caller
 /// refuses more than 18 digits); moves `*i` past them and returns how many there were.
 fn digit_run(b: &[u8], i: &mut usize, mantissa: &mut u64) -> usize {
-    const POW10: [u64; 9] = [
-        1,
-        10,
-        100,
-        1_000,
-        10_000,
-        100_000,
-        1_000_000,
-        10_000_000,
-        100_000_000,
-    ];
+    const POW10: [u64; 10] = crate::POW10_U64;
     let start = *i;
     // Eight bytes at a time while eight remain: the leading digits among them, read at once.
     while let Some(word) = b.get(*i..*i + 8) {
