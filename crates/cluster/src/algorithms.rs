@@ -395,10 +395,29 @@ pub(crate) fn stands_apart_in(
         let row = d.row(members[i]);
         (0..i).map(move |j| (labels[i] == labels[j], row[members[j]]))
     };
-    let mut inside: Vec<f64> = (0..n)
-        .into_par_iter()
-        .flat_map_iter(|i| pairs(i).filter(|p| p.0).map(|p| p.1))
+    // The pairs inside, written straight into their places: item i's come after those of the
+    // items before it, as many as its group had items before it.
+    let mut seen: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
+    let before: Vec<usize> = (labels.iter())
+        .map(|&l| {
+            let k = seen.entry(l).or_insert(0);
+            *k += 1;
+            *k - 1
+        })
         .collect();
+    let mut inside = vec![0.0; before.iter().sum()];
+    let mut rows: Vec<(usize, &mut [f64])> = Vec::with_capacity(n);
+    let mut rest = inside.as_mut_slice();
+    for (i, &k) in before.iter().enumerate() {
+        let (row, tail) = rest.split_at_mut(k);
+        rows.push((i, row));
+        rest = tail;
+    }
+    rows.into_par_iter().for_each(|(i, to)| {
+        for (t, (_, x)) in to.iter_mut().zip(pairs(i).filter(|p| p.0)) {
+            *t = x;
+        }
+    });
     if inside.is_empty() {
         return false;
     }

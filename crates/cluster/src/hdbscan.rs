@@ -13,7 +13,7 @@ use ndarray::Array2;
 use rayon::prelude::*;
 
 use crate::auto::Tree;
-use crate::linkage::{Dendrogram, Linkage};
+use crate::linkage::Dendrogram;
 
 /// HDBSCAN's parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +53,35 @@ fn lambda(d: f64) -> f64 {
     }
 }
 
+/// The `k`-th smallest value of `row` (1-based, `total_cmp`'s order): for a small `k` in one
+/// pass keeping the `k` smallest so far, else by selection on a copy.
+fn kth_smallest(row: ndarray::ArrayView1<f64>, k: usize) -> f64 {
+    const KEPT: usize = 32;
+    if k > KEPT || k > row.len() {
+        let mut row = row.to_vec();
+        let (_, kth, _) = row.select_nth_unstable_by(k - 1, f64::total_cmp);
+        return *kth;
+    }
+    let mut least = [0.0f64; KEPT];
+    let least = &mut least[..k];
+    for (slot, &x) in least.iter_mut().zip(row.iter()) {
+        *slot = x;
+    }
+    least.sort_unstable_by(f64::total_cmp);
+    for &x in row.iter().skip(k) {
+        if x.total_cmp(&least[k - 1]).is_lt() {
+            // Into its place among the k kept; the largest of them leaves.
+            let mut at = k - 1;
+            while at > 0 && x.total_cmp(&least[at - 1]).is_lt() {
+                least[at] = least[at - 1];
+                at -= 1;
+            }
+            least[at] = x;
+        }
+    }
+    least[k - 1]
+}
+
 /// Runs HDBSCAN.
 pub fn hdbscan(d: &Array2<f64>, p: HdbscanParams) -> Hdbscan {
     let n = d.nrows();
@@ -67,15 +96,10 @@ pub fn hdbscan(d: &Array2<f64>, p: HdbscanParams) -> Hdbscan {
     let k = p.min_samples.clamp(1, n);
     let core: Vec<f64> = (0..n)
         .into_par_iter()
-        .map(|i| {
-            let mut row: Vec<f64> = d.row(i).to_vec();
-            let (_, kth, _) = row.select_nth_unstable_by(k - 1, f64::total_cmp);
-            *kth
-        })
+        .map(|i| kth_smallest(d.row(i), k))
         .collect();
-    // Mutual reachability, straight into the upper triangle the linkage takes.
-    let mr = crate::linkage::condensed_with(d, |i, j, x| x.max(core[i]).max(core[j]));
-    let dendrogram = Dendrogram::from_condensed(n, mr, Linkage::Single);
+    // Single linkage of the mutual reachability, computed as each row is read.
+    let dendrogram = Dendrogram::single_with(d, |i, j, x| x.max(core[i]).max(core[j]));
     let merges = dendrogram.merges();
     // Sizes and children of every dendrogram node (ids >= n are merges).
     let total = n + merges.len();
@@ -222,6 +246,17 @@ fn tree_of(clusters: &[Condensed], c: usize) -> Tree {
 mod tests {
     use super::*;
     use crate::test_matrices::blocks;
+
+    #[test]
+    fn the_kth_smallest_is_selections() {
+        let values: Vec<f64> = (0..300).map(|i| ((i * 7919) % 97) as f64 / 7.0).collect();
+        let row = ndarray::Array1::from(values.clone());
+        for k in [1, 2, 4, 16, 32, 33, 300] {
+            let mut sorted = values.clone();
+            sorted.sort_by(f64::total_cmp);
+            assert_eq!(kth_smallest(row.view(), k), sorted[k - 1], "k = {k}");
+        }
+    }
 
     #[test]
     fn finds_three_blocks() {

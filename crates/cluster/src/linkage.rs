@@ -111,6 +111,81 @@ impl Dendrogram {
         Dendrogram { n, merges }
     }
 
+    /// Single linkage of the items of a symmetric matrix `m` with `f(i, j, m[i, j])` (i < j, `f`
+    /// symmetric) as each pair's distance, read row by row without a condensed copy: the same
+    /// merges, ties and all, as kodama's minimum spanning tree on [`condensed_with`]'s triangle.
+    pub fn single_with(m: &Array2<f64>, f: impl Fn(usize, usize, f64) -> f64) -> Self {
+        let n = m.nrows();
+        if n < 2 {
+            return Dendrogram {
+                n,
+                merges: Vec::new(),
+            };
+        }
+        // Prim's algorithm from item 0, as Müllner's MST-linkage: each step updates the
+        // nearest distance of every item not yet joined through the item joined last, and joins
+        // the lowest-numbered of those at the least. The items not yet joined are kept packed
+        // (one taken out swaps the last into its place), so ties are broken by number.
+        let mut open: Vec<usize> = (1..n).collect();
+        let mut nearest = vec![f64::INFINITY; n - 1];
+        let mut last = 0;
+        let mut edges: Vec<Merge> = Vec::with_capacity(n - 1);
+        while !open.is_empty() {
+            let row = m.row(last);
+            let mut best = 0;
+            for (&x, slot) in open.iter().zip(nearest.iter_mut()) {
+                let v = f(x.min(last), x.max(last), row[x]);
+                if v < *slot {
+                    *slot = v;
+                }
+            }
+            for p in 1..open.len() {
+                let (s, least) = (nearest[p], nearest[best]);
+                if s < least || (s == least && open[p] < open[best]) {
+                    best = p;
+                }
+            }
+            let x = open.swap_remove(best);
+            let height = nearest.swap_remove(best);
+            edges.push(Merge {
+                a: x,
+                b: last,
+                height,
+            });
+            last = x;
+        }
+        // The edges in order of height (ties as found), each joining the clusters its ends are
+        // in: cluster n + k is the one merge k made.
+        edges
+            .sort_by(|p, q| (p.height.partial_cmp(&q.height)).unwrap_or(std::cmp::Ordering::Equal));
+        let mut parent: Vec<usize> = (0..2 * n - 1).collect();
+        let find = |parent: &mut Vec<usize>, mut x: usize| {
+            let mut root = x;
+            while parent[root] != root {
+                root = parent[root];
+            }
+            while parent[x] != root {
+                let up = parent[x];
+                parent[x] = root;
+                x = up;
+            }
+            root
+        };
+        let merges = (edges.iter().enumerate())
+            .map(|(k, e)| {
+                let (a, b) = (find(&mut parent, e.a), find(&mut parent, e.b));
+                parent[a] = n + k;
+                parent[b] = n + k;
+                Merge {
+                    a: a.min(b),
+                    b: a.max(b),
+                    height: e.height,
+                }
+            })
+            .collect();
+        Dendrogram { n, merges }
+    }
+
     /// The number of items.
     pub fn len(&self) -> usize {
         self.n
@@ -311,6 +386,27 @@ pub fn profile_distances(m: &Array2<f64>) -> Array2<f64> {
 mod tests {
     use super::*;
     use ndarray::array;
+
+    #[test]
+    fn single_linkage_by_rows_is_kodamas_to_the_last_tie() {
+        // Distances of few values, so that many pairs tie; and a transformed distance as
+        // HDBSCAN's mutual reachability.
+        for n in [2, 3, 7, 40, 130, 600] {
+            let mut m = Array2::zeros((n, n));
+            for i in 0..n {
+                for j in 0..i {
+                    let v = ((i * 7919 + j * 104_729) % 5) as f64;
+                    m[[i, j]] = v;
+                    m[[j, i]] = v;
+                }
+            }
+            let core: Vec<f64> = (0..n).map(|i| (i % 3) as f64).collect();
+            let f = |i: usize, j: usize, x: f64| x.max(core[i]).max(core[j]);
+            let by_rows = Dendrogram::single_with(&m, f);
+            let kodama = Dendrogram::from_condensed(n, condensed_with(&m, f), Linkage::Single);
+            assert_eq!(by_rows.merges(), kodama.merges(), "n = {n}");
+        }
+    }
 
     #[test]
     fn cuts_follow_the_merges() {

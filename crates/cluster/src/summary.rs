@@ -101,10 +101,18 @@ impl ClusterSummary<'_> {
         } else {
             "these levels"
         };
+        let turns = match self.turns {
+            Some(t) => format!(
+                " by distance (the level {} of ranks taking turns is judged by its pairs' \
+                 times, below)",
+                t.name
+            ),
+            None => String::new(),
+        };
         writeln!(
             f,
             "  confidence: {} of {} resamples of the matrix (its noise dealt out anew) gave \
-             {what}",
+             {what}{turns}",
             (c.same_levels * c.resamples as f64).round(),
             c.resamples
         )?;

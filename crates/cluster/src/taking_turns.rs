@@ -54,13 +54,7 @@ pub fn add_level(
     // Found already by distance (where sharing a CPU made pairs nearer, as on some guests).
     let mut wanted: Vec<Vec<usize>> = groups.iter().map(|g| sorted(g)).collect();
     wanted.sort();
-    let same_groups = |level: &Level| {
-        let mut have: Vec<Vec<usize>> = level.groups.iter().map(|g| sorted(g)).collect();
-        have.retain(|g| g.len() > 1 || wanted.iter().any(|w| w == g));
-        have.sort();
-        have == wanted
-    };
-    if topology.levels().iter().any(same_groups) {
+    if (topology.levels().iter()).any(|level| same_partition(&level.groups, &wanted)) {
         return Ok((topology, None));
     }
     let mut levels = topology.levels().to_vec();
@@ -71,6 +65,12 @@ pub fn add_level(
         confidence: None,
     });
     let mut topology = topology.keeping_levels(levels)?;
+    // The resamples that made these groups by distance made this level: it is no longer in doubt.
+    if let Some(c) = topology.confidence() {
+        let mut c = c.clone();
+        c.undecided.retain(|u| !same_partition(&u.members, &wanted));
+        topology = topology.with_confidence(Some(c));
+    }
     if let Some(placement) = &input.placement {
         topology = crate::score::name_levels(topology, placement)?;
     }
@@ -82,6 +82,14 @@ pub fn add_level(
         bound,
     };
     Ok((topology, Some(turns)))
+}
+
+/// Whether `groups` are the sorted groups `wanted`, single ranks aside unless wanted.
+fn same_partition(groups: &[Vec<usize>], wanted: &[Vec<usize>]) -> bool {
+    let mut have: Vec<Vec<usize>> = groups.iter().map(|g| sorted(g)).collect();
+    have.retain(|g| g.len() > 1 || wanted.iter().any(|w| w == g));
+    have.sort();
+    have == wanted
 }
 
 fn sorted(group: &[usize]) -> Vec<usize> {
@@ -174,29 +182,42 @@ fn slowest_partners(
     d: &ndarray::Array2<f64>,
     group: &[usize],
 ) -> Option<(Vec<(usize, usize)>, Vec<f64>, Vec<f64>)> {
+    use rayon::prelude::*;
     let g = group.len();
     let at = |a: usize, b: usize| d[[group[a], group[b]]];
-    // Positions in the group: each one's slowest partner, kept where mutual.
-    let slowest = |a: usize| {
-        (0..g)
-            .filter(|&b| b != a)
-            .max_by(|&x, &y| at(a, x).total_cmp(&at(a, y)))
-    };
-    let partner: Vec<usize> = (0..g).map(slowest).collect::<Option<_>>()?;
+    // Row by row on every core (a group may be the whole matrix): each position's slowest
+    // partner (the last of equals, as `max_by` takes it), kept where mutual.
+    let partner: Vec<usize> = (0..g)
+        .into_par_iter()
+        .map(|a| {
+            let row = d.row(group[a]);
+            let mut slowest: Option<(usize, f64)> = None;
+            for (b, &x) in group.iter().enumerate() {
+                let v = row[x];
+                if b != a && slowest.is_none_or(|(_, s)| v.total_cmp(&s).is_ge()) {
+                    slowest = Some((b, v));
+                }
+            }
+            slowest.map(|(b, _)| b)
+        })
+        .collect::<Option<_>>()?;
     let mut mate: Vec<Option<usize>> = (0..g)
         .map(|a| (partner[partner[a]] == a).then_some(partner[a]))
         .collect();
     // Mutual pairs no slower than some other pair of the group are among the others (ranks
     // without a sibling can be each other's slowest by chance); dropping them moves the
     // highest of the others no higher, so one pass does.
-    fn others(mate: &[Option<usize>]) -> impl Iterator<Item = (usize, usize)> + '_ {
-        (0..mate.len())
-            .flat_map(|a| (0..a).map(move |b| (a, b)))
-            .filter(|&(a, b)| mate[a] != Some(b))
-    }
-    let highest = others(&mate)
-        .map(|(a, b)| at(a, b))
-        .fold(f64::NEG_INFINITY, f64::max);
+    let others_of = |mate: &[Option<usize>], a: usize| {
+        let row = d.row(group[a]);
+        let mate = mate[a];
+        (0..a)
+            .filter(move |&b| mate != Some(b))
+            .map(move |b| row[group[b]])
+    };
+    let highest = (0..g)
+        .into_par_iter()
+        .map(|a| others_of(&mate, a).fold(f64::NEG_INFINITY, f64::max))
+        .reduce(|| f64::NEG_INFINITY, f64::max);
     for (a, m) in mate.iter_mut().enumerate() {
         if m.is_some_and(|b| at(a, b).is_nan() || at(a, b) <= highest) {
             *m = None;
@@ -214,7 +235,10 @@ fn slowest_partners(
         return None;
     }
     let slow: Vec<f64> = found.iter().map(|&(a, b)| at(a, b)).collect();
-    let mut rest: Vec<f64> = others(&mate).map(|(a, b)| at(a, b)).collect();
+    let mut rest: Vec<f64> = (0..g)
+        .into_par_iter()
+        .flat_map_iter(|a| others_of(&mate, a))
+        .collect();
     if !whole {
         let lowest = slow.iter().copied().fold(f64::INFINITY, f64::min);
         let upper_half = highest - lgate_stats::median(&mut rest);
@@ -463,6 +487,34 @@ mod tests {
         assert!(turns.ratio >= TAKING_TURNS_RATIO, "{turns:?}");
         let level = &topology.levels()[0];
         assert_eq!(level.groups, vec![vec![0, 2], vec![1, 3]]);
+    }
+
+    #[test]
+    fn the_level_taking_turns_is_no_longer_undecided_where_resamples_made_it() {
+        // Resamples by distance made the same groups in a quarter of the draws, and another
+        // level in a tenth: the first is the level now, the second stays in doubt.
+        let undecided = |groups: Vec<Vec<usize>>, share| lgate_topology::UndecidedLevel {
+            groups: groups.len(),
+            share,
+            name: None,
+            members: groups,
+        };
+        let doubted = one_group().with_confidence(Some(lgate_topology::Confidence {
+            resamples: 20,
+            same_levels: 0.65,
+            undecided: vec![
+                undecided(vec![vec![2, 0], vec![1, 3]], 0.25),
+                undecided(vec![vec![0, 1], vec![2, 3]], 0.1),
+            ],
+        }));
+        let (topology, turns) = add_level(&input(2.0), doubted).unwrap();
+        assert!(turns.is_some());
+        let left = &topology
+            .confidence()
+            .expect("the confidence kept")
+            .undecided;
+        assert_eq!(left.len(), 1, "{left:?}");
+        assert_eq!(left[0].members, vec![vec![0, 1], vec![2, 3]]);
     }
 
     #[test]
