@@ -317,8 +317,8 @@ impl fmt::Display for ClusterSummary<'_> {
             Some(t) if t.bound => writeln!(
                 f,
                 "  {}: ranks bound to the same CPUs took turns on them; their pairs measure at \
-                 least {:.1}x the host's other pairs (lowest tenth over highest tenth), a \
-                 level of its own ({} groups)",
+                 least {:.1}x the host's other pairs (lowest tenth over highest tenth, at the \
+                 size measured where they stand out most), a level of its own ({} groups)",
                 t.name, t.ratio, t.groups
             )?,
             Some(t) => writeln!(

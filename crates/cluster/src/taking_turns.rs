@@ -276,24 +276,37 @@ fn groups_taking_turns(input: &ClusterInput) -> Option<(Vec<Vec<usize>>, f64)> {
     let node = (placement.levels.iter()).find(|(name, _)| name == "node");
     let host = |item: usize| node.and_then(|(_, labels)| labels.get(ranks[item]).copied());
     let items = ranks.len().min(d.nrows());
-    let (mut inside, mut between) = (Vec::new(), Vec::new());
-    for i in 0..items {
-        for j in 0..i {
-            if label(i).is_none() || label(j).is_none() || host(i) != host(j) {
-                continue;
-            }
-            if label(i) == label(j) {
-                inside.push(d[[i, j]]);
-            } else {
-                between.push(d[[i, j]]);
+    // At each size measured (a run's screening sizes over the same ranks), how much slower the
+    // pairs sharing CPUs are: the turns show at some sizes more than at others (at 0 B a pair
+    // waits a whole time slice, at 64 KiB the transfer hides part of it).
+    let ratio_in = |d: &ndarray::Array2<f64>| {
+        let (mut inside, mut between) = (Vec::new(), Vec::new());
+        for i in 0..items {
+            for j in 0..i {
+                if label(i).is_none() || label(j).is_none() || host(i) != host(j) {
+                    continue;
+                }
+                if label(i) == label(j) {
+                    inside.push(d[[i, j]]);
+                } else {
+                    between.push(d[[i, j]]);
+                }
             }
         }
-    }
-    if inside.is_empty() || between.is_empty() {
-        return None;
-    }
-    let ratio = lgate_stats::quantile(&mut inside, 0.1) / lgate_stats::quantile(&mut between, 0.9);
-    // A NaN ratio (no spread to divide by) is no evidence either.
+        if inside.is_empty() || between.is_empty() {
+            return None;
+        }
+        let ratio =
+            lgate_stats::quantile(&mut inside, 0.1) / lgate_stats::quantile(&mut between, 0.9);
+        // A NaN ratio (no spread to divide by) is no evidence either.
+        (!ratio.is_nan()).then_some(ratio)
+    };
+    let sizes = std::iter::once(d).chain(
+        (input.other_sizes.iter())
+            .map(|m| &**m)
+            .filter(|m| m.nrows() >= items && m.ncols() >= items),
+    );
+    let ratio = sizes.filter_map(ratio_in).fold(f64::NAN, f64::max);
     if ratio.is_nan() || ratio < TAKING_TURNS_RATIO {
         return None;
     }
@@ -515,6 +528,20 @@ mod tests {
             .undecided;
         assert_eq!(left.len(), 1, "{left:?}");
         assert_eq!(left[0].members, vec![vec![0, 1], vec![2, 3]]);
+    }
+
+    #[test]
+    fn ranks_taking_turns_clearly_at_another_size_are_its_level() {
+        // Barely slower in the matrix kept (64 KiB, say), clearly at 0 B.
+        let mut kept = input(1.3);
+        let Distances::Dense(small) = &input(4.0).distances else {
+            unreachable!("a dense matrix")
+        };
+        kept.other_sizes = vec![std::sync::Arc::new(small.values().clone())];
+        let (topology, turns) = add_level(&kept, one_group()).unwrap();
+        let turns = turns.expect("the level of ranks taking turns");
+        assert!(turns.ratio >= 2.0, "{turns:?}");
+        assert_eq!(topology.levels()[0].groups, vec![vec![0, 2], vec![1, 3]]);
     }
 
     #[test]
