@@ -139,7 +139,7 @@ pub fn check_declared(run: &Path, file: &Path) -> Result<DeclaredCheck, DiffErro
     };
     let text = std::fs::read_to_string(file).map_err(|e| invalid(e.to_string()))?;
     let declared = if let Some(declared) = parse_host_declared(&text) {
-        declared.map_err(invalid)?
+        declared.map_err(|e| invalid(e.to_string()))?
     } else {
         let ranks = side
             .places

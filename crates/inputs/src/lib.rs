@@ -350,7 +350,12 @@ pub fn volcano_hypernodes(bytes: &[u8]) {
 /// of one level, and with `every_host` every level over every host.
 fn declared_in(
     bytes: &[u8],
-    parse: fn(&str) -> Result<lgate_topology::declared::Declared, String>,
+    parse: fn(
+        &str,
+    ) -> Result<
+        lgate_topology::declared::Declared,
+        lgate_topology::declared::DeclaredError,
+    >,
     every_host: bool,
 ) {
     let Ok(text) = std::str::from_utf8(bytes) else {

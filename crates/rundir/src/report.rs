@@ -38,12 +38,10 @@ impl Report {
             path: path.clone(),
             error,
         })?;
-        Self::from_json(&text).map_err(|message| RunDirError::BadFile { path, message })
-    }
-
-    /// Parses the text of a report.json; the error says what is wrong.
-    pub fn from_json(text: &[u8]) -> Result<Report, String> {
-        serde_json::from_slice(text).map_err(|e| format!("not a report.json: {e}"))
+        serde_json::from_slice(&text).map_err(|e| RunDirError::BadFile {
+            path,
+            message: format!("not a report.json: {e}"),
+        })
     }
 
     /// The text of report.json: indented JSON and a final newline.

@@ -80,7 +80,7 @@ pub enum Next {
 }
 
 /// Decodes the record at the start of `bytes`; an error says what does not decode.
-pub fn decode(bytes: &[u8]) -> Result<Next, String> {
+pub(crate) fn decode(bytes: &[u8]) -> Result<Next, String> {
     let mut r = Reader { bytes, at: 0 };
     let Some(len) = r.varint_or_short()? else {
         return Ok(Next::Short);

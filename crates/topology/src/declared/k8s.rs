@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
-use super::{Declared, DeclaredGroup, DeclaredLevel};
+use super::{Declared, DeclaredError, DeclaredGroup, DeclaredLevel};
 use crate::export::FABRIC_TIER;
 
 /// How the rest of a label key after its family's prefix gives the tier.
@@ -95,26 +95,30 @@ pub fn is_k8s_nodes(text: &str) -> bool {
 /// Reads the topology Kubernetes nodes' labels declare: a level per fabric tier (the coarsest
 /// first) in the newest label family any node carries, then the accelerator domains; a node
 /// without a tier's label is left out of that level.
-pub fn parse_k8s_nodes(text: &str) -> Result<Declared, String> {
-    let probe: Probe = read(text).map_err(|e| format!("not a Kubernetes node list: {e}"))?;
+pub fn parse_k8s_nodes(text: &str) -> Result<Declared, DeclaredError> {
+    let probe: Probe =
+        read(text).map_err(|e| DeclaredError::file(format!("not a Kubernetes node list: {e}")))?;
     let nodes = match probe.kind.as_deref() {
         Some("Node") => {
-            vec![read::<Node>(text).map_err(|e| format!("not a Kubernetes node: {e}"))?]
+            vec![read::<Node>(text)
+                .map_err(|e| DeclaredError::file(format!("not a Kubernetes node: {e}")))?]
         }
         Some("List" | "NodeList") | None if probe.kind.is_some() || probe.items.is_some() => {
             read::<NodeList>(text)
-                .map_err(|e| format!("not a Kubernetes node list: {e}"))?
+                .map_err(|e| DeclaredError::file(format!("not a Kubernetes node list: {e}")))?
                 .items
         }
         other => {
-            return Err(format!(
+            return Err(DeclaredError::file(format!(
                 "not a Kubernetes node list: kind {}",
                 other.unwrap_or("missing")
-            ))
+            )))
         }
     };
     if nodes.is_empty() {
-        return Err("a Kubernetes node list without nodes: nothing is declared".into());
+        return Err(DeclaredError::file(
+            "a Kubernetes node list without nodes: nothing is declared",
+        ));
     }
     let family = FAMILIES.iter().find(|(prefix, tier)| {
         (nodes.iter()).any(|n| {
@@ -124,11 +128,11 @@ pub fn parse_k8s_nodes(text: &str) -> Result<Declared, String> {
     let accelerator = (ACCELERATOR.iter())
         .find(|key| nodes.iter().any(|n| n.metadata.labels.contains_key(**key)));
     if family.is_none() && accelerator.is_none() {
-        return Err(format!(
+        return Err(DeclaredError::file(format!(
             "none of its {} nodes carries a topology label ({FABRIC_TIER}N, \
              network.topology.nvidia.com/..., accelerator.topograph.run/domain)",
             nodes.len()
-        ));
+        )));
     }
     // Per level (by its key), per group (by its value), the hosts.
     let mut tiers: BTreeMap<usize, (String, BTreeMap<String, Vec<String>>)> = BTreeMap::new();
@@ -137,10 +141,10 @@ pub fn parse_k8s_nodes(text: &str) -> Result<Declared, String> {
     for n in &nodes {
         let host = &n.metadata.name;
         if host.trim().is_empty() {
-            return Err("a node without a name".to_string());
+            return Err(DeclaredError::file("a node without a name"));
         }
         if !seen.insert(host.as_str()) {
-            return Err(format!("node {host} is listed twice"));
+            return Err(DeclaredError::file(format!("node {host} is listed twice")));
         }
         // An empty value (valid in Kubernetes) places the node in no group of that level.
         for (key, value) in n
@@ -247,7 +251,7 @@ mod tests {
         ] {
             assert!(is_k8s_nodes(text), "{text}");
             let e = parse_k8s_nodes(text).unwrap_err();
-            assert!(e.contains("without nodes"), "{text}: {e}");
+            assert!(e.to_string().contains("without nodes"), "{text}: {e}");
         }
         let items = [
             node("n0", &[("network.topology.nvidia.com/leaf", "l1")]),
@@ -285,7 +289,7 @@ mod tests {
         let nameless = "kind: NodeList\nitems:\n\
             - metadata:\n    name: \"\"\n    labels:\n      network.topology.nvidia.com/leaf: l1\n";
         assert_eq!(
-            parse_k8s_nodes(nameless).unwrap_err(),
+            parse_k8s_nodes(nameless).unwrap_err().to_string(),
             "a node without a name"
         );
     }
@@ -299,7 +303,7 @@ mod tests {
             ("{\"kind\": \"List\", \"items\": [{\"metadata\": {\"name\": \"a\", \"labels\": {\"fabric.topograph.run/tier-0\": 3}}}]}", "not a Kubernetes node list:"),
         ] {
             let e = parse_k8s_nodes(text).unwrap_err();
-            assert!(e.starts_with(problem), "{text}: {e}");
+            assert!(e.to_string().starts_with(problem), "{text}: {e}");
         }
         let twice = format!(
             "{{\"kind\": \"List\", \"items\": [{}, {}]}}",
@@ -307,7 +311,7 @@ mod tests {
             node("a", &[("fabric.topograph.run/tier-0", "y")])
         );
         assert_eq!(
-            parse_k8s_nodes(&twice).unwrap_err(),
+            parse_k8s_nodes(&twice).unwrap_err().to_string(),
             "node a is listed twice"
         );
     }

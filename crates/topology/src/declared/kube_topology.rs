@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::{documents, Declared, DeclaredGroup, DeclaredLevel};
+use super::{documents, Declared, DeclaredError, DeclaredGroup, DeclaredLevel, DeclaredPlace};
 
 /// The node label that is each node itself (a Topology's last level may be it).
 const HOSTNAME: &str = "kubernetes.io/hostname";
@@ -82,31 +82,33 @@ pub fn is_kube_topology(text: &str) -> bool {
 /// file: a level per node label it names (coarsest first, `kubernetes.io/hostname` aside), its
 /// groups the nodes sharing the label's value; a node without the label is left out of that
 /// level, and levels of one group are left out.
-pub fn parse_kube_topology(text: &str) -> Result<Declared, String> {
-    let docs = documents(text).map_err(|e| format!("not YAML documents: {e}"))?;
+pub fn parse_kube_topology(text: &str) -> Result<Declared, DeclaredError> {
+    let docs =
+        documents(text).map_err(|e| DeclaredError::file(format!("not YAML documents: {e}")))?;
     let mut labels: Option<(Vec<String>, &str)> = None;
     let mut nodes: Vec<Node> = Vec::new();
     for (k, doc) in docs.iter().enumerate() {
         let p = probe(doc);
-        let at = |e: serde_norway::Error| format!("document {}: {e}", k + 1);
+        let place = DeclaredPlace::Document(k + 1);
+        let at = |e: serde_norway::Error| DeclaredError::at(place.clone(), e.to_string());
         match (
             p.kind.as_deref(),
             p.api_version.as_deref().and_then(scheduler_of),
         ) {
             (Some("Topology"), Some(scheduler)) => {
                 if labels.is_some() {
-                    return Err(format!("document {}: a second Topology", k + 1));
+                    return Err(DeclaredError::at(place, "a second Topology"));
                 }
                 let t: TopologyObject = serde_norway::from_value(doc.clone()).map_err(at)?;
                 if t.spec.levels.is_empty() {
-                    return Err(format!("document {}: a Topology of no levels", k + 1));
+                    return Err(DeclaredError::at(place, "a Topology of no levels"));
                 }
                 let names: Vec<String> = t.spec.levels.into_iter().map(|l| l.node_label).collect();
                 if let Some(h) = names.iter().position(|l| l == HOSTNAME) {
                     if h + 1 != names.len() {
-                        return Err(format!(
-                            "document {}: {HOSTNAME} is a level above others (it can only be the last)",
-                            k + 1
+                        return Err(DeclaredError::at(
+                            place,
+                            format!("{HOSTNAME} is a level above others (it can only be the last)"),
                         ));
                     }
                 }
@@ -114,7 +116,7 @@ pub fn parse_kube_topology(text: &str) -> Result<Declared, String> {
                 unique.sort();
                 unique.dedup();
                 if unique.len() != names.len() {
-                    return Err(format!("document {}: a node label named twice", k + 1));
+                    return Err(DeclaredError::at(place, "a node label named twice"));
                 }
                 labels = Some((names, scheduler));
             }
@@ -126,20 +128,24 @@ pub fn parse_kube_topology(text: &str) -> Result<Declared, String> {
             _ => {}
         }
     }
-    let (names, scheduler) = labels.ok_or("no Kueue or KAI Scheduler Topology in it")?;
+    let (names, scheduler) =
+        labels.ok_or_else(|| DeclaredError::file("no Kueue or KAI Scheduler Topology in it"))?;
     if nodes.is_empty() {
-        return Err(format!(
+        return Err(DeclaredError::file(format!(
             "its Topology names the node labels {} but the file holds no nodes: append the \
              nodes (kubectl get nodes -o yaml) after a line `---`",
             names.join(", ")
-        ));
+        )));
     }
     let mut seen = std::collections::HashSet::new();
     if let Some(twice) = nodes
         .iter()
         .find(|n| !seen.insert(n.metadata.name.as_str()))
     {
-        return Err(format!("node {} is in it twice", twice.metadata.name));
+        return Err(DeclaredError::file(format!(
+            "node {} is in it twice",
+            twice.metadata.name
+        )));
     }
     let levels = (names.iter().filter(|l| *l != HOSTNAME))
         .map(|label| {

@@ -15,6 +15,58 @@ pub use slurm_conf::{is_slurm_conf, parse_slurm_conf};
 pub use slurm_yaml::{is_slurm_yaml, parse_slurm_yaml};
 pub use volcano::{is_volcano_hypernodes, parse_volcano_hypernodes};
 
+/// Why a declared topology could not be read: where in the file, and what is wrong there.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{place}{problem}")]
+pub struct DeclaredError {
+    /// Where the problem is.
+    pub place: DeclaredPlace,
+    /// What is wrong there.
+    pub problem: String,
+}
+
+/// Where in a declared file a problem is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeclaredPlace {
+    /// The file as a whole.
+    File,
+    /// A line (1-based) of a Slurm `topology.conf`.
+    Line(usize),
+    /// A document (1-based) of a YAML stream.
+    Document(usize),
+    /// A named topology of a Slurm `topology.yaml`.
+    Topology(String),
+}
+
+impl std::fmt::Display for DeclaredPlace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DeclaredPlace::File => Ok(()),
+            DeclaredPlace::Line(n) => write!(f, "line {n}: "),
+            DeclaredPlace::Document(k) => write!(f, "document {k}: "),
+            DeclaredPlace::Topology(name) => write!(f, "topology {name}: "),
+        }
+    }
+}
+
+impl DeclaredError {
+    /// A problem of the file as a whole.
+    pub(crate) fn file(problem: impl Into<String>) -> Self {
+        DeclaredError {
+            place: DeclaredPlace::File,
+            problem: problem.into(),
+        }
+    }
+
+    /// A problem at `place`.
+    pub(crate) fn at(place: DeclaredPlace, problem: impl Into<String>) -> Self {
+        DeclaredError {
+            place,
+            problem: problem.into(),
+        }
+    }
+}
+
 /// One group of hosts of a declared level (a switch, a block).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeclaredGroup {
@@ -58,7 +110,7 @@ impl Declared {
 /// `topology.conf` or `topology.yaml`, a Kueue or KAI Scheduler Topology with its nodes,
 /// Volcano HyperNodes, Kubernetes nodes); `None` when it is none of them.
 /// Errors say where and what. A byte-order mark at the start (an editor's) is not part of it.
-pub fn parse_host_declared(text: &str) -> Option<Result<Declared, String>> {
+pub fn parse_host_declared(text: &str) -> Option<Result<Declared, DeclaredError>> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if is_slurm_conf(text) {
         Some(parse_slurm_conf(text))

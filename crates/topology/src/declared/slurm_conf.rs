@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::{Declared, DeclaredGroup, DeclaredLevel};
+use super::{Declared, DeclaredError, DeclaredGroup, DeclaredLevel, DeclaredPlace};
 use crate::export::expand_hostlist;
 
 /// Whether `text` looks like a Slurm `topology.conf` (a `SwitchName=` or `BlockName=` line).
@@ -27,7 +27,7 @@ pub(super) enum Below {
 /// Reads a Slurm `topology.conf`: `SwitchName=NAME Nodes=HOSTLIST` and `SwitchName=NAME
 /// Switches=LIST` (topology/tree) or `BlockName=NAME Nodes=HOSTLIST` (topology/block).
 /// Errors say the line and the problem.
-pub fn parse_slurm_conf(text: &str) -> Result<Declared, String> {
+pub fn parse_slurm_conf(text: &str) -> Result<Declared, DeclaredError> {
     let mut switches: Vec<(String, Below)> = Vec::new();
     let mut blocks: Vec<DeclaredGroup> = Vec::new();
     let mut sizes: Vec<usize> = Vec::new();
@@ -36,7 +36,7 @@ pub fn parse_slurm_conf(text: &str) -> Result<Declared, String> {
         if line.is_empty() {
             continue;
         }
-        let bad = |what: String| format!("line {}: {what}", n + 1);
+        let bad = |what: String| DeclaredError::at(DeclaredPlace::Line(n + 1), what);
         let mut fields: BTreeMap<String, String> = BTreeMap::new();
         for word in line.split_whitespace() {
             let (key, value) = word
@@ -44,7 +44,7 @@ pub fn parse_slurm_conf(text: &str) -> Result<Declared, String> {
                 .ok_or_else(|| bad(format!("`{word}` is not KEY=VALUE")))?;
             fields.insert(key.to_ascii_lowercase(), value.to_string());
         }
-        let expand = |key: &str, shown: &str| -> Result<Vec<String>, String> {
+        let expand = |key: &str, shown: &str| -> Result<Vec<String>, DeclaredError> {
             let list = &fields[key];
             let names = expand_hostlist(list).map_err(|e| bad(format!("{shown}={list}: {e}")))?;
             if names.is_empty() {
@@ -84,15 +84,17 @@ pub fn parse_slurm_conf(text: &str) -> Result<Declared, String> {
         }
     }
     match (switches.is_empty(), blocks.is_empty()) {
-        (true, true) => Err("no SwitchName= or BlockName= line".into()),
-        (false, false) => Err("both switches and blocks: one plugin's file at a time".into()),
+        (true, true) => Err(DeclaredError::file("no SwitchName= or BlockName= line")),
+        (false, false) => Err(DeclaredError::file(
+            "both switches and blocks: one plugin's file at a time",
+        )),
         (true, false) => Ok(Declared {
             format: "Slurm topology.conf (block)".into(),
-            levels: block_levels(blocks, &sizes)?,
+            levels: block_levels(blocks, &sizes).map_err(DeclaredError::file)?,
         }),
         (false, true) => Ok(Declared {
             format: "Slurm topology.conf (tree)".into(),
-            levels: tree_levels(&switches)?,
+            levels: tree_levels(&switches).map_err(DeclaredError::file)?,
         }),
     }
 }
@@ -310,7 +312,7 @@ mod tests {
                  BlockName=b3 Nodes=n[7-8]\nBlockSizes={sizes}\n"
             );
             let e = parse_slurm_conf(&text).unwrap_err();
-            assert!(e.contains(problem), "{sizes}: {e}");
+            assert!(e.to_string().contains(problem), "{sizes}: {e}");
         }
     }
 
@@ -335,7 +337,13 @@ mod tests {
             ("# nothing\n", "no SwitchName= or BlockName= line"),
         ] {
             let e = parse_slurm_conf(text).unwrap_err();
-            assert!(e.starts_with(problem), "{text:?}: {e}");
+            assert!(e.to_string().starts_with(problem), "{text:?}: {e}");
+            // The place is typed: a line's problem names its line, the file's none.
+            let place = match problem.strip_prefix("line ") {
+                Some(rest) => DeclaredPlace::Line(rest[..rest.find(':').unwrap()].parse().unwrap()),
+                None => DeclaredPlace::File,
+            };
+            assert_eq!(e.place, place, "{text:?}");
         }
     }
 }

@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use super::slurm_conf::{block_levels, tree_levels, Below};
-use super::{Declared, DeclaredGroup, DeclaredLevel};
+use super::{Declared, DeclaredError, DeclaredGroup, DeclaredLevel, DeclaredPlace};
 use crate::export::expand_hostlist;
 
 /// One topology of the file.
@@ -82,9 +82,9 @@ pub fn is_slurm_yaml(text: &str) -> bool {
 /// Reads a Slurm `topology.yaml`: the levels of every tree and block topology in it (named
 /// after their topology when there are several), the cluster default's first. Errors say the
 /// line or the topology and the problem.
-pub fn parse_slurm_yaml(text: &str) -> Result<Declared, String> {
-    let mut topologies: Vec<YamlTopology> =
-        serde_norway::from_str(text).map_err(|e| format!("not a Slurm topology.yaml: {e}"))?;
+pub fn parse_slurm_yaml(text: &str) -> Result<Declared, DeclaredError> {
+    let mut topologies: Vec<YamlTopology> = serde_norway::from_str(text)
+        .map_err(|e| DeclaredError::file(format!("not a Slurm topology.yaml: {e}")))?;
     topologies.sort_by_key(|t| !t.cluster_default);
     let shaped = topologies
         .iter()
@@ -92,7 +92,7 @@ pub fn parse_slurm_yaml(text: &str) -> Result<Declared, String> {
         .count();
     let mut levels = Vec::new();
     for t in &topologies {
-        let bad = |e: String| format!("topology {}: {e}", t.topology);
+        let bad = |e: String| DeclaredError::at(DeclaredPlace::Topology(t.topology.clone()), e);
         let mut these: Vec<DeclaredLevel> = match (&t.tree, &t.block) {
             (Some(_), Some(_)) => return Err(bad("both tree: and block:".into())),
             (None, None) => continue,
@@ -141,7 +141,7 @@ pub fn parse_slurm_yaml(text: &str) -> Result<Declared, String> {
         levels.append(&mut these);
     }
     if shaped == 0 {
-        return Err("no topology with tree: or block:".into());
+        return Err(DeclaredError::file("no topology with tree: or block:"));
     }
     Ok(Declared {
         format: "Slurm topology.yaml".into(),
@@ -218,7 +218,7 @@ mod tests {
             ),
         ] {
             let e = parse_slurm_yaml(text).unwrap_err();
-            assert!(e.starts_with(problem), "{text:?}: {e}");
+            assert!(e.to_string().starts_with(problem), "{text:?}: {e}");
         }
     }
 }

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Deserialize;
 
-use super::{documents, Declared, DeclaredGroup, DeclaredLevel};
+use super::{documents, Declared, DeclaredError, DeclaredGroup, DeclaredLevel, DeclaredPlace};
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -91,11 +91,14 @@ pub fn is_volcano_hypernodes(text: &str) -> bool {
 /// HyperNode a group of the nodes below it; tiers of one HyperNode are left out. Members are
 /// read by exact name; a member chosen by pattern or label needs the cluster's nodes and is an
 /// error here.
-pub fn parse_volcano_hypernodes(text: &str) -> Result<Declared, String> {
-    let docs = documents(text).map_err(|e| format!("not YAML documents: {e}"))?;
+pub fn parse_volcano_hypernodes(text: &str) -> Result<Declared, DeclaredError> {
+    let docs =
+        documents(text).map_err(|e| DeclaredError::file(format!("not YAML documents: {e}")))?;
     let mut nodes: Vec<HyperNode> = Vec::new();
     for (k, doc) in docs.iter().enumerate() {
-        let at = |e: serde_norway::Error| format!("document {}: {e}", k + 1);
+        let at = |e: serde_norway::Error| {
+            DeclaredError::at(DeclaredPlace::Document(k + 1), e.to_string())
+        };
         match probe(doc).and_then(|p| p.kind) {
             Some(kind) if kind == "HyperNode" => {
                 nodes.push(serde_norway::from_value(doc.clone()).map_err(at)?)
@@ -108,13 +111,13 @@ pub fn parse_volcano_hypernodes(text: &str) -> Result<Declared, String> {
         }
     }
     if nodes.is_empty() {
-        return Err("no Volcano HyperNode in it".into());
+        return Err(DeclaredError::file("no Volcano HyperNode in it"));
     }
     let index: HashMap<&str, usize> = (nodes.iter().enumerate())
         .map(|(k, n)| (n.metadata.name.as_str(), k))
         .collect();
     if index.len() != nodes.len() {
-        return Err("a HyperNode name is used twice".into());
+        return Err(DeclaredError::file("a HyperNode name is used twice"));
     }
     for n in &nodes {
         for m in &n.spec.members {
@@ -127,11 +130,11 @@ pub fn parse_volcano_hypernodes(text: &str) -> Result<Declared, String> {
                 } else {
                     "no selector"
                 };
-                return Err(format!(
+                return Err(DeclaredError::file(format!(
                     "HyperNode {}: a member chosen by {how}, which needs the cluster's nodes; \
                      only exactMatch members are read",
                     n.metadata.name
-                ));
+                )));
             }
         }
     }
@@ -148,16 +151,16 @@ pub fn parse_volcano_hypernodes(text: &str) -> Result<Declared, String> {
                 MemberKind::Node => mine.push(name.clone()),
                 MemberKind::HyperNode => {
                     let c = *index.get(name.as_str()).ok_or_else(|| {
-                        format!(
+                        DeclaredError::file(format!(
                             "HyperNode {}: its member HyperNode {name} is not in the file",
                             n.metadata.name
-                        )
+                        ))
                     })?;
                     if nodes[c].spec.tier >= n.spec.tier {
-                        return Err(format!(
+                        return Err(DeclaredError::file(format!(
                             "HyperNode {} (tier {}): its member {name} is of tier {}, not below it",
                             n.metadata.name, n.spec.tier, nodes[c].spec.tier
-                        ));
+                        )));
                     }
                     mine.extend(hosts[c].iter().flatten().cloned());
                 }
@@ -186,9 +189,9 @@ pub fn parse_volcano_hypernodes(text: &str) -> Result<Declared, String> {
         all.sort();
         all.dedup();
         if all.len() != count {
-            return Err(format!(
+            return Err(DeclaredError::file(format!(
                 "tier {tier}: a node under two HyperNodes of the tier"
-            ));
+            )));
         }
         if groups.len() >= 2 {
             let name = (members.iter())

@@ -169,21 +169,27 @@ mod tests {
         let b = node("b", 1, &(member("Node", "h1") + &member("Node", "h2")));
         assert!(parse(&(a.clone() + &b))
             .unwrap_err()
+            .to_string()
             .contains("under two HyperNodes"));
         let top = node("top", 2, &member("HyperNode", "missing"));
         assert!(parse(&(a.clone() + &top))
             .unwrap_err()
+            .to_string()
             .contains("missing is not in the file"));
         let up = node("up", 1, &member("HyperNode", "a"));
         assert!(parse(&(a.clone() + &up))
             .unwrap_err()
+            .to_string()
             .contains("not below it"));
         let regex = node(
             "r",
             1,
             "    - type: Node\n      selector:\n        regexMatch:\n          pattern: h.*\n",
         );
-        assert!(parse(&regex).unwrap_err().contains("regexMatch"));
+        assert!(parse(&regex)
+            .unwrap_err()
+            .to_string()
+            .contains("regexMatch"));
         assert!(parse("kind: List\nitems: []\n").is_err());
     }
 }
