@@ -27,5 +27,5 @@ for k in $(seq "$runs"); do
 done
 median=$(printf '%s\n' "${shares[@]}" | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}')
 printf 'median overhead with -np %d: %.1f%% (limit %s%%)\n' "$np" "$median" "$limit"
-result "harness overhead, -np $np" "$median" "<=" "$limit" "%"
+result "harness overhead, -np $np" "$(printf %.1f "$median")" "<=" "$limit" "%"
 exit "$bench_failed"
