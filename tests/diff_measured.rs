@@ -72,6 +72,24 @@ impl Drop for Spinner {
     }
 }
 
+/// Every pair's t(64 KiB) of a run, `i-j value` each, to read why a run was or was not named.
+fn pair_times(run: &Path) -> String {
+    let text =
+        std::fs::read_to_string(run.join("matrices").join("t_65536.csv")).unwrap_or_default();
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    let mut out = Vec::new();
+    for (i, row) in rows.iter().enumerate() {
+        for j in i + 1..rows.len() {
+            out.push(format!("{i}-{j} {}", row.get(j + 1).unwrap_or(&"?")));
+        }
+    }
+    out.join(", ")
+}
+
 /// The ranks each change names (a rank, a pair's two; a host names none).
 fn named_ranks(json: &Value) -> Vec<Vec<u64>> {
     json["changes"]
@@ -149,8 +167,11 @@ fn real_runs_diff_clean_and_a_busy_core_is_named() {
         let (code, json) = diff(d, &before, &c);
         let names = named_ranks(&json);
         eprintln!(
-            "busy CPU {busy}, attempt {}: diff exit {code:?}, named {names:?}",
-            k + 1
+            "busy CPU {busy}, attempt {}: diff exit {code:?}, named {names:?}; t(64 KiB) us \
+             before {}, busy {}",
+            k + 1,
+            pair_times(&d.join(&before)),
+            pair_times(&d.join(&c))
         );
         last = json;
         // Changed, and a change names only ranks of the busy CPU (its ranks, or a pair of them).

@@ -30,6 +30,10 @@ pub const MIN_UNITS: usize = 6;
 /// Pairs of a block needed to read the pairs' spread from it.
 pub const MIN_BLOCK: usize = 3;
 
+/// A pair whose repetitions' variance is below its class's median by this factor (a tenth of
+/// the standard deviation) is of another kind than the pairs its class's spread is read from.
+const PRECISE: f64 = 100.0;
+
 /// The variance of the median of n normal values over that of their mean.
 const MEDIAN_VARIANCE: f64 = std::f64::consts::FRAC_PI_2;
 
@@ -55,6 +59,8 @@ pub struct Spread {
     pub pair: Vec<f64>,
     /// The variance of a rank's own shift, shared by all its pairs.
     pub rank: f64,
+    /// Per class: the median variance its pairs' repetitions explain (0 when unknown).
+    pub repeat: Vec<f64>,
 }
 
 /// The change of some pairs together.
@@ -90,8 +96,21 @@ impl Aggregate {
 
 impl Spread {
     /// The variance of pair `p`: its repetitions' and its class's extra.
+    ///
+    /// A pair whose repetitions spread less than a tenth of its class's (in standard
+    /// deviations) takes the extra in proportion to its repetitions' variance: two ranks
+    /// taking turns on one CPU repeat their time slices to a thousandth (15.2 ms), beside
+    /// pairs of the same host that move by a tenth between runs (12 us), and the extra read
+    /// from those would hide a pair of them 50 % slower (a busy process on their CPU).
     pub fn pair_variance<P: PairEvidence>(&self, p: &P) -> f64 {
-        p.repeat_variance() + self.pair.get(p.class()).copied().unwrap_or(0.0)
+        let own = p.repeat_variance();
+        let extra = self.pair.get(p.class()).copied().unwrap_or(0.0);
+        let typical = self.repeat.get(p.class()).copied().unwrap_or(0.0);
+        if own > 0.0 && own * PRECISE < typical {
+            own + extra * own / typical
+        } else {
+            own + extra
+        }
     }
 
     /// The change of `which` of `pairs` against `centers` (per class), with `own` added to
@@ -156,6 +175,7 @@ impl Spread {
         let mut spread = Spread {
             pair: vec![0.0; classes],
             rank: 0.0,
+            repeat: vec![0.0; classes],
         };
         let mut residuals: Vec<Vec<f64>> = vec![Vec::new(); classes];
         let mut noise: Vec<Vec<f64>> = vec![Vec::new(); classes];
@@ -188,7 +208,8 @@ impl Spread {
             }
             if residuals[c].len() >= 2 {
                 let s = MAD_SIGMAS * mad(&mut residuals[c]);
-                spread.pair[c] = (s * s - median(&mut noise[c])).max(0.0);
+                spread.repeat[c] = median(&mut noise[c]);
+                spread.pair[c] = (s * s - spread.repeat[c]).max(0.0);
             }
         }
         spread.rank = spread.rank_variance(pairs, centers, ranks);
@@ -484,6 +505,42 @@ mod tests {
     }
 
     #[test]
+    fn a_pair_far_more_precise_than_its_class_takes_the_extra_in_proportion() {
+        // Four ranks on two CPUs: four pairs across (12 us, 10 % repetitions, moving 10 %
+        // between runs) and two taking turns (15 ms, 0.1 %); a busy process makes one of those
+        // 50 % slower and the other 5 % faster. Read around the class, the extra is the noisy
+        // pairs' and would hide it; in proportion, it stands out, and a noisy pair keeps its.
+        let noisy = 0.1f64.powi(2);
+        let precise = 0.001f64.powi(2);
+        let values = [0.1, -0.12, 0.05, -0.02, -0.05, 1.5f64.ln()];
+        let pairs: Vec<P> = values
+            .iter()
+            .enumerate()
+            .map(|(k, &v)| P {
+                rows: (k / 2, 2 + k % 2),
+                value: v,
+                noise: if k < 4 { noisy } else { precise },
+            })
+            .collect();
+        let centers = class_centers(&pairs, 0..pairs.len(), 1);
+        let block: Vec<usize> = (0..pairs.len()).collect();
+        let s = Spread::estimate(&pairs, 1, &centers, std::iter::once(&block[..]), &[]);
+        assert!(
+            s.pair[0] > noisy / 10.0,
+            "the class moves beyond its repetitions: {s:?}"
+        );
+        let z = |p: &P| p.value / s.pair_variance(p).sqrt();
+        assert!(z(&pairs[5]) > 100.0, "z {} ({s:?})", z(&pairs[5]));
+        assert_eq!(s.pair_variance(&pairs[0]), noisy + s.pair[0]);
+        // A pair without repetitions of its own keeps the class's extra.
+        let bare = P {
+            noise: 0.0,
+            ..pairs[5].clone()
+        };
+        assert_eq!(s.pair_variance(&bare), s.pair[0]);
+    }
+
+    #[test]
     fn blocks_keep_a_whole_block_apart_out_of_the_pairs_spread() {
         // Two blocks of 2 %-noisy pairs, the second 40 % slower as a whole: read in blocks the
         // pairs spread 2 %; read around the class's median, far more.
@@ -510,6 +567,7 @@ mod tests {
         let spread = Spread {
             pair: vec![0.05f64.powi(2)],
             rank: 0.0,
+            repeat: vec![0.0],
         };
         let centers = [0.0];
         let more: Vec<P> = (pairs.iter())
@@ -555,6 +613,7 @@ mod tests {
         let s = Spread {
             pair: vec![0.0004],
             rank: 0.0,
+            repeat: vec![0.0],
         };
         let centers = [0.0];
         assert!(s.beyond(&pairs, ranks.iter().map(Vec::as_slice), &centers) > 0.0);
