@@ -377,7 +377,8 @@ fn an_emulated_cluster_is_recovered() {
 #[ignore = "needs root (network namespaces): scripts/test runs it with --include-ignored as root, as CI does"]
 fn the_emulated_cluster_checks_a_declared_topology_and_sweeps_its_links() {
     // 2 leaves x 4 hosts x 2 ranks, the default (staged) measurement; a topology.conf with
-    // l0h3 and l1h0 swapped between the leaves names both (exit 1), the right one agrees.
+    // l0h3 and l1h0 swapped between the leaves names both (exit 1), the right one agrees; a
+    // leaf declared as two switches, or a host declared alone, is named (exit 1).
     let _claim = claim_testbed();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
@@ -438,6 +439,28 @@ fn the_emulated_cluster_checks_a_declared_topology_and_sweeps_its_links() {
         .map(|m| m["host"].as_str().unwrap())
         .collect();
     assert_eq!(hosts, ["l0h3", "l1h0"], "{text}");
+    // Declared apart, measured as one: a leaf declared as two switches, a host declared alone
+    // on a third (the other direction of the check).
+    for (name, conf, line) in [
+        (
+            "split.conf",
+            "SwitchName=l0a Nodes=l0h[0-1]\nSwitchName=l0b Nodes=l0h[2-3]\n\
+             SwitchName=leaf1 Nodes=l1h[0-3]\n",
+            "l0a and l0b: declared apart, measured as one group",
+        ),
+        (
+            "alone.conf",
+            "SwitchName=leaf0 Nodes=l0h[0-3]\nSwitchName=leaf1 Nodes=l1h[0-2]\n\
+             SwitchName=leaf2 Nodes=l1h3\n",
+            "leaf1 and leaf2: declared apart, measured as one group",
+        ),
+    ] {
+        std::fs::write(d.join(name), conf).unwrap();
+        let out = lgate_plogp_in(d, &["diff", "run", name]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{name}: {text}");
+        assert!(text.contains(line), "{name}: {text}");
+    }
     // The sweep on the same fabric: every one of the 112 pairs between hosts, over real MPI
     // and real links (the pairs slow only side by side are left to the health, printed).
     let swept = d.join("swept");
