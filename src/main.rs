@@ -29,6 +29,11 @@ use std::process::ExitCode;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
+/// A count a flag gave, refused in the flag's name: "--reps must be at least 1".
+fn count(flag: &str, checked: Result<(), lgate_stats::CountError>) -> anyhow::Result<()> {
+    checked.map_err(|e| anyhow::anyhow!("{flag} {e}"))
+}
+
 /// `--estimator`: one of the estimators' names, as the typed estimator.
 fn estimator_parser() -> impl TypedValueParser<Value = lgate_rundir::Estimator> {
     PossibleValuesParser::new(lgate_rundir::Estimator::NAMES)

@@ -92,6 +92,7 @@ pub enum ProgressFlag {
 impl MeasureArgs {
     /// The run's options as the flags give them, checked.
     pub fn options(&self) -> Result<RunOptions> {
+        crate::count("--sweeps", lgate_stats::check_sweeps(self.sweeps))?;
         let (out, resume) = match &self.resume {
             Some(dir) => (dir.clone(), true),
             None => (

@@ -87,9 +87,10 @@ impl PlanArgs {
             screen_reps: self.screen_reps,
         };
         staged.plan.check()?;
-        if staged.screen_reps == 0 {
-            anyhow::bail!("--screen-reps must be at least 1");
-        }
+        crate::count(
+            "--screen-reps",
+            lgate_stats::check_repetitions(staged.screen_reps),
+        )?;
         Ok(match self.plan {
             PlanName::Staged => PlanKind::Staged(staged),
             PlanName::Full => PlanKind::Full,

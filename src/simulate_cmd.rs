@@ -133,6 +133,7 @@ impl SimulateArgs {
             };
         }
         if let Some(r) = self.reps {
+            crate::count("--reps", lgate_stats::check_repetitions(r))?;
             model.reps = r;
         }
         model.check()?;
@@ -140,6 +141,7 @@ impl SimulateArgs {
     }
 
     fn options(&self, model: &MachineModel) -> Result<SimulateOptions> {
+        crate::count("--sweeps", lgate_stats::check_sweeps(self.sweeps))?;
         let sizes = match &self.sizes {
             Some(list) => {
                 let mut s: Vec<usize> = list.iter().map(|m| m.0).collect();

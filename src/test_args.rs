@@ -69,6 +69,7 @@ impl TestArgs {
     /// The pair test the arguments ask for and what is derived from it, checked: a flag of the
     /// other test is refused, not dropped.
     pub fn test(&self) -> Result<(Box<dyn PairTest>, OutputOptions)> {
+        crate::count("--reps", lgate_stats::check_repetitions(self.reps))?;
         let (test, outputs, largest): (Box<dyn PairTest>, OutputOptions, usize) = match self.test {
             TestKind::Pingpong => {
                 let plogp_only: Vec<&str> = [

@@ -1,5 +1,5 @@
-//! Guards of the house: the binary's command files stay thin, and the paths the README and
-//! docs/ cite exist.
+//! Guards of the house: the binary's command files stay thin, no public function returns a
+//! `String` for its error, and the paths the README and docs/ cite exist.
 
 use std::path::{Path, PathBuf};
 
@@ -29,6 +29,67 @@ fn command_files_stay_thin() {
     assert!(
         long.is_empty(),
         "command files over {COMMAND_FILE_LINES} lines (move the work into a crate): {long:?}"
+    );
+}
+
+/// The Rust files under `dir`, recursively.
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The public functions of `code` (before its tests) whose signature returns an error as a
+/// `String`: each signature from `pub fn` to its body or `;`.
+fn string_errors(code: &str) -> Vec<String> {
+    let code = code.split("#[cfg(test)]").next().unwrap_or("");
+    let mut found = Vec::new();
+    for (at, _) in code.match_indices("pub fn ") {
+        let tail = &code[at..];
+        let end = tail.find(['{', ';']).unwrap_or(tail.len());
+        let signature: String = tail[..end].split_whitespace().collect::<Vec<_>>().join(" ");
+        if signature.contains("Result<") && signature.contains(", String>") {
+            found.push(signature);
+        }
+    }
+    found
+}
+
+#[test]
+fn no_public_function_returns_a_string_for_its_error() {
+    let mut files = Vec::new();
+    rust_files(&root().join("crates"), &mut files);
+    rust_files(&root().join("src"), &mut files);
+    assert!(files.len() > 50, "only {} Rust files found", files.len());
+    let found: Vec<String> = files
+        .iter()
+        .filter(|f| !f.components().any(|c| c.as_os_str() == "tests"))
+        .flat_map(|f| {
+            let code = std::fs::read_to_string(f).unwrap();
+            let name = f.strip_prefix(root()).unwrap().display().to_string();
+            string_errors(&code)
+                .into_iter()
+                .map(move |s| format!("{name}: {s}"))
+        })
+        .collect();
+    assert!(
+        found.is_empty(),
+        "public functions with String errors (give them a typed error): {found:#?}"
+    );
+}
+
+#[test]
+fn the_string_error_check_sees_one() {
+    let code = "pub fn a(x: u8)\n    -> Result<(), String> {\n}\npub(crate) fn b() -> \
+                Result<(), String> {}\npub fn c() -> Result<(), E> {}\n";
+    assert_eq!(
+        string_errors(code),
+        ["pub fn a(x: u8) -> Result<(), String>"]
     );
 }
 

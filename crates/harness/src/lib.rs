@@ -74,6 +74,14 @@ pub enum HarnessError {
     /// The job or the options cannot make a run.
     #[error("{0}")]
     Setup(String),
+    /// A count of the options is refused (`field` names it).
+    #[error("{field} {source}")]
+    Count {
+        /// The option's field.
+        field: &'static str,
+        /// Why.
+        source: lgate_stats::CountError,
+    },
     /// A run cannot be resumed as asked.
     #[error("{0}")]
     Resume(String),

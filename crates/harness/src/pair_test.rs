@@ -89,7 +89,10 @@ impl PingPong {
 
     /// A ping-pong test; `reps` must be at least 1 and `sizes` not empty.
     pub fn new(mut sizes: Vec<usize>, reps: usize) -> Result<Self, HarnessError> {
-        lgate_stats::check_repetitions("--reps", reps).map_err(HarnessError::Setup)?;
+        lgate_stats::check_repetitions(reps).map_err(|source| HarnessError::Count {
+            field: "reps",
+            source,
+        })?;
         sizes.sort_unstable();
         sizes.dedup();
         let largest = *sizes

@@ -195,7 +195,8 @@ impl PLogP {
     /// A PLogP test; checks the options.
     pub fn new(mut options: PLogPOptions) -> Result<Self, OptionsError> {
         let bad = |m: &str| Err(OptionsError(m.to_string()));
-        lgate_stats::check_repetitions("--reps", options.reps).map_err(OptionsError)?;
+        lgate_stats::check_repetitions(options.reps)
+            .map_err(|e| OptionsError(format!("reps {e}")))?;
         if !(options.or_wait >= 1.0 && options.or_wait.is_finite()) {
             return bad(
                 "--or-wait must be at least 1 (the sender waits k x RTT before the receive)",

@@ -57,7 +57,7 @@ pub use records::{
 pub use report::{
     FoundLevel, FoundLevels, Report, RetestedPair, StagedReport, UndecidedFound, SLOW_PAIR_FACTOR,
 };
-pub use screen::{parse_screen_table, read_screen_table, ScreenRow};
+pub use screen::{parse_screen_table, read_screen_table, ScreenRow, ScreenTableError};
 
 /// An error of creating, reading or writing a run directory.
 #[derive(Debug, thiserror::Error)]

@@ -42,24 +42,45 @@ const NEEDED: [&str; 7] = [
 /// Every row of the screening table at `path`, in file order.
 pub fn read_screen_table(path: &Path) -> Result<Vec<ScreenRow>, RunDirError> {
     let bytes = std::fs::read(path).map_err(crate::io_error(path))?;
-    parse_screen_table(&bytes).map_err(|message| RunDirError::BadFile {
+    parse_screen_table(&bytes).map_err(|e| RunDirError::BadFile {
         path: path.to_path_buf(),
-        message,
+        message: e.to_string(),
     })
 }
 
+/// Why a screening table's text cannot be read: the line (from 1) where known, and what.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{}{problem}", line.map(|n| format!("line {n}: ")).unwrap_or_default())]
+pub struct ScreenTableError {
+    /// The line, from 1 (none for the text as a whole).
+    pub line: Option<usize>,
+    /// What is wrong.
+    pub problem: String,
+}
+
+impl ScreenTableError {
+    fn at(line: Option<usize>, problem: impl Into<String>) -> Self {
+        ScreenTableError {
+            line,
+            problem: problem.into(),
+        }
+    }
+}
+
 /// The rows of a screening table's text.
-pub fn parse_screen_table(bytes: &[u8]) -> Result<Vec<ScreenRow>, String> {
-    let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_string())?;
+pub fn parse_screen_table(bytes: &[u8]) -> Result<Vec<ScreenRow>, ScreenTableError> {
+    let text =
+        std::str::from_utf8(bytes).map_err(|_| ScreenTableError::at(None, "not UTF-8 text"))?;
     let mut lines = text.lines().enumerate();
     let Some((_, header)) = lines.next() else {
-        return Err("empty: no header line".into());
+        return Err(ScreenTableError::at(None, "empty: no header line"));
     };
     let names: Vec<&str> = header.split(',').map(str::trim).collect();
     let at = |name: &str| names.iter().position(|n| *n == name);
     let mut columns = [0usize; NEEDED.len()];
     for (c, name) in columns.iter_mut().zip(NEEDED) {
-        *c = at(name).ok_or_else(|| format!("line 1: no column `{name}`"))?;
+        *c =
+            at(name).ok_or_else(|| ScreenTableError::at(Some(1), format!("no column `{name}`")))?;
     }
     let stage = at("stage");
     let mut rows = Vec::new();
@@ -68,14 +89,14 @@ pub fn parse_screen_table(bytes: &[u8]) -> Result<Vec<ScreenRow>, String> {
             continue;
         }
         let fields: Vec<&str> = line.split(',').map(str::trim).collect();
-        let bad = |what: &str| format!("line {}: {what}", n + 1);
+        let bad = |what: &str| ScreenTableError::at(Some(n + 1), what);
         let field = |c: usize| fields.get(c).copied().ok_or_else(|| bad("too few fields"));
-        let int = |c: usize, name: &str| -> Result<usize, String> {
+        let int = |c: usize, name: &str| -> Result<usize, ScreenTableError> {
             field(c)?
                 .parse::<usize>()
                 .map_err(|_| bad(&format!("`{name}` is not a whole number")))
         };
-        let real = |c: usize, name: &str| -> Result<f64, String> {
+        let real = |c: usize, name: &str| -> Result<f64, ScreenTableError> {
             field(c)?
                 .parse::<f64>()
                 .map_err(|_| bad(&format!("`{name}` is not a number")))
@@ -121,13 +142,13 @@ mod tests {
     #[test]
     fn a_bad_table_is_named_by_line() {
         assert_eq!(
-            parse_screen_table(b"sweep,i,j\n").unwrap_err(),
+            parse_screen_table(b"sweep,i,j\n").unwrap_err().to_string(),
             "line 1: no column `size_bytes`"
         );
         let text = "sweep,i,j,size_bytes,rtt_p10_us,rtt_median_us,rtt_p90_us\n0,1,x,0,1,2,3\n";
         assert_eq!(
             parse_screen_table(text.as_bytes()).unwrap_err(),
-            "line 2: `j` is not a whole number"
+            ScreenTableError::at(Some(2), "`j` is not a whole number")
         );
         assert!(parse_screen_table(&[0xff, 0xfe]).is_err());
     }

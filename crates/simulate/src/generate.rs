@@ -276,6 +276,14 @@ pub enum SimulateError {
     /// The options do not fit the model.
     #[error("{0}")]
     Options(String),
+    /// A count of the options is refused (`field` names it).
+    #[error("{field} {source}")]
+    Count {
+        /// The option's field.
+        field: &'static str,
+        /// Why.
+        source: lgate_stats::CountError,
+    },
     /// The schedule's topology.
     #[error(transparent)]
     Harness(#[from] lgate_harness::HarnessError),
@@ -521,11 +529,12 @@ impl<'a> Simulation<'a> {
         if options.sizes.first() != Some(&0) || options.sizes.windows(2).any(|w| w[0] >= w[1]) {
             return bad("the sizes must ascend and start at 0".into());
         }
-        lgate_stats::check_repetitions("--reps", options.reps).map_err(SimulateError::Options)?;
-        lgate_stats::check_sweeps(options.sweeps).map_err(SimulateError::Options)?;
+        let count = |field, source| SimulateError::Count { field, source };
+        lgate_stats::check_repetitions(options.reps).map_err(|e| count("reps", e))?;
+        lgate_stats::check_sweeps(options.sweeps).map_err(|e| count("sweeps", e))?;
         if let Some(staged) = &options.plan {
-            lgate_stats::check_repetitions("--screen-reps", staged.screen_reps)
-                .map_err(SimulateError::Options)?;
+            lgate_stats::check_repetitions(staged.screen_reps)
+                .map_err(|e| count("screen_reps", e))?;
         }
         let max = *options.sizes.last().expect("size 0 at least");
         if let Some(s) = options.outputs.matrix_sizes.iter().find(|s| s.0 > max) {

@@ -87,33 +87,52 @@ pub const MAX_REPETITIONS: usize = 1 << 20;
 /// its own result for every pair it measures.
 pub const MAX_SWEEPS: u32 = 1000;
 
-/// Checks the count of repetitions a user gave with `flag`: at least 1, at most
-/// [`MAX_REPETITIONS`]; the error says what the count would cost.
-pub fn check_repetitions(flag: &str, reps: usize) -> Result<(), String> {
-    if reps == 0 {
-        return Err(format!("{flag} must be at least 1"));
-    }
-    if reps > MAX_REPETITIONS {
-        return Err(format!(
-            "{flag} {reps} is more than this tool takes ({MAX_REPETITIONS} at most): a pair's \
-             samples at one size would take {:.1} GB of memory, and at 1 us a repetition at \
-             least {:.0} s of each pair's time",
-            reps as f64 * 8.0 / 1e9,
-            reps as f64 * 1e-6
-        ));
-    }
-    Ok(())
+/// A count of repetitions or sweeps this tool refuses; the caller names the field or flag it
+/// came from (the message reads after it: "must be at least 1", "5000 is more ...").
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CountError {
+    /// Below one.
+    #[error("must be at least 1")]
+    Zero,
+    /// More repetitions than a pair's samples at one size can hold.
+    #[error(
+        "{given} is more than this tool takes ({MAX_REPETITIONS} at most): a pair's samples at \
+         one size would take {:.1} GB of memory, and at 1 us a repetition at least {:.0} s of \
+         each pair's time",
+        *given as f64 * 8.0 / 1e9,
+        *given as f64 * 1e-6
+    )]
+    Repetitions {
+        /// The count given.
+        given: usize,
+    },
+    /// More sweeps than a run keeps.
+    #[error(
+        "{given} is more than this tool takes ({MAX_SWEEPS} at most): each sweep measures the \
+         whole plan again and keeps every result; for a long watch, run `measure` again and \
+         compare the runs with `diff`"
+    )]
+    Sweeps {
+        /// The count given.
+        given: u32,
+    },
 }
 
-/// Checks the count of sweeps a user gave: at least 1, at most [`MAX_SWEEPS`].
-pub fn check_sweeps(sweeps: u32) -> Result<(), String> {
+/// Checks a count of repetitions: at least 1, at most [`MAX_REPETITIONS`]; the error says
+/// what the count would cost.
+pub fn check_repetitions(reps: usize) -> Result<(), CountError> {
+    match reps {
+        0 => Err(CountError::Zero),
+        r if r > MAX_REPETITIONS => Err(CountError::Repetitions { given: r }),
+        _ => Ok(()),
+    }
+}
+
+/// Checks a count of sweeps: at least 1, at most [`MAX_SWEEPS`].
+pub fn check_sweeps(sweeps: u32) -> Result<(), CountError> {
     match sweeps {
-        0 => Err("--sweeps must be at least 1".into()),
-        s if s > MAX_SWEEPS => Err(format!(
-            "--sweeps {s} is more than this tool takes ({MAX_SWEEPS} at most): each sweep \
-             measures the whole plan again and keeps every result; for a long watch, run \
-             `measure` again and compare the runs with `diff`"
-        )),
+        0 => Err(CountError::Zero),
+        s if s > MAX_SWEEPS => Err(CountError::Sweeps { given: s }),
         _ => Ok(()),
     }
 }
@@ -264,19 +283,18 @@ mod tests {
 
     #[test]
     fn counts_are_bounded_with_their_cost_said() {
-        assert!(check_repetitions("--reps", 1).is_ok());
-        assert!(check_repetitions("--reps", MAX_REPETITIONS).is_ok());
-        assert_eq!(
-            check_repetitions("--reps", 0).unwrap_err(),
-            "--reps must be at least 1"
-        );
-        let e = check_repetitions("--screen-reps", 4_000_000_000).unwrap_err();
-        assert!(e.starts_with("--screen-reps 4000000000 is more"), "{e}");
+        assert!(check_repetitions(1).is_ok());
+        assert!(check_repetitions(MAX_REPETITIONS).is_ok());
+        assert_eq!(check_repetitions(0), Err(CountError::Zero));
+        assert_eq!(CountError::Zero.to_string(), "must be at least 1");
+        let e = check_repetitions(4_000_000_000).unwrap_err().to_string();
+        assert!(e.starts_with("4000000000 is more"), "{e}");
         assert!(e.contains("32.0 GB"), "{e}");
         assert!(check_sweeps(MAX_SWEEPS).is_ok());
-        assert!(check_sweeps(0).is_err());
+        assert_eq!(check_sweeps(0), Err(CountError::Zero));
         assert!(check_sweeps(MAX_SWEEPS + 1)
             .unwrap_err()
+            .to_string()
             .contains("1000 at most"));
     }
 }

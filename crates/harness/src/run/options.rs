@@ -114,8 +114,10 @@ impl Default for StagedPlanOptions {
 impl StagedPlanOptions {
     /// The screening test these options ask for: a ping-pong at the screening sizes.
     pub fn screening_test(&self) -> Result<PingPong, HarnessError> {
-        lgate_stats::check_repetitions("--screen-reps", self.screen_reps)
-            .map_err(HarnessError::Setup)?;
+        lgate_stats::check_repetitions(self.screen_reps).map_err(|source| HarnessError::Count {
+            field: "screen_reps",
+            source,
+        })?;
         PingPong::new(self.screen_sizes.clone(), self.screen_reps)
     }
 }

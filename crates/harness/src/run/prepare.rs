@@ -97,7 +97,10 @@ pub(super) fn prepare(
     host_facts: Vec<lgate_rundir::HostFacts>,
 ) -> Result<Prepared, HarnessError> {
     let size = t.size();
-    lgate_stats::check_sweeps(options.sweeps).map_err(HarnessError::Setup)?;
+    lgate_stats::check_sweeps(options.sweeps).map_err(|source| HarnessError::Count {
+        field: "sweeps",
+        source,
+    })?;
     let hosts: Vec<String> = infos.iter().map(|i| i.host.clone()).collect();
     let topology = resolve_topology(&options.topology, &hosts)?;
     let previous = if options.resume {
