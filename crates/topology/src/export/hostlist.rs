@@ -102,20 +102,25 @@ pub fn expand_hostlist(expression: &str) -> Result<Vec<String>, HostlistError> {
         match item.split_once('[') {
             None => out.push(item.to_string()),
             Some((prefix, ranges)) => {
-                let ranges = ranges.strip_suffix(']').ok_or_else(|| {
-                    HostlistError(format!("`{item}`: a `[` without its `]` at the end"))
-                })?;
+                let ranges = ranges
+                    .strip_suffix(']')
+                    .ok_or_else(|| HostlistError::Unclosed {
+                        item: item.to_string(),
+                    })?;
                 for range in ranges.split(',') {
                     let (a, b) = range.split_once('-').unwrap_or((range, range));
                     let number = |s: &str| {
-                        s.parse::<u64>()
-                            .map_err(|_| HostlistError(format!("`{item}`: `{s}` is not a number")))
+                        s.parse::<u64>().map_err(|_| HostlistError::NotANumber {
+                            item: item.to_string(),
+                            text: s.to_string(),
+                        })
                     };
                     let (from, to) = (number(a)?, number(b)?);
                     if to < from || to - from > 1 << 20 {
-                        return Err(HostlistError(format!(
-                            "`{item}`: the range {range} is backwards or huge"
-                        )));
+                        return Err(HostlistError::Range {
+                            item: item.to_string(),
+                            range: range.to_string(),
+                        });
                     }
                     let padding = if a.len() > 1 && a.starts_with('0') {
                         a.len()
@@ -130,10 +135,32 @@ pub fn expand_hostlist(expression: &str) -> Result<Vec<String>, HostlistError> {
     Ok(out)
 }
 
-/// A hostlist expression that does not parse; says where.
+/// A hostlist expression that does not parse: the item (`node[1-4]`) and what is wrong in it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct HostlistError(pub String);
+pub enum HostlistError {
+    /// A `[` without its `]`.
+    #[error("`{item}`: a `[` without its `]` at the end")]
+    Unclosed {
+        /// The item.
+        item: String,
+    },
+    /// A bound of a range that is not a whole number.
+    #[error("`{item}`: `{text}` is not a number")]
+    NotANumber {
+        /// The item.
+        item: String,
+        /// The bound as written.
+        text: String,
+    },
+    /// A range that runs backwards or holds more than 2^20 names.
+    #[error("`{item}`: the range {range} is backwards or huge")]
+    Range {
+        /// The item.
+        item: String,
+        /// The range as written.
+        range: String,
+    },
+}
 
 #[cfg(test)]
 mod tests {
@@ -163,8 +190,17 @@ mod tests {
             want.sort();
             assert_eq!(expanded, want);
         }
-        assert!(expand_hostlist("node[1-").is_err());
-        assert!(expand_hostlist("node[5-1]").is_err());
-        assert!(expand_hostlist("node[x]").is_err());
+        assert!(matches!(
+            expand_hostlist("node[1-"),
+            Err(HostlistError::Unclosed { .. })
+        ));
+        assert_eq!(
+            expand_hostlist("node[5-1]").unwrap_err().to_string(),
+            "`node[5-1]`: the range 5-1 is backwards or huge"
+        );
+        assert!(matches!(
+            expand_hostlist("node[x]"),
+            Err(HostlistError::NotANumber { text, .. }) if text == "x"
+        ));
     }
 }
