@@ -81,9 +81,10 @@ pub struct RunToRun {
 }
 
 impl RunToRun {
-    /// The variance of pair `p`'s log ratio: its repetitions' and its class's run-to-run.
+    /// The variance of pair `p`'s log ratio judged alone: its repetitions' and its class's
+    /// run-to-run (in proportion for a pair far more precise than its class).
     pub fn pair_variance(&self, p: &PairChange) -> f64 {
-        self.spread.pair_variance(p)
+        self.spread.lone_pair_variance(p)
     }
 
     /// The change of `pairs` of `m` against `centers` (per class), as a unit of `kind`.
