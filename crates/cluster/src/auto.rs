@@ -167,6 +167,7 @@ fn split(d: &Array2<f64>, members: &[usize], p: &AutoParams) -> Tree {
     let mut kids: Vec<Tree> = groups.par_iter().map(|g| split(d, g, p)).collect();
     outvoted(&mut kids);
     seconded(d, &groups, &mut kids, p);
+    parted_like_siblings(d, &groups, &mut kids);
     if let Some((finer, separation)) = &s.singles {
         // Groups the finer level parts into single ranks, where nothing finer was found inside.
         let local = groups_of(&(0..members.len()).collect::<Vec<_>>(), &s.labels);
@@ -259,6 +260,70 @@ pub(crate) fn seconded(d: &Array2<f64>, groups: &[Vec<usize>], kids: &mut [Tree]
             kids[k] = Tree::Node {
                 children: found.into_iter().map(Tree::Leaf).collect(),
                 separation: Some(s.separation),
+            };
+        }
+    }
+}
+
+/// A group with nothing found inside, beside a sibling whose finer level parts it into groups
+/// and single ranks (SMT pairs beside cores of one thread): its ranks are single at that level
+/// too when they stand as far apart as the sibling's groups do from one another (the median
+/// inside nearer, in ratio, the sibling's median between its groups than inside them). A
+/// second socket of cores without their sibling thread is then cores, not one core.
+pub(crate) fn parted_like_siblings(d: &Array2<f64>, groups: &[Vec<usize>], kids: &mut [Tree]) {
+    let inside = |members: &[usize], values: &mut Vec<f64>| -> f64 {
+        values.clear();
+        for (x, &i) in members.iter().enumerate() {
+            values.extend(members[x + 1..].iter().map(|&j| d[[i, j]]));
+        }
+        median(values)
+    };
+    let mut values = Vec::new();
+    // Per sibling with groups and single ranks below it: (median inside its groups, between).
+    let mut levels: Vec<(f64, f64, f64)> = Vec::new();
+    for kid in kids.iter() {
+        let Tree::Node {
+            children,
+            separation,
+        } = kid
+        else {
+            continue;
+        };
+        let parts: Vec<Vec<usize>> = children.iter().map(Tree::ranks).collect();
+        let singles = parts.iter().filter(|g| g.len() == 1).count();
+        if singles == 0 || singles == parts.len() {
+            continue;
+        }
+        let mut within = Vec::new();
+        for g in parts.iter().filter(|g| g.len() >= 2) {
+            for (x, &i) in g.iter().enumerate() {
+                within.extend(g[x + 1..].iter().map(|&j| d[[i, j]]));
+            }
+        }
+        values.clear();
+        for (a, ga) in parts.iter().enumerate() {
+            for gb in &parts[a + 1..] {
+                values.extend(ga.iter().flat_map(|&i| gb.iter().map(move |&j| d[[i, j]])));
+            }
+        }
+        let between = median(&mut values);
+        let within = median(&mut within);
+        if within > 0.0 && between > within {
+            levels.push((within, between, separation.unwrap_or(between / within)));
+        }
+    }
+    for (k, kid) in kids.iter_mut().enumerate() {
+        if !matches!(kid, Tree::Leaf(_)) || groups[k].len() < 2 {
+            continue;
+        }
+        let m = inside(&groups[k], &mut values);
+        let like = levels
+            .iter()
+            .find(|&&(within, between, _)| m * m >= within * between);
+        if let Some(&(_, _, separation)) = like {
+            *kid = Tree::Node {
+                children: groups[k].iter().map(|&r| Tree::Leaf(vec![r])).collect(),
+                separation: Some(separation),
             };
         }
     }

@@ -82,6 +82,117 @@ fn auto_recovers_every_level_of_every_dataset() {
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
+/// A part of a real machine: the logical CPUs `cpus` of the file `file` (`n` CPUs), with the
+/// levels they hold (name, one label per CPU taken).
+struct Part {
+    name: &'static str,
+    file: &'static str,
+    cpus: Vec<usize>,
+    levels: Vec<(&'static str, Vec<usize>)>,
+}
+
+/// Machines of other shapes made of the real measurements: fewer cores per CCX, a CCD cut
+/// short, cores without their SMT sibling beside cores with one (as a hybrid part has them),
+/// sockets of unequal size. Each keeps the real numbers of the pairs it holds.
+fn parts() -> Vec<Part> {
+    let threads = |cores: &[usize], half: usize| -> Vec<usize> {
+        cores
+            .iter()
+            .copied()
+            .chain(cores.iter().map(|c| c + half))
+            .collect()
+    };
+    let per_core = |cores: &[usize], f: &dyn Fn(usize) -> usize| -> Vec<usize> {
+        cores.iter().chain(cores).map(|&c| f(c)).collect()
+    };
+    // 12-core parts of four 3-core CCXs: the first 3 cores of each of the first four CCXs of
+    // the EPYC 7742 (Zen 2) and of the 1950X (Zen 1, two dies).
+    let zen2: Vec<usize> = (0..4).flat_map(|x| x * 4..x * 4 + 3).collect();
+    let zen1 = zen2.clone();
+    // A Zen 3 part of one 8-core CCD and one of 3 cores (the 5950X's).
+    let zen3: Vec<usize> = (0..11).collect();
+    // Broadwell: 8 cores with both threads, 6 cores with one on socket 0 and 6 on socket 1.
+    let p: Vec<usize> = (0..8).collect();
+    let hybrid: Vec<usize> = threads(&p, 28).into_iter().chain(8..20).collect();
+    let hybrid_smt: Vec<usize> = (0..16).map(|i| i % 8).chain(8..20).collect();
+    let hybrid_socket: Vec<usize> = (0..28).map(|i| usize::from(i >= 22)).collect();
+    let one_socket: Vec<usize> = threads(&p, 28).into_iter().chain(8..14).collect();
+    vec![
+        Part {
+            name: "Zen 2, 4 CCXs of 3 cores",
+            file: "core-to-core/dual-amd-epyc-7742.csv",
+            cpus: threads(&zen2, 128),
+            levels: vec![
+                ("smt", per_core(&zen2, &|c| c)),
+                ("ccx", per_core(&zen2, &|c| c / 4)),
+            ],
+        },
+        Part {
+            name: "Zen 1, 2 dies of 2 CCXs of 3 cores",
+            file: "core-to-core/amd-threadripper-1950x.csv",
+            cpus: threads(&zen1, 16),
+            levels: vec![
+                ("smt", per_core(&zen1, &|c| c)),
+                ("ccx", per_core(&zen1, &|c| c / 4)),
+                ("die", per_core(&zen1, &|c| c / 8)),
+            ],
+        },
+        Part {
+            name: "Zen 3, CCDs of 8 and 3 cores",
+            file: "core-to-core/amd-ryzen9-5950x.csv",
+            cpus: threads(&zen3, 16),
+            levels: vec![
+                ("smt", per_core(&zen3, &|c| c)),
+                ("ccd", per_core(&zen3, &|c| c / 8)),
+            ],
+        },
+        Part {
+            name: "Broadwell, 8 cores of two threads and 6 of one, one socket",
+            file: "core-to-core/dual-intel-xeon-e5-2680v4.csv",
+            cpus: one_socket,
+            levels: vec![("smt", (0..16).map(|i| i % 8).chain(8..14).collect())],
+        },
+        Part {
+            name: "Broadwell, sockets of 22 and 6 threads",
+            file: "core-to-core/dual-intel-xeon-e5-2680v4.csv",
+            cpus: hybrid,
+            levels: vec![("smt", hybrid_smt), ("socket", hybrid_socket)],
+        },
+    ]
+}
+
+#[test]
+fn auto_recovers_every_level_of_parts_of_real_machines() {
+    let mut failures = Vec::new();
+    for part in parts() {
+        let read = lgate_matrix::read_matrix(&datasets().join(part.file)).unwrap();
+        let all = read.matrix.values();
+        let n = part.cpus.len();
+        let d = ndarray::Array2::from_shape_fn((n, n), |(i, j)| all[[part.cpus[i], part.cpus[j]]]);
+        let tree = auto(&d, &AutoParams::default());
+        let topology = topology_of(&tree, n, None).unwrap();
+        let found: Vec<Vec<usize>> = topology.levels().iter().map(|l| l.labels(n)).collect();
+        for (level, truth) in &part.levels {
+            let best = found
+                .iter()
+                .map(|f| adjusted_rand_index(truth, f))
+                .fold(0.0, f64::max);
+            if best < 1.0 {
+                failures.push(format!("{}: level {level} best ARI {best:.3}", part.name));
+            }
+        }
+        if found.len() != part.levels.len() {
+            failures.push(format!(
+                "{}: {} levels found, {} expected",
+                part.name,
+                found.len(),
+                part.levels.len()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
 /// The package's directory as cargo gives it to this run (a binary left by a checkout elsewhere
 /// that shares the target directory still holds that checkout's path), else as built.
 fn package_dir() -> std::path::PathBuf {
