@@ -13,6 +13,7 @@
 #   sudo benches/testbed-random.sh                 # seeds 1-12
 #   sudo SEEDS="3 7 21" benches/testbed-random.sh  # these seeds
 #   sudo benches/testbed-random.sh --keep DIR      # keeps each seed's run directory in DIR
+#   sudo MEASURE_ARGS="--estimator p10" benches/testbed-random.sh   # measure with these options
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -39,7 +40,7 @@ for seed in $seeds; do
     run="$work/run-$seed.$total"
     start=$(date +%s.%N)
     verdict="FAIL: measure failed"
-    if "$repo/scripts/testbed" run --timeout 300 -- "$bin" measure --output "$run" --quiet >"$work/measure.log" 2>&1 &&
+    if "$repo/scripts/testbed" run --timeout 300 -- "$bin" measure --output "$run" --quiet ${MEASURE_ARGS:-} >"$work/measure.log" 2>&1 &&
         "$bin" cluster "$run" --output "$work/found.json" --force --quiet 2>"$work/cluster.log"; then
         wall=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
         verdict=$(python3 - "$LGATE_TESTBED_STATE/truth.json" "$work/found.json" <<'EOF'

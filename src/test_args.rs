@@ -4,7 +4,7 @@ use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use lgate_derive::OutputOptions;
 use lgate_harness::{PairTest, PingPong};
-use lgate_plogp_bench::{PLogP, PLogPOptions};
+use lgate_plogp_bench::{OptionsError, PLogP, PLogPOptions};
 use lgate_rundir::MessageSize;
 
 /// The pair test and its outputs, as `measure`'s flags give them.
@@ -126,7 +126,17 @@ impl TestArgs {
                     self.estimator,
                     self.csv,
                 )?;
-                (Box::new(PLogP::new(options)?), outputs, max)
+                let test = PLogP::new(options).map_err(|e| match e {
+                    OptionsError::OrWait(_) => anyhow::anyhow!(
+                        "--or-wait must be at least 1 (the sender waits k x RTT before the receive)"
+                    ),
+                    OptionsError::Budget(_) => {
+                        anyhow::anyhow!("--pair-budget must be above 0 seconds")
+                    }
+                    OptionsError::Reps(e) => anyhow::anyhow!("--reps {e}"),
+                    e => e.into(),
+                })?;
+                (Box::new(test), outputs, max)
             }
         };
         outputs.check_largest(largest)?;

@@ -60,10 +60,22 @@ impl Method {
     }
 }
 
-/// Why a journal entry's measurement does not give a pair's parameters; says what is wrong.
+/// Why a journal entry's measurement does not give a pair's parameters.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct MeasurementError(pub String);
+pub enum MeasurementError {
+    /// No size 0 measured.
+    #[error("the measurement has no size 0")]
+    NoSizeZero,
+    /// Size 0 without its saturation measurement.
+    #[error("size 0 has no saturation measurement of g(0)")]
+    NoGapAtZero,
+    /// Sizes out of order.
+    #[error("sizes are not ascending at {size} bytes")]
+    NotAscending {
+        /// The first size out of order.
+        size: usize,
+    },
+}
 
 /// The PLogP parameters of one pair in one sweep, at every measured size.
 #[derive(Debug, Clone, PartialEq)]
@@ -111,19 +123,15 @@ impl PairParams {
         pair: Pair,
         m: &PairMeasurement,
     ) -> Result<Self, MeasurementError> {
-        Self::derive_from(sweep, pair, m).map_err(MeasurementError)
-    }
-
-    fn derive_from(sweep: u32, pair: Pair, m: &PairMeasurement) -> Result<Self, String> {
         let zero = m
             .sizes
             .first()
             .filter(|s| s.size == 0)
-            .ok_or("the measurement has no size 0")?;
+            .ok_or(MeasurementError::NoSizeZero)?;
         let g0 = zero
             .g
             .as_ref()
-            .ok_or("size 0 has no saturation measurement of g(0)")?
+            .ok_or(MeasurementError::NoGapAtZero)?
             .gap
             .median;
         let rtt0 = zero.rtt.median;
@@ -140,7 +148,7 @@ impl PairParams {
         };
         for s in &m.sizes {
             if out.sizes.last().is_some_and(|&last| last >= s.size) {
-                return Err(format!("sizes are not ascending at {} bytes", s.size));
+                return Err(MeasurementError::NotAscending { size: s.size });
             }
             out.sizes.push(s.size);
             out.rtt.push(s.rtt);

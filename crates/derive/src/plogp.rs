@@ -52,7 +52,7 @@ pub fn derive_plogp<D: Send + Sync>(
                             sweep: m.sweep,
                             i: m.pair.i,
                             j: m.pair.j,
-                            message: e.0,
+                            message: e.to_string(),
                         }
                     })?;
                 let v = valuer.values_of(&p)?;

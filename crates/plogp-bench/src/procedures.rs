@@ -186,40 +186,60 @@ pub struct PLogP {
     fastest: BTreeMap<(u64, usize), f64>,
 }
 
-/// Why PLogP options cannot make a measurement.
+/// Why PLogP options cannot make a measurement; each names the field of [`PLogPOptions`].
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{0}")]
-pub struct OptionsError(pub String);
+pub enum OptionsError {
+    /// `reps` refused.
+    #[error("reps {0}")]
+    Reps(lgate_stats::CountError),
+    /// `or_wait` below 1 or not finite.
+    #[error("or_wait must be at least 1 (the sender waits k x RTT before the receive), not {0}")]
+    OrWait(f64),
+    /// `epsilon` outside (0, 1).
+    #[error("epsilon must be between 0 and 1, not {0}")]
+    Epsilon(f64),
+    /// `sizes` without 0.
+    #[error("the sizes must include 0: L and g(m) above the saturation limit need RTT(0)")]
+    NoZeroSize,
+    /// `budget_s` not above 0 seconds.
+    #[error("budget_s must be above 0 seconds, not {0}")]
+    Budget(f64),
+    /// `saturation_cap` under 10 or `saturation_reps` 0.
+    #[error(
+        "saturation needs a cap of at least 10 messages and at least 1 sample (cap {cap}, \
+         samples {reps})"
+    )]
+    Saturation {
+        /// `saturation_cap`.
+        cap: usize,
+        /// `saturation_reps`.
+        reps: usize,
+    },
+}
 
 impl PLogP {
     /// A PLogP test; checks the options.
     pub fn new(mut options: PLogPOptions) -> Result<Self, OptionsError> {
-        let bad = |m: &str| Err(OptionsError(m.to_string()));
-        lgate_stats::check_repetitions(options.reps)
-            .map_err(|e| OptionsError(format!("reps {e}")))?;
+        lgate_stats::check_repetitions(options.reps).map_err(OptionsError::Reps)?;
         if !(options.or_wait >= 1.0 && options.or_wait.is_finite()) {
-            return bad(
-                "--or-wait must be at least 1 (the sender waits k x RTT before the receive)",
-            );
+            return Err(OptionsError::OrWait(options.or_wait));
         }
         if !(options.epsilon > 0.0 && options.epsilon < 1.0) {
-            return bad("epsilon must be between 0 and 1");
+            return Err(OptionsError::Epsilon(options.epsilon));
         }
         options.sizes.sort_unstable();
         options.sizes.dedup();
         if options.sizes.first() != Some(&0) {
-            return bad(
-                "the sizes must include 0: L and g(m) above the saturation limit need RTT(0)",
-            );
+            return Err(OptionsError::NoZeroSize);
         }
-        if options
-            .budget_s
-            .is_some_and(|b| !(b > 0.0 && b.is_finite()))
-        {
-            return bad("--pair-budget must be above 0 seconds");
+        if let Some(b) = options.budget_s.filter(|b| !(*b > 0.0 && b.is_finite())) {
+            return Err(OptionsError::Budget(b));
         }
         if options.saturation_cap < 10 || options.saturation_reps == 0 {
-            return bad("saturation needs a cap of at least 10 messages and at least 1 sample");
+            return Err(OptionsError::Saturation {
+                cap: options.saturation_cap,
+                reps: options.saturation_reps,
+            });
         }
         let largest = *options.sizes.last().expect("0 is a size");
         Ok(PLogP {
