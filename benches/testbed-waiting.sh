@@ -10,6 +10,7 @@
 #
 #   sudo benches/testbed-waiting.sh                          # 4 x 4 x 2 = 32 ranks, 3 runs
 #   sudo LEAVES=2 HOSTS=4 RUNS=5 benches/testbed-waiting.sh -- --plan full --max-size 4KiB
+#   sudo LEAVES=3 UPLINK=4gbit benches/testbed-waiting.sh    # 24 ranks, short runs (uplinks 200mbit unless given)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . benches/lib.sh
@@ -21,7 +22,7 @@ bin="$CARGO_TARGET_DIR/release/lgate-plogp"
 work=$(mktemp -d)
 export LGATE_TESTBED_STATE="$work/testbed"
 trap 'scripts/testbed down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
-scripts/testbed up --leaves "$leaves" --hosts-per-leaf "$hosts" --ranks-per-host "$ranks" 2>&1 | tail -1
+scripts/testbed up --leaves "$leaves" --hosts-per-leaf "$hosts" --ranks-per-host "$ranks" --uplink-rate "${UPLINK:-200mbit}" 2>&1 | tail -1
 echo "machine: $(nproc) cores, $((leaves * hosts * ranks)) ranks; options: ${*:-(defaults)}"
 for k in $(seq "$runs"); do
     scripts/testbed run --timeout 600 -- "$bin" measure --quiet --output "$work/run$k" "$@" \
