@@ -183,7 +183,7 @@ mod imp {
             tree.as_ref(),
             &MessageSize::bytes(&args.segments),
         )
-        .map_err(|e| ShareError::Invalid(e.0));
+        .map_err(|e| ShareError::Invalid(crate::algos_error(e)));
         let Agreed::Yes(candidates) = agreed(t, candidates)? else {
             return Ok(());
         };

@@ -34,6 +34,17 @@ fn count(flag: &str, checked: Result<(), lgate_stats::CountError>) -> anyhow::Re
     checked.map_err(|e| anyhow::anyhow!("{flag} {e}"))
 }
 
+/// A broadcast list `--algos` the bcast library refused, in the flags' words.
+#[cfg(feature = "mpi")]
+fn algos_error(e: lgate_bcast::tuning::TuningError) -> String {
+    match e {
+        lgate_bcast::tuning::TuningError::MagpieWithoutTopology => {
+            "--algos magpie needs --topology".into()
+        }
+        e => format!("--algos: {e}"),
+    }
+}
+
 /// `--estimator`: one of the estimators' names, as the typed estimator.
 fn estimator_parser() -> impl TypedValueParser<Value = lgate_rundir::Estimator> {
     PossibleValuesParser::new(lgate_rundir::Estimator::NAMES)

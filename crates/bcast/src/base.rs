@@ -100,10 +100,29 @@ impl fmt::Display for BaseAlgorithm {
     }
 }
 
-/// A broadcast algorithm that cannot be read; says why.
+/// The broadcast algorithms' names, as [`BaseAlgorithm`] reads them.
+const KNOWN: &str = "flat, chain, pipeline:SIZE, binary, split-binary, scatter-allgather, \
+                     binomial, flat-nb, pipeline-nb:SIZE, binomial-nb";
+
+/// A broadcast algorithm that cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct AlgorithmError(pub String);
+pub enum AlgorithmError {
+    /// No algorithm of that name.
+    #[error("`{name}` is not a broadcast algorithm ({KNOWN})")]
+    Unknown {
+        /// The name given.
+        name: String,
+    },
+    /// A pipeline's segment size that is not a size.
+    #[error("`{text}` is not a segment size (e.g. 64KiB)")]
+    Segment {
+        /// The text given.
+        text: String,
+    },
+    /// A pipeline's segment of 0 bytes.
+    #[error("the segment size of a pipeline must be at least 1 byte")]
+    ZeroSegment,
+}
 
 impl FromStr for BaseAlgorithm {
     type Err = AlgorithmError;
@@ -112,8 +131,6 @@ impl FromStr for BaseAlgorithm {
     /// `scatter-allgather`, `binomial`, or the non-blocking `flat-nb`, `pipeline-nb:SIZE`,
     /// `binomial-nb`.
     fn from_str(s: &str) -> Result<Self, AlgorithmError> {
-        let known = "flat, chain, pipeline:SIZE, binary, split-binary, scatter-allgather, \
-                     binomial, flat-nb, pipeline-nb:SIZE, binomial-nb";
         match s.trim() {
             "flat-nb" => Ok(BaseAlgorithm::FlatNonBlocking),
             "binomial-nb" => Ok(BaseAlgorithm::BinomialNonBlocking),
@@ -131,18 +148,16 @@ impl FromStr for BaseAlgorithm {
                     (Some(size), _) => (size, true),
                     (_, Some(size)) => (size, false),
                     _ => {
-                        return Err(AlgorithmError(format!(
-                            "`{other}` is not a broadcast algorithm ({known})"
-                        )))
+                        return Err(AlgorithmError::Unknown {
+                            name: other.to_string(),
+                        })
                     }
                 };
-                let segment = parse_size(size).ok_or_else(|| {
-                    AlgorithmError(format!("`{size}` is not a segment size (e.g. 64KiB)"))
+                let segment = parse_size(size).ok_or_else(|| AlgorithmError::Segment {
+                    text: size.to_string(),
                 })?;
                 if segment == 0 {
-                    return Err(AlgorithmError(
-                        "the segment size of a pipeline must be at least 1 byte".into(),
-                    ));
+                    return Err(AlgorithmError::ZeroSegment);
                 }
                 Ok(if blocking {
                     BaseAlgorithm::Pipeline { segment }
@@ -511,12 +526,18 @@ mod tests {
             "pipeline:64KiB".parse::<BaseAlgorithm>(),
             Ok(BaseAlgorithm::Pipeline { segment: 65536 })
         );
-        assert!("pipeline:0".parse::<BaseAlgorithm>().is_err());
-        assert!("pipeline:x".parse::<BaseAlgorithm>().is_err());
+        assert_eq!(
+            "pipeline:0".parse::<BaseAlgorithm>(),
+            Err(AlgorithmError::ZeroSegment)
+        );
+        assert_eq!(
+            "pipeline:x".parse::<BaseAlgorithm>(),
+            Err(AlgorithmError::Segment { text: "x".into() })
+        );
         assert!("tree"
             .parse::<BaseAlgorithm>()
             .unwrap_err()
-            .0
+            .to_string()
             .contains("binomial"));
     }
 

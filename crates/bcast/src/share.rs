@@ -152,7 +152,7 @@ pub fn tuning_file(
     let parsed = String::from_utf8(bytes)
         .map_err(|e| bad(e.to_string()))
         .and_then(|text| {
-            <crate::Tuning as crate::BroadcastTable>::parse(&text).map_err(|e| bad(e.0))
+            <crate::Tuning as crate::BroadcastTable>::parse(&text).map_err(|e| bad(e.to_string()))
         })
         .and_then(|tuning| {
             if tuning.ranks == t.size() {

@@ -11,7 +11,7 @@ use lgate_transport::Transport;
 pub use lgate_rundir::bcast_tuning::{Tuning, TuningRange, TUNING_FORMAT};
 
 use crate::bench::{Candidate, Timing, LIBRARY};
-use crate::{broadcast, prune_to_depth, BaseAlgorithm, BcastError, Plan};
+use crate::{broadcast, prune_to_depth, AlgorithmError, BaseAlgorithm, BcastError, Plan};
 
 /// How much slower than the fastest the library's broadcast may be and still be chosen.
 pub const LIBRARY_TIE: f64 = 1.05;
@@ -20,17 +20,15 @@ pub const LIBRARY_TIE: f64 = 1.05;
 /// `magpie(BETWEEN/INSIDE)@DEPTH` or `interpipe:SEGMENT(BETWEEN/INSIDE)@DEPTH` over `tree`
 /// pruned to DEPTH levels.
 pub fn parse_candidate(name: &str, tree: Option<&TopologyNode>) -> Result<Candidate, TuningError> {
-    candidate_of(name, tree).map_err(TuningError)
-}
-
-fn candidate_of(name: &str, tree: Option<&TopologyNode>) -> Result<Candidate, String> {
     let name = name.trim();
     if name == LIBRARY {
         return Ok(Candidate::Library);
     }
     // magpie(BETWEEN/INSIDE)@DEPTH or interpipe:SEGMENT(BETWEEN/INSIDE)@DEPTH
     let (rest, segment) = if let Some(rest) = name.strip_prefix("interpipe:") {
-        let bad = || format!("`{name}` is not interpipe:SEGMENT(BETWEEN/INSIDE)@DEPTH");
+        let bad = || TuningError::NotInterpipe {
+            name: name.to_string(),
+        };
         let (segment, rest) = rest.split_once('(').ok_or_else(bad)?;
         let segment = crate::base::parse_size(segment)
             .filter(|&s| s > 0)
@@ -39,24 +37,21 @@ fn candidate_of(name: &str, tree: Option<&TopologyNode>) -> Result<Candidate, St
     } else if let Some(rest) = name.strip_prefix("magpie(") {
         (rest, None)
     } else {
-        return name
-            .parse::<BaseAlgorithm>()
-            .map(|a| Candidate::Plan(Plan::Flat(a)))
-            .map_err(|e| e.0);
+        return Ok(Candidate::Plan(Plan::Flat(name.parse::<BaseAlgorithm>()?)));
     };
-    let bad = || format!("`{name}` is not magpie(BETWEEN/INSIDE)@DEPTH");
+    let bad = || TuningError::NotMagpie {
+        name: name.to_string(),
+    };
     let (algorithms, depth) = rest.split_once(")@").ok_or_else(bad)?;
     let (between, inside) = algorithms.split_once('/').ok_or_else(bad)?;
     let depth: usize = depth.parse().map_err(|_| bad())?;
-    let tree = tree.ok_or_else(|| format!("`{name}` needs a topology"))?;
+    let tree = tree.ok_or_else(|| TuningError::NeedsTopology {
+        name: name.to_string(),
+    })?;
     let (tree, between, inside) = (
         prune_to_depth(tree, depth),
-        between
-            .parse()
-            .map_err(|e: crate::base::AlgorithmError| e.0)?,
-        inside
-            .parse()
-            .map_err(|e: crate::base::AlgorithmError| e.0)?,
+        between.parse()?,
+        inside.parse()?,
     );
     Ok(Candidate::Plan(match segment {
         None => Plan::Magpie {
@@ -160,11 +155,17 @@ impl BroadcastTable for Tuning {
 
     fn parse(text: &str) -> Result<Self, TuningError> {
         // The data's own checks, without the (empty) path; then every choice.
-        let tuning = Tuning::read_text(text, std::path::Path::new(""))
-            .map_err(|e| TuningError(e.to_string().trim_start_matches(": ").to_string()))?;
+        let tuning = Tuning::read_text(text, std::path::Path::new("")).map_err(|e| {
+            TuningError::Invalid {
+                problem: match e {
+                    lgate_rundir::RunDirError::BadFile { message, .. } => message,
+                    e => e.to_string(),
+                },
+            }
+        })?;
         let tree = tuning.tree()?;
         for r in &tuning.ranges {
-            candidate_of(&r.choice, tree.as_ref()).map_err(TuningError)?;
+            parse_candidate(&r.choice, tree.as_ref())?;
         }
         Ok(tuning)
     }
@@ -175,7 +176,9 @@ impl BroadcastTable for Tuning {
             .map(|text| {
                 lgate_topology::lgate::parse(text, Some(self.ranks))
                     .map(|t| t.tree().clone())
-                    .map_err(|e| TuningError(format!("its topology: {e}")))
+                    .map_err(|e| TuningError::Topology {
+                        problem: e.to_string(),
+                    })
             })
             .transpose()
     }
@@ -261,13 +264,11 @@ pub fn candidates_named(
     for name in names {
         if name == "magpie" {
             if tree.is_none() {
-                return Err(TuningError("--algos magpie needs --topology".into()));
+                return Err(TuningError::MagpieWithoutTopology);
             }
             out.extend(crate::bench::magpie_candidates(tree, segments));
         } else {
-            out.push(
-                parse_candidate(name, tree).map_err(|e| TuningError(format!("--algos: {e}")))?,
-            );
+            out.push(parse_candidate(name, tree)?);
         }
     }
     Ok(out)
@@ -284,12 +285,12 @@ pub fn broadcast_tuned(
     let choice = &tuning.range_for(buf.len()).choice;
     let tree = tuning.tree().map_err(|problem| BcastError::Topology {
         size: t.size(),
-        problem: problem.0,
+        problem: problem.to_string(),
     })?;
     let candidate =
         parse_candidate(choice, tree.as_ref()).map_err(|problem| BcastError::Topology {
             size: t.size(),
-            problem: problem.0,
+            problem: problem.to_string(),
         })?;
     match candidate {
         Candidate::Library => {
@@ -302,10 +303,46 @@ pub fn broadcast_tuned(
     }
 }
 
-/// Why a broadcast's name or a tuning file cannot be used; says what is wrong.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct TuningError(pub String);
+/// Why a broadcast's name or a tuning file cannot be used.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TuningError {
+    /// A base algorithm that cannot be read.
+    #[error(transparent)]
+    Algorithm(#[from] AlgorithmError),
+    /// `interpipe:` not followed by SEGMENT(BETWEEN/INSIDE)@DEPTH.
+    #[error("`{name}` is not interpipe:SEGMENT(BETWEEN/INSIDE)@DEPTH")]
+    NotInterpipe {
+        /// The name given.
+        name: String,
+    },
+    /// `magpie(` not followed by BETWEEN/INSIDE)@DEPTH.
+    #[error("`{name}` is not magpie(BETWEEN/INSIDE)@DEPTH")]
+    NotMagpie {
+        /// The name given.
+        name: String,
+    },
+    /// A hierarchical broadcast without a topology to follow.
+    #[error("`{name}` needs a topology")]
+    NeedsTopology {
+        /// The name given.
+        name: String,
+    },
+    /// Every MagPIe combination asked for without a topology.
+    #[error("magpie needs a topology")]
+    MagpieWithoutTopology,
+    /// A tuning file's data that does not hold together.
+    #[error("{problem}")]
+    Invalid {
+        /// What is wrong.
+        problem: String,
+    },
+    /// A tuning file's topology that cannot be read.
+    #[error("its topology: {problem}")]
+    Topology {
+        /// What is wrong with it, as the topology reader says.
+        problem: String,
+    },
+}
 
 /// What timing the tuned broadcast found: the slowest round on this rank.
 #[derive(Debug, Clone, Copy, PartialEq)]

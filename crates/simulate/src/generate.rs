@@ -212,15 +212,20 @@ pub struct HostChange {
     pub value: String,
 }
 
-/// A `--odd-host` change that is not of the form `HOST:FACT=VALUE`.
+/// A host change that is not of the form `HOST:FACT=VALUE`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}: expected HOST:FACT=VALUE, e.g. 3:governor=powersave")]
-pub struct HostChangeError(pub String);
+#[error("{given}: expected HOST:FACT=VALUE, e.g. 3:governor=powersave")]
+pub struct HostChangeError {
+    /// The text given.
+    pub given: String,
+}
 
 impl std::str::FromStr for HostChange {
     type Err = HostChangeError;
     fn from_str(s: &str) -> Result<Self, HostChangeError> {
-        let wrong = || HostChangeError(s.to_string());
+        let wrong = || HostChangeError {
+            given: s.to_string(),
+        };
         let (host, rest) = s.split_once(':').ok_or_else(wrong)?;
         let (fact, value) = rest.split_once('=').ok_or_else(wrong)?;
         if host.is_empty() || fact.is_empty() || value.is_empty() {
