@@ -39,7 +39,8 @@ impl LinkModel for Known {
 }
 
 /// The least wall time of runs of `test` between two ranks over the known network: at least
-/// three, and more (up to ten) while the least is still above 1.5 times `predicted`. A busy
+/// three, and more (ten, then on for up to a minute) while the least is still above 1.5 times
+/// `predicted`. A busy
 /// machine only ever adds time (descheduled threads, late wake-ups from the link model's
 /// sleeps), and those sleeps are delays that nothing shortens, so the least run is the one
 /// closest to what the model says, and running again can only bring it closer. A wrong
@@ -62,10 +63,14 @@ fn least_time(make: impl Fn() -> Box<dyn PairTest + Send> + Sync, predicted: f64
             start.elapsed().as_secs_f64()
         })[0]
     };
+    // While the machine is slowed for a while (a clean-clone CI run on a KVM guest: ten runs
+    // in a row at 1.58x, 2.4 s for the whole test just after), runs go on for up to a minute.
+    let start = Instant::now();
     let mut least = f64::INFINITY;
-    for k in 0..10 {
+    for k in 0..60 {
         least = least.min(run());
-        if k >= 2 && least <= 1.5 * predicted {
+        let settled = k >= 2 && least <= 1.5 * predicted;
+        if settled || (k >= 9 && start.elapsed() > Duration::from_secs(60)) {
             break;
         }
     }
