@@ -828,16 +828,20 @@ mod tests {
         }
     }
 
+    /// Hosts 0-7 and 8-11 as two groups, as a level above decided them.
+    fn eight_and_four() -> Tree {
+        Tree::Node {
+            children: vec![Tree::Leaf((0..8).collect()), Tree::Leaf((8..12).collect())],
+            separation: None,
+        }
+    }
+
     #[test]
     fn a_level_decided_in_some_groups_splits_no_sibling_made_of_noise() {
         // Groups of four and two hosts of one rank, six tests a pair: the group of four has
         // leaves of two hosts 20 % apart and decides them alone; hosts 8-11 have no structure
         // inside, and their best grouping, lent the level, splits them in at most 5 of 100
         // (1 at Z_LEND 2, 0 at 3; where the leaves are real, see the next test).
-        let two_groups = || Tree::Node {
-            children: vec![Tree::Leaf((0..8).collect()), Tree::Leaf((8..12).collect())],
-            separation: None,
-        };
         let mut lent = 0;
         for seed in 0..100 {
             let (mut g, mut v) = one_rank_a_host(12, 2, 6, 120.0, (0.02, 0.05), 5000 + seed);
@@ -850,7 +854,7 @@ mod tests {
                     v.tests.insert((a, b), w.tests[&(a, b)].clone());
                 }
             }
-            let (t, _) = refine(two_groups(), &g, &v, &AutoParams::default());
+            let (t, _) = refine(eight_and_four(), &g, &v, &AutoParams::default());
             lent += usize::from(split_children(&t).get(1).is_some_and(|&k| k > 1));
         }
         assert!(lent <= 5, "a group with no leaves split in {lent} of 100");
@@ -862,14 +866,10 @@ mod tests {
         // pair (random fabric 4 on the emulated cluster): two pairs inside the second group's
         // leaves reach z 2-3 at most, so the level the first decides is lent to it at
         // Z_LEND.
-        let two_groups = || Tree::Node {
-            children: vec![Tree::Leaf((0..8).collect()), Tree::Leaf((8..12).collect())],
-            separation: None,
-        };
         let mut lent = 0;
         for seed in 0..20 {
             let (g, v) = one_rank_a_host(12, 2, 6, 120.0, (0.02, 0.05), 9000 + seed);
-            let (t, _) = refine(two_groups(), &g, &v, &AutoParams::default());
+            let (t, _) = refine(eight_and_four(), &g, &v, &AutoParams::default());
             lent += usize::from(split_children(&t) == vec![4, 2]);
         }
         // 16 of 20 at z 2 (7 of 20 at z 3, the bar before).
