@@ -91,7 +91,7 @@ use ndarray::Array2;
 use rayon::prelude::*;
 
 use crate::outliers::{slow_groups, slow_ranks, without_slowness};
-use crate::separation::{best_split, median};
+use crate::separation::{best_split, median, pairs_in};
 pub use crate::separation::{separation_of, AutoParams, View};
 use crate::tree::sub_matrix;
 pub use crate::tree::Tree;
@@ -271,13 +271,6 @@ pub(crate) fn seconded(d: &Array2<f64>, groups: &[Vec<usize>], kids: &mut [Tree]
 /// inside nearer, in ratio, the sibling's median between its groups than inside them). A
 /// second socket of cores without their sibling thread is then cores, not one core.
 pub(crate) fn parted_like_siblings(d: &Array2<f64>, groups: &[Vec<usize>], kids: &mut [Tree]) {
-    let inside = |members: &[usize], values: &mut Vec<f64>| -> f64 {
-        values.clear();
-        for (x, &i) in members.iter().enumerate() {
-            values.extend(members[x + 1..].iter().map(|&j| d[[i, j]]));
-        }
-        median(values)
-    };
     let mut values = Vec::new();
     // Per sibling with groups and single ranks below it: (median inside its groups, between).
     let mut levels: Vec<(f64, f64, f64)> = Vec::new();
@@ -294,12 +287,7 @@ pub(crate) fn parted_like_siblings(d: &Array2<f64>, groups: &[Vec<usize>], kids:
         if singles == 0 || singles == parts.len() {
             continue;
         }
-        let mut within = Vec::new();
-        for g in parts.iter().filter(|g| g.len() >= 2) {
-            for (x, &i) in g.iter().enumerate() {
-                within.extend(g[x + 1..].iter().map(|&j| d[[i, j]]));
-            }
-        }
+        let mut within: Vec<f64> = parts.iter().flat_map(|g| pairs_in(d, g)).collect();
         values.clear();
         for (a, ga) in parts.iter().enumerate() {
             for gb in &parts[a + 1..] {
@@ -316,7 +304,9 @@ pub(crate) fn parted_like_siblings(d: &Array2<f64>, groups: &[Vec<usize>], kids:
         if !matches!(kid, Tree::Leaf(_)) || groups[k].len() < 2 {
             continue;
         }
-        let m = inside(&groups[k], &mut values);
+        values.clear();
+        values.extend(pairs_in(d, &groups[k]));
+        let m = median(&mut values);
         let like = levels
             .iter()
             .find(|&&(within, between, _)| m * m >= within * between);

@@ -5,7 +5,7 @@ use lgate_stats::quantile;
 use ndarray::Array2;
 use rayon::prelude::*;
 
-use crate::separation::median;
+use crate::separation::{median, pairs_in};
 use crate::tree::Tree;
 
 /// A rank whose median distance is this many times the ranks' usual median is slow.
@@ -87,12 +87,8 @@ fn far_groups_kept(d: &Array2<f64>, medians: &[f64], slow: Vec<(usize, f64)>) ->
     let mut far = vec![false; k];
     let mut usual_by_size = std::collections::HashMap::new();
     for g in groups.iter().filter(|g| g.len() >= 2) {
-        let mut inside: Vec<f64> = g
-            .iter()
-            .enumerate()
-            .flat_map(|(x, &a)| g[x + 1..].iter().map(move |&b| (a, b)))
-            .map(|(a, b)| d[[slow[a].0, slow[b].0]])
-            .collect();
+        let ranks: Vec<usize> = g.iter().map(|&a| slow[a].0).collect();
+        let mut inside: Vec<f64> = pairs_in(d, &ranks).collect();
         let mut factors: Vec<f64> = g.iter().map(|&a| slow[a].1).collect();
         let scaled = median(&mut inside) / median(&mut factors);
         // What a group of as many ranks has inside elsewhere: the other ranks' nearest.

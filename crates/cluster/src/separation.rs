@@ -658,7 +658,10 @@ pub(crate) fn near_group_pairs(
 pub(crate) const SLOW_PAIR: f64 = 1.5;
 
 /// The distances between the members of a small group.
-fn pairs_in<'a>(m: &'a Array2<f64>, group: &'a [usize]) -> impl Iterator<Item = f64> + 'a {
+pub(crate) fn pairs_in<'a>(
+    m: &'a Array2<f64>,
+    group: &'a [usize],
+) -> impl Iterator<Item = f64> + 'a {
     (0..group.len()).flat_map(move |a| (a + 1..group.len()).map(move |b| m[[group[a], group[b]]]))
 }
 
