@@ -13,13 +13,15 @@
 #   sudo benches/testbed-random.sh                 # seeds 1-12
 #   sudo SEEDS="3 7 21" benches/testbed-random.sh  # these seeds
 #   sudo benches/testbed-random.sh --keep DIR      # keeps each seed's run directory in DIR
+#   benches/testbed-random.sh --rescore DIR        # clusters DIR's kept runs again and judges them
 #   sudo MEASURE_ARGS="--estimator p10" benches/testbed-random.sh   # measure with these options
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
 . benches/lib.sh
-keep=""
+keep="" rescore=""
 if [ "${1:-}" = --keep ]; then keep="$2"; mkdir -p "$keep"; fi
+if [ "${1:-}" = --rescore ]; then rescore="$2"; fi
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/lgate-plogp/target}"
 cargo build --release --quiet
 bin="$CARGO_TARGET_DIR/release/lgate-plogp"
@@ -32,18 +34,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-passed=0 exact=0 total=0
-printf '%-5s %-62s %6s  %s\n' seed fabric "wall s" "ARI per true level | kept | undecided | verdict"
-for seed in $seeds; do
-    fabric="$("$repo/scripts/testbed" random "$seed")"
-    "$repo/scripts/testbed" up --random "$seed" 2>/dev/null
-    run="$work/run-$seed.$total"
-    start=$(date +%s.%N)
-    verdict="FAIL: measure failed"
-    if "$repo/scripts/testbed" run --timeout 300 -- "$bin" measure --output "$run" --quiet ${MEASURE_ARGS:-} >"$work/measure.log" 2>&1 &&
-        "$bin" cluster "$run" --output "$work/found.json" --force --quiet 2>"$work/cluster.log"; then
-        wall=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-        verdict=$(python3 - "$LGATE_TESTBED_STATE/truth.json" "$work/found.json" <<'EOF'
+# The verdict on one seed: the truth (truth.json) against the topology `cluster` wrote.
+judge() {
+    python3 - "$1" "$2" <<'EOF'
 import json, sys
 from collections import Counter
 truth = json.load(open(sys.argv[1]))["levels"]
@@ -100,12 +93,48 @@ print("%s | kept %s | undecided %s | %s" % (
     ", ".join("%d (%.0f %%)" % (u["groups"], 100 * u["share"]) for u in und) or "none",
     ("FAIL: " + "; ".join(problems)) if problems else ("PASS exact" if leaves_exact else "PASS undecided")))
 EOF
-)
+}
+
+# --rescore DIR: the runs kept by --keep DIR clustered again by this build and judged against
+# the truth kept beside them (no testbed, no root: for a change to the clustering).
+if [ -n "$rescore" ]; then
+    passed=0 exact=0 total=0
+    for truth in "$rescore"/truth-*.json; do
+        seed="${truth##*/truth-}" seed="${seed%.json}"
+        rm -rf "$rescore/run-$seed/clustered"
+        verdict="FAIL: cluster failed"
+        if "$bin" cluster "$rescore/run-$seed" --output "$work/found.json" --force --quiet 2>"$work/cluster.log"; then
+            verdict=$(judge "$truth" "$work/found.json")
+        fi
+        total=$((total + 1))
+        case "$verdict" in *"PASS exact") passed=$((passed + 1)) exact=$((exact + 1)) ;; *PASS*) passed=$((passed + 1)) ;; esac
+        printf '%-5s %s\n' "$seed" "$verdict"
+    done
+    result "kept random fabrics passing" "$passed" ">=" "$total" "of $total"
+    result "kept random fabrics with every level exact" "$exact" ">=" "$(( (total * 10 + 11) / 12 ))" "of $total"
+    exit "$bench_failed"
+fi
+
+passed=0 exact=0 total=0
+printf '%-5s %-62s %6s  %s\n' seed fabric "wall s" "ARI per true level | kept | undecided | verdict"
+for seed in $seeds; do
+    fabric="$("$repo/scripts/testbed" random "$seed")"
+    "$repo/scripts/testbed" up --random "$seed" 2>/dev/null
+    run="$work/run-$seed.$total"
+    start=$(date +%s.%N)
+    verdict="FAIL: measure failed"
+    if "$repo/scripts/testbed" run --timeout 300 -- "$bin" measure --output "$run" --quiet ${MEASURE_ARGS:-} >"$work/measure.log" 2>&1 &&
+        "$bin" cluster "$run" --output "$work/found.json" --force --quiet 2>"$work/cluster.log"; then
+        wall=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+        verdict=$(judge "$LGATE_TESTBED_STATE/truth.json" "$work/found.json")
     else
         wall="-"
         tail -n 3 "$work/measure.log" "$work/cluster.log" >&2 || true
     fi
-    [ -n "$keep" ] && [ -d "$run" ] && rm -rf "$keep/run-$seed" && cp -r "$run" "$keep/run-$seed"
+    if [ -n "$keep" ] && [ -d "$run" ]; then
+        rm -rf "$keep/run-$seed" && cp -r "$run" "$keep/run-$seed"
+        cp "$LGATE_TESTBED_STATE/truth.json" "$keep/truth-$seed.json"
+    fi
     "$repo/scripts/testbed" down 2>/dev/null
     total=$((total + 1))
     case "$verdict" in *"PASS exact") passed=$((passed + 1)) exact=$((exact + 1)) ;; *PASS*) passed=$((passed + 1)) ;; esac

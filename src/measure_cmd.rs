@@ -139,6 +139,15 @@ fn levels_lines(found: &lgate_rundir::FoundLevels, run: &lgate_rundir::RunDir) -
         let _ = writeln!(text, "  {:<8} {} groups{sure}", l.name, l.groups);
     }
     for u in &found.undecided {
+        if let Some(z) = u.z {
+            let _ = writeln!(
+                text,
+                "  undecided: {} groups of hosts, nearly decided by the pairs between hosts \
+                 (z = {z:.1}, 4 decides)",
+                u.groups
+            );
+            continue;
+        }
         let _ = writeln!(
             text,
             "  undecided: {}{} groups, in {:.0} % of the resamples",

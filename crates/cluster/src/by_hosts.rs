@@ -60,6 +60,8 @@ pub struct HostClustering {
     pub host_separation: f64,
     /// Groupings of hosts the pairs between them nearly decide (not in the tree).
     pub doubts: Vec<crate::host_levels::Doubt>,
+    /// Per doubt, its groups' items (the tree's items: each group the items of its hosts).
+    pub doubted: Vec<Vec<Vec<usize>>>,
 }
 
 /// Clusters `blocks` at screening size `k` (a position in its index's sizes); the levels above
@@ -103,11 +105,13 @@ pub fn auto_by_hosts(
         }
     }
     all_slow.sort_by_key(|s| s.0);
+    let doubted = part.doubted(index);
     Ok(HostClustering {
         tree,
         slow: all_slow,
         slow_hosts: part.slow_hosts,
         host_separation: part.separation,
+        doubted,
         doubts: part.doubts,
     })
 }
@@ -154,6 +158,23 @@ struct HostsPart {
 }
 
 impl HostsPart {
+    /// Per doubt, its groups as the items of their hosts.
+    fn doubted(&self, index: &HostIndex) -> Vec<Vec<Vec<usize>>> {
+        (self.doubts.iter())
+            .map(|d| {
+                (d.groups_of().iter())
+                    .map(|hosts| {
+                        let mut items: Vec<usize> = (hosts.iter())
+                            .flat_map(|&x| index.hosts[x].ranks.iter().copied())
+                            .collect();
+                        items.sort_unstable();
+                        items
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
     /// Every rank of a slow host, with its host's slowness.
     fn slow_ranks(&self, index: &HostIndex) -> Vec<(usize, f64)> {
         (self.slow_hosts.iter())
@@ -230,8 +251,15 @@ fn hosts_part(
                 let values = between_values(between, &host_of, other, &factor, None);
                 sizes_evidence.push((go, values));
             }
-            let sets: Vec<crate::host_levels::Evidence<'_>> =
+            // Where the pairs were tested again, their floors too: the same tests judge the
+            // groupings the floors show (one rank a host on shared cores, where the medians of
+            // tests slowed throughout hide the leaves).
+            let floors = sizes_evidence[0].1.floor_medians(h);
+            let mut sets: Vec<crate::host_levels::Evidence<'_>> =
                 sizes_evidence.iter().map(|(g, v)| (g, v)).collect();
+            if let Some(f) = &floors {
+                sets.insert(1, (f, &sizes_evidence[0].1));
+            }
             crate::host_levels::refine_sizes(auto(&g, &hosts_p), &sets, &hosts_p)
         }
         None => (auto(&g, &hosts_p), Vec::new()),
@@ -277,11 +305,15 @@ fn between_values(
         let key = (a.min(b), a.max(b));
         out.values.entry(key).or_default().push(v / slowness);
         if let Some(tests) = tests {
-            let of_pair = match tests.get(&(i.min(j) as usize, i.max(j) as usize)) {
+            let pair = (i.min(j) as usize, i.max(j) as usize);
+            let of_pair = match tests.values.get(&pair) {
                 Some(t) if !t.is_empty() => t.iter().map(|x| x / slowness).collect(),
                 _ => vec![v / slowness],
             };
             out.tests.entry(key).or_default().push(of_pair);
+            if let Some(f) = tests.floors.get(&pair).filter(|f| f.is_finite()) {
+                out.floors.entry(key).or_default().push(f / slowness);
+            }
         }
     }
     out
@@ -306,8 +338,15 @@ pub struct DenseHosts {
     pub tests: Option<std::sync::Arc<PairTests>>,
 }
 
-/// Per pair of items `(i, j)`, `i < j`, its tests' values.
-pub type PairTests = std::collections::HashMap<(usize, usize), Vec<f64>>;
+/// Per pair of items `(i, j)`, `i < j`: its tests' values, and its floor.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PairTests {
+    /// Each pair's tests' values (the matrices' estimator of each test's repetitions).
+    pub values: std::collections::HashMap<(usize, usize), Vec<f64>>,
+    /// Each pair's floor: the least round trip of any repetition of any of its tests (noise
+    /// only ever slows a repetition, so the floor of repeated tests is the pair's own time).
+    pub floors: std::collections::HashMap<(usize, usize), f64>,
+}
 
 impl DenseHosts {
     /// The matrix clustered, `d`, then the other sizes' (those of `d`'s shape).
@@ -352,11 +391,13 @@ pub fn dense_by_hosts(
         }
     }
     slow.sort_by_key(|s| s.0);
+    let doubted = part.doubted(index);
     Ok(HostClustering {
         tree,
         slow,
         slow_hosts: part.slow_hosts,
         host_separation: part.separation,
+        doubted,
         doubts: part.doubts,
     })
 }

@@ -19,6 +19,9 @@ pub struct Clustering {
     pub note: Option<String>,
     /// Items the method set aside as slow towards every other, with how many times slower.
     pub slow: Vec<(usize, f64)>,
+    /// Groupings of hosts the pairs between them nearly decide (not in the tree): each one's
+    /// groups of items, and the pairs' Mann-Whitney z.
+    pub doubted: Vec<(Vec<Vec<usize>>, f64)>,
 }
 
 /// Why a clustering could not be made.
@@ -94,7 +97,7 @@ pub fn cluster_matrices(
     let note = [chose, searched]
         .into_iter()
         .flatten()
-        .chain(doubts.iter().map(doubt_line))
+        .chain(doubts.iter().map(|(d, _)| doubt_line(d)))
         .collect::<Vec<_>>()
         .join("\n");
     Ok(Clustering {
@@ -102,6 +105,9 @@ pub fn cluster_matrices(
         tree,
         note: (!note.is_empty()).then_some(note),
         slow,
+        doubted: (doubts.into_iter())
+            .map(|(d, items)| (items, d.z))
+            .collect(),
     })
 }
 
@@ -142,7 +148,7 @@ fn fit_one(
     search: Option<usize>,
     searched: &mut Vec<(String, String)>,
     outliers: &mut Vec<(String, Vec<(usize, f64)>)>,
-    doubts: &mut Vec<(String, Vec<crate::host_levels::Doubt>)>,
+    doubts: &mut Vec<(String, Doubted)>,
 ) -> Result<Tree, ClusteringError> {
     let Some(matrix) = input.dense() else {
         if search.is_some() {
@@ -160,7 +166,10 @@ fn fit_one(
                 error,
             })?;
         outliers.push((input.source.clone(), found.slow));
-        doubts.push((input.source.clone(), found.doubts));
+        doubts.push((
+            input.source.clone(),
+            doubted_of(found.doubts, found.doubted),
+        ));
         return Ok(found.tree);
     };
     let d = matrix.values();
@@ -193,7 +202,10 @@ fn fit_one(
                         error,
                     })?;
                     outliers.push((input.source.clone(), found.slow));
-                    doubts.push((input.source.clone(), found.doubts));
+                    doubts.push((
+                        input.source.clone(),
+                        doubted_of(found.doubts, found.doubted),
+                    ));
                     found.tree
                 }
                 None => {
@@ -204,6 +216,14 @@ fn fit_one(
             }
         }
     })
+}
+
+/// The groupings of hosts the pairs nearly decide, each with its groups' items.
+type Doubted = Vec<(crate::host_levels::Doubt, Vec<Vec<usize>>)>;
+
+/// `doubts` paired with their groups' items.
+fn doubted_of(doubts: Vec<crate::host_levels::Doubt>, items: Vec<Vec<Vec<usize>>>) -> Doubted {
+    doubts.into_iter().zip(items).collect()
 }
 
 /// What a grouping of hosts the pairs nearly decide would take, for people.
@@ -256,5 +276,6 @@ pub fn cluster_features(
         tree,
         note: Some("space: features (L, o_s, o_r, g towards every rank)".to_string()),
         slow: Vec::new(),
+        doubted: Vec::new(),
     })
 }

@@ -408,6 +408,7 @@ pub fn attach(
                         .find(|(l, _)| l == labels)
                         .map(|(_, name)| name.clone()),
                     members: members_of(labels, &input.ranks),
+                    z: None,
                 },
             )
             .collect(),

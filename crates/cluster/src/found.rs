@@ -44,7 +44,53 @@ pub fn finished_topology(
         resamples,
     )?;
     let (topology, turns) = crate::taking_turns::add_level(input, topology)?;
-    Ok((topology, unbound, turns))
+    Ok((with_doubted(topology, c), unbound, turns))
+}
+
+/// `topology` with the groupings of hosts the pairs nearly decide (`c.doubted`) among its
+/// undecided levels, where its confidence was estimated and no level or undecided level there
+/// has their groups already.
+fn with_doubted(topology: lgate_topology::Topology, c: &Clustering) -> lgate_topology::Topology {
+    let Some(mut confidence) = topology.confidence().cloned() else {
+        return topology;
+    };
+    let canonical = |groups: &[Vec<usize>]| {
+        let mut g: Vec<Vec<usize>> = (groups.iter())
+            .map(|g| {
+                let mut g = g.clone();
+                g.sort_unstable();
+                g
+            })
+            .collect();
+        g.sort();
+        g
+    };
+    let mut known: Vec<Vec<Vec<usize>>> = (topology.levels().iter())
+        .map(|l| canonical(&l.groups))
+        .chain(confidence.undecided.iter().map(|u| canonical(&u.members)))
+        .collect();
+    for (items, z) in &c.doubted {
+        let members: Vec<Vec<usize>> = (items.iter())
+            .map(|g| {
+                g.iter()
+                    .filter_map(|&i| c.input.ranks.get(i).copied())
+                    .collect()
+            })
+            .collect();
+        let key = canonical(&members);
+        if members.len() < 2 || known.contains(&key) {
+            continue;
+        }
+        known.push(key);
+        confidence.undecided.push(lgate_topology::UndecidedLevel {
+            groups: members.len(),
+            share: 0.0,
+            name: None,
+            members,
+            z: Some(*z),
+        });
+    }
+    topology.with_confidence(Some(confidence))
 }
 
 /// The levels `cluster` finds in the run directory `run` with its defaults, with how sure it
@@ -81,6 +127,7 @@ pub fn found_levels(run: &Path, notes: Vec<String>) -> Result<FoundLevels, Clust
                 groups: u.groups,
                 name: u.name.clone(),
                 share: u.share,
+                z: u.z,
             })
             .collect(),
     })

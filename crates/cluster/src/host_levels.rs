@@ -79,6 +79,9 @@ pub struct BetweenValues {
     /// kept them apart: with repeated tests, a pair's tests count as far as they vary
     /// independently ([`lgate_stats::mann_whitney_z_clustered`]).
     pub tests: HashMap<(usize, usize), Vec<Vec<f64>>>,
+    /// Per pair of hosts, its pairs' floors (each the least repetition of any of its tests),
+    /// where a run tested its pairs again.
+    pub floors: HashMap<(usize, usize), Vec<f64>>,
 }
 
 impl BetweenValues {
@@ -87,6 +90,30 @@ impl BetweenValues {
         self.values
             .get(&(a.min(b), a.max(b)))
             .map_or(&[], Vec::as_slice)
+    }
+
+    /// The host x host medians of the pairs' floors (`h` hosts), when every two hosts have
+    /// pairs tested more than once: noise only ever slows a test, so where each pair's tests
+    /// vary more than the levels differ (one rank a host on shared cores), the floors show
+    /// the levels the medians of slowed tests hide.
+    pub fn floor_medians(&self, h: usize) -> Option<Array2<f64>> {
+        let repeated = self.tests.values().flatten().any(|t| t.len() > 1);
+        if h < 2 || !repeated {
+            return None;
+        }
+        let mut m = Array2::zeros((h, h));
+        for a in 0..h {
+            for b in a + 1..h {
+                let mut v = self.floors.get(&(a, b))?.clone();
+                let x = median(&mut v);
+                if x.is_nan() || x <= 0.0 {
+                    return None;
+                }
+                m[[a, b]] = x;
+                m[[b, a]] = x;
+            }
+        }
+        Some(m)
     }
 
     /// The tests of each pair between hosts `a` and `b` (one value each where not kept).
@@ -107,6 +134,8 @@ pub struct Doubt {
     pub hosts: usize,
     /// Which hosts (their positions in the host x host matrix).
     pub members: Vec<usize>,
+    /// The group of each of `members`, from 0.
+    pub labels: Vec<usize>,
     /// The test's z.
     pub z: f64,
     /// The pairs now measured between two hosts (the median over the hosts compared).
@@ -125,6 +154,19 @@ pub struct Doubt {
     /// The tests a pair would need for z to reach [`Z_DECIDE`] if each counted alone and the
     /// difference held (one more than now at least, [`MOST_TESTS`] at most).
     pub tests_needed: usize,
+}
+
+impl Doubt {
+    /// Its groups: the hosts of each (positions in the host x host matrix).
+    pub fn groups_of(&self) -> Vec<Vec<usize>> {
+        let mut groups = vec![Vec::new(); self.groups];
+        for (&host, &l) in self.members.iter().zip(&self.labels) {
+            if let Some(g) = groups.get_mut(l) {
+                g.push(host);
+            }
+        }
+        groups
+    }
 }
 
 /// The most tests a pair is asked for to decide a level on hosts.
@@ -186,6 +228,7 @@ fn refine_in(tree: Tree, sets: &[Evidence<'_>], p: &AutoParams, doubts: &mut Vec
                     groups: c.labels.iter().max().map_or(0, |&m| m + 1),
                     hosts: hosts.len(),
                     members: hosts.clone(),
+                    labels: c.labels.clone(),
                     z: c.z,
                     pairs: c.pairs,
                     pairs_needed: (c.pairs as f64 * (Z_DECIDE / c.z).powi(2)).ceil() as usize,

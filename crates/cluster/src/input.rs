@@ -511,9 +511,12 @@ fn screening_tests(
     // The stages a matrix entry is the median of: alone re-tests are not among them.
     for r in rows.iter().filter(|r| r.stage != "alone") {
         let key = (r.i.min(r.j), r.i.max(r.j));
-        (out.entry(r.size_bytes).or_default().entry(key).or_default()).push(pick(r));
+        let size = out.entry(r.size_bytes).or_default();
+        size.values.entry(key).or_default().push(pick(r));
+        let floor = size.floors.entry(key).or_insert(f64::INFINITY);
+        *floor = floor.min(r.min_us);
     }
-    out.retain(|_, tests| tests.values().any(|t| t.len() > 1));
+    out.retain(|_, tests| tests.values.values().any(|t| t.len() > 1));
     out
 }
 
@@ -532,13 +535,18 @@ fn tests_for(
         .enumerate()
         .map(|(k, &r)| (r, k))
         .collect();
-    let by_item = (by_rank.iter())
-        .filter_map(|(&(i, j), t)| {
-            let (a, b) = (*item.get(&i)?, *item.get(&j)?);
-            Some(((a.min(b), a.max(b)), t.clone()))
-        })
-        .collect();
-    Some(Arc::new(by_item))
+    let of_item = |&(i, j): &(usize, usize)| {
+        let (a, b) = (*item.get(&i)?, *item.get(&j)?);
+        Some((a.min(b), a.max(b)))
+    };
+    Some(Arc::new(crate::by_hosts::PairTests {
+        values: (by_rank.values.iter())
+            .filter_map(|(pair, t)| Some((of_item(pair)?, t.clone())))
+            .collect(),
+        floors: (by_rank.floors.iter())
+            .filter_map(|(pair, &f)| Some((of_item(pair)?, f)))
+            .collect(),
+    }))
 }
 
 /// [`load`], and when the matrix chosen is one of a run's screening sizes, the other sizes'

@@ -128,8 +128,11 @@ impl ClusterSummary<'_> {
                 )?;
             }
         }
-        // Every level found and not kept; the three levels resamples made most often.
-        let (found, made): (Vec<_>, Vec<_>) = c.undecided.iter().partition(|u| u.name.is_some());
+        // Every level found and not kept; the three levels resamples made most often (the
+        // groupings the pairs between hosts nearly decide have their line in the note).
+        let (found, made): (Vec<_>, Vec<_>) = (c.undecided.iter())
+            .filter(|u| u.z.is_none())
+            .partition(|u| u.name.is_some());
         for u in found.iter().chain(made.iter().take(3)) {
             match &u.name {
                 Some(name) => writeln!(

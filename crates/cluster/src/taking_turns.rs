@@ -511,6 +511,7 @@ mod tests {
             share,
             name: None,
             members: groups,
+            z: None,
         };
         let doubted = one_group().with_confidence(Some(lgate_topology::Confidence {
             resamples: 20,

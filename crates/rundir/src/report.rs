@@ -154,6 +154,9 @@ pub struct UndecidedFound {
     pub name: Option<String>,
     /// The share of resamples that made it.
     pub share: f64,
+    /// For a grouping of hosts the pairs between hosts nearly decide: their Mann-Whitney z.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub z: Option<f64>,
 }
 
 /// The health report of a run whose every pair was measured.

@@ -73,6 +73,8 @@ struct UndecidedDoc {
     name: Option<String>,
     #[serde(default)]
     members: Vec<Vec<Rank>>,
+    #[serde(default)]
+    z: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -146,6 +148,12 @@ pub fn parse(text: &str, ranks: Option<usize>) -> Result<Topology, TopologyError
         share("confidence.same_levels".into(), c.same_levels)?;
         for (i, u) in c.undecided.iter().enumerate() {
             share(format!("confidence.undecided[{i}].share"), u.share)?;
+            if u.z.is_some_and(|z| !(z.is_finite() && z >= 0.0)) {
+                return Err(at(
+                    &format!("confidence.undecided[{i}].z"),
+                    Problem::Json("not a number of 0 or more".into()),
+                ));
+            }
             if let Some(&r) = u.members.iter().flatten().find(|&&r| r >= doc.ranks) {
                 return Err(at(
                     &format!("confidence.undecided[{i}].members"),
@@ -196,6 +204,7 @@ pub fn parse(text: &str, ranks: Option<usize>) -> Result<Topology, TopologyError
                     share: u.share,
                     name: u.name,
                     members: u.members,
+                    z: u.z,
                 })
                 .collect(),
         }
@@ -297,8 +306,10 @@ pub fn to_string(topology: &Topology) -> String {
                         .collect();
                     format!(", \"members\": [{}]", groups.join(", "))
                 };
+                let z =
+                    u.z.map_or(String::new(), |z| format!(", \"z\": {}", number(z)));
                 format!(
-                    "{{{name}\"groups\": {}, \"share\": {}{members}}}",
+                    "{{{name}\"groups\": {}, \"share\": {}{members}{z}}}",
                     u.groups,
                     number(u.share)
                 )
@@ -412,6 +423,7 @@ mod tests {
                 share: 0.25,
                 name: Some("leaf".into()),
                 members: vec![vec![0, 1, 2], vec![3, 4, 5], vec![6, 7]],
+                z: None,
             }],
         };
         let t = t

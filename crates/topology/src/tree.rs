@@ -292,6 +292,9 @@ pub struct UndecidedLevel {
     pub name: Option<String>,
     /// Its groups' ranks (empty when the file that held it did not say).
     pub members: Vec<Vec<Rank>>,
+    /// For a grouping of hosts that the pairs measured between hosts nearly decide (not a
+    /// resample's level): their Mann-Whitney z (4 decides).
+    pub z: Option<f64>,
 }
 
 /// A rank measured slower towards every other rank (a slow node, a busy core): reported beside

@@ -443,6 +443,16 @@ fn confidence_line(html: &mut String, topology: &Topology) {
         c.resamples
     );
     for u in &c.undecided {
+        if let Some(z) = u.z {
+            let _ = writeln!(
+                html,
+                "<p class=\"warn\">Undecided: {} groups of hosts, which the pairs measured \
+                 between hosts nearly decide (Mann-Whitney z = {z:.1} of the 4 that decides): \
+                 more repetitions of those pairs would decide them.</p>",
+                u.groups
+            );
+            continue;
+        }
         let what = match &u.name {
             Some(name) => format!("{name} ({} groups), found but not kept,", u.groups),
             None => format!("a level of {} groups, not found,", u.groups),
