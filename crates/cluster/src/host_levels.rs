@@ -1009,12 +1009,20 @@ mod tests {
         }
     }
 
-    /// Hosts 0-7 and 8-11 as two groups, as a level above decided them.
-    fn eight_and_four() -> Tree {
+    /// Hosts `0..first` and `first..all` as two groups, as a level above decided them.
+    fn two_host_groups(first: usize, all: usize) -> Tree {
         Tree::Node {
-            children: vec![Tree::Leaf((0..8).collect()), Tree::Leaf((8..12).collect())],
+            children: vec![
+                Tree::Leaf((0..first).collect()),
+                Tree::Leaf((first..all).collect()),
+            ],
             separation: None,
         }
+    }
+
+    /// Hosts 0-7 and 8-11 as two groups.
+    fn eight_and_four() -> Tree {
+        two_host_groups(8, 12)
     }
 
     #[test]
@@ -1060,13 +1068,6 @@ mod tests {
         );
     }
 
-    fn six_and_four() -> Tree {
-        Tree::Node {
-            children: vec![Tree::Leaf((0..6).collect()), Tree::Leaf((6..10).collect())],
-            separation: None,
-        }
-    }
-
     #[test]
     fn a_level_nearly_decided_through_sibling_groups_is_one_doubt() {
         // Groups of three and two leaves of two one-rank hosts (random fabric 4 on the
@@ -1078,7 +1079,7 @@ mod tests {
         let mut whole = 0;
         for seed in 0..40 {
             let (g, v) = one_rank_a_host(10, 2, 6, 110.0, (0.02, 0.05), 11_000 + seed);
-            let (_, doubts) = refine(six_and_four(), &g, &v, &AutoParams::default());
+            let (_, doubts) = refine(two_host_groups(6, 10), &g, &v, &AutoParams::default());
             whole += usize::from(doubts.iter().any(|d| d.groups_of() == leaves));
         }
         assert!(whole >= 25, "the five leaves in doubt in {whole} of 40");
@@ -1087,7 +1088,7 @@ mod tests {
         let (mut doubted, mut made) = (0, 0);
         for seed in 0..200 {
             let (g, v) = one_rank_a_host(10, 2, 6, 100.0, (0.02, 0.05), 11_000 + seed);
-            let (t, doubts) = refine(six_and_four(), &g, &v, &AutoParams::default());
+            let (t, doubts) = refine(two_host_groups(6, 10), &g, &v, &AutoParams::default());
             doubted += usize::from(doubts.iter().any(|d| d.hosts == 10));
             made += usize::from(split_children(&t).iter().any(|&k| k > 1));
         }
