@@ -251,14 +251,19 @@ fn hosts_part(
                 let values = between_values(between, &host_of, other, &factor, None);
                 sizes_evidence.push((go, values));
             }
-            // Where the pairs were tested again, their floors too: the same tests judge the
-            // groupings the floors show (one rank a host on shared cores, where the medians of
-            // tests slowed throughout hide the leaves).
-            let floors = sizes_evidence[0].1.floor_medians(h);
+            // Where the run kept each pair's floor, the floors too, judged on the floors
+            // (ranks on shared cores, where the medians of tests slowed throughout hide the
+            // leaves: the floors of a few hops apart stay apart).
+            let first = &sizes_evidence[0].1;
+            let floors =
+                (first.floor_medians(h)).map(|f| (f, first.by_host_pairs(), first.of_floors()));
             let mut sets: Vec<crate::host_levels::Evidence<'_>> =
                 sizes_evidence.iter().map(|(g, v)| (g, v)).collect();
-            if let Some(f) = &floors {
-                sets.insert(1, (f, &sizes_evidence[0].1));
+            if let Some((f, tests, floors)) = &floors {
+                // The groupings the floors show judged on the pairs' tests and on the floors
+                // themselves, the pairs between two hosts moving together.
+                sets.insert(1, (f, tests));
+                sets.insert(2, (f, floors));
             }
             crate::host_levels::refine_sizes(auto(&g, &hosts_p), &sets, &hosts_p)
         }

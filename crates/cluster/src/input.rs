@@ -489,7 +489,7 @@ pub fn load_candidates(path: &Path) -> Result<Vec<ClusterInput>, InputError> {
 /// Per screening size, each pair's screening tests (ranks `i < j`) as the matrices' estimator
 /// takes them, from a staged run's screening table; empty when the run kept none, when its
 /// estimator is not a quantile the table holds, or when no pair was tested more than once
-/// (each pair's one value is then its matrix entry).
+/// and none has a floor (each pair's one value is then its matrix entry).
 fn screening_tests(
     run: &lgate_rundir::RunDir,
     index: &lgate_rundir::MatrixIndex,
@@ -516,7 +516,9 @@ fn screening_tests(
         let floor = size.floors.entry(key).or_insert(f64::INFINITY);
         *floor = floor.min(r.min_us);
     }
-    out.retain(|_, tests| tests.values.values().any(|t| t.len() > 1));
+    out.retain(|_, tests| {
+        tests.values.values().any(|t| t.len() > 1) || tests.floors.values().any(|f| f.is_finite())
+    });
     out
 }
 
