@@ -74,7 +74,7 @@ pub fn auto_by_hosts(
 ) -> Result<HostClustering, ByHostsError> {
     let index = &blocks.index;
     let h = index.hosts.len();
-    let part = hosts_part(blocks, k, between, None, p)?;
+    let part = hosts_part(&blocks.index, &blocks.links, k, between, None, p)?;
 
     // Each host's own levels, on every core: hosts alike checked against their typical
     // host's levels, the others searched in full.
@@ -144,11 +144,11 @@ fn templates(
 }
 
 /// What the hosts show above themselves: their tree, how far apart they stand, the slow ones.
-struct HostsPart {
+pub(crate) struct HostsPart {
     /// The tree over hosts (items: positions in the index).
     tree: Tree,
     /// The groupings of hosts the pairs nearly decide.
-    doubts: Vec<crate::host_levels::Doubt>,
+    pub(crate) doubts: Vec<crate::host_levels::Doubt>,
     /// The slow hosts with their slowness.
     slow_hosts: Vec<(usize, f64)>,
     /// Per host, its slowness (1 for most).
@@ -186,17 +186,17 @@ impl HostsPart {
 /// The levels above the hosts of `blocks` at size `k`: `auto` on the host x host medians (slow
 /// hosts divided out), with the levels the pairs `between` (their `tests` at size `k` when
 /// kept) decide added.
-fn hosts_part(
-    blocks: &HostBlocks,
+pub(crate) fn hosts_part(
+    index: &HostIndex,
+    links: &HostLinks,
     k: usize,
     between: Option<&BetweenPairs>,
     tests: Option<&PairTests>,
     p: &AutoParams,
 ) -> Result<HostsPart, ByHostsError> {
-    let index = &blocks.index;
     let h = index.hosts.len();
     let sizes: Vec<usize> = index.hosts.iter().map(|x| x.ranks.len()).collect();
-    let mut g = blocks.links.matrix(k, h);
+    let mut g = links.matrix(k, h);
     let inside: Vec<f64> = (0..h).map(|a| g[[a, a]]).collect();
     for a in 0..h {
         g[[a, a]] = 0.0;
@@ -211,7 +211,7 @@ fn hosts_part(
         }
     }
     // Slow hosts, divided out before the hosts are grouped.
-    let slow_hosts = slow_hosts(&g, &inside, &blocks.links, &sizes, k);
+    let slow_hosts = slow_hosts(&g, &inside, links, &sizes, k);
     let mut factor = vec![1.0f64; h];
     for &(x, f) in &slow_hosts {
         factor[x] = f;
@@ -235,7 +235,7 @@ fn hosts_part(
                 between_values(between, &host_of, k, &factor, tests),
             )];
             for other in (0..index.sizes.len()).filter(|&o| o != k) {
-                let mut go = blocks.links.matrix(other, h);
+                let mut go = links.matrix(other, h);
                 let measured = (0..h).all(|a| (a + 1..h).all(|b| go[[a, b]].is_finite()));
                 if !measured {
                     continue;
@@ -269,7 +269,7 @@ fn hosts_part(
         }
         None => (auto(&g, &hosts_p), Vec::new()),
     };
-    let separation = host_separation(&g, &tree, &blocks.links, &factor, k);
+    let separation = host_separation(&g, &tree, links, &factor, k);
     Ok(HostsPart {
         tree,
         doubts,
@@ -374,7 +374,14 @@ pub fn dense_by_hosts(
     p: &AutoParams,
 ) -> Result<HostClustering, ByHostsError> {
     let (blocks, between) = blocks_of_dense(&hosts.sizes(d), hosts);
-    let part = hosts_part(&blocks, 0, Some(&between), hosts.tests.as_deref(), p)?;
+    let part = hosts_part(
+        &blocks.index,
+        &blocks.links,
+        0,
+        Some(&between),
+        hosts.tests.as_deref(),
+        p,
+    )?;
     let (dense, dense_slow) = auto_with_outliers(d, p);
     let index = &blocks.index;
     let shown = part.separation >= p.min_ratio || has_level(&dense, &hosts.host_of);
@@ -540,6 +547,28 @@ fn blocks_of_dense(sizes: &[&Array2<f64>], hosts: &DenseHosts) -> (HostBlocks, B
             }
         }
     }
+    let links = links_of(per, s);
+    let hosts = (names.iter().zip(members))
+        .map(|(name, ranks)| HostEntry {
+            name: name.clone(),
+            ranks,
+        })
+        .collect();
+    let index = HostIndex::new(n, Estimator::Median, (0..s).collect(), hosts);
+    let blocks = HostBlocks {
+        index,
+        blocks,
+        links,
+    };
+    (blocks, between)
+}
+
+/// The host x host summary of the values `per` pair of hosts (`x <= y`) and size (`s` sizes):
+/// the pairs, median and quartiles of each.
+pub(crate) fn links_of(
+    per: std::collections::BTreeMap<(usize, usize), Vec<Vec<f64>>>,
+    s: usize,
+) -> HostLinks {
     let mut links = HostLinks {
         median_us: vec![Vec::new(); s],
         p25_us: vec![Vec::new(); s],
@@ -561,19 +590,7 @@ fn blocks_of_dense(sizes: &[&Array2<f64>], hosts: &DenseHosts) -> (HostBlocks, B
             links.p75_us[k].push(at(0.75));
         }
     }
-    let hosts = (names.iter().zip(members))
-        .map(|(name, ranks)| HostEntry {
-            name: name.clone(),
-            ranks,
-        })
-        .collect();
-    let index = HostIndex::new(n, Estimator::Median, (0..s).collect(), hosts);
-    let blocks = HostBlocks {
-        index,
-        blocks,
-        links,
-    };
-    (blocks, between)
+    links
 }
 
 /// A host's block with a pair not measured holding the median of those measured.
@@ -900,6 +917,43 @@ mod tests {
         let (blocks, _) = blocks_of_dense(&[&d], &hosts);
         let medians_only = auto_by_hosts(&blocks, 0, None, &p).unwrap();
         assert_eq!(levels(&medians_only.tree), [6]);
+    }
+
+    #[test]
+    fn measure_and_cluster_judge_the_same_pairs_alike() {
+        // Six hosts of two ranks in three leaves of two, 20 % apart with a few percent of
+        // noise, one pair measured between two hosts: the leaves are in doubt. `measure`'s
+        // judge of the pairs it screened and `cluster`'s of the run's dense matrix name the
+        // same doubts.
+        let n = 12;
+        let d = Array2::from_shape_fn((n, n), |(a, b)| {
+            let base = match (a / 2 == b / 2, a / 4 == b / 4) {
+                _ if a == b => 0.0,
+                (true, _) => 1.0,
+                (false, true) => 10.0,
+                (false, false) => 12.0,
+            };
+            let (i, j) = (a.min(b), a.max(b));
+            base * (1.0 + 0.03 * (((i * 7 + j * 13) % 9) as f64 - 4.0) / 4.0)
+        });
+        let measured = Array2::from_shape_fn((n, n), |(a, b)| {
+            let (i, j) = (a.min(b), a.max(b));
+            i / 2 == j / 2 || (i % 2 == 0 && j % 2 == 1)
+        });
+        let mut hosts = on_hosts(n, 2);
+        hosts.measured = Some(measured.clone());
+        let p = AutoParams::default();
+        let dense = dense_by_hosts(&d, &hosts, &p).unwrap();
+        assert!(!dense.doubts.is_empty(), "{:?}", dense.tree);
+        let mut pairs = crate::screened_hosts::ScreenedRankPairs::with_sizes(1);
+        for a in 0..n {
+            for b in (a + 1..n).filter(|&b| measured[[a, b]]) {
+                pairs.push(a as u32, b as u32, &[d[[a, b]]], &[f64::NAN]);
+            }
+        }
+        let groups: Vec<Vec<usize>> = (0..6).map(|x| vec![2 * x, 2 * x + 1]).collect();
+        let screened = crate::screened_hosts::doubts_of_screened(&groups, n, &pairs, &p).unwrap();
+        assert_eq!(screened, dense.doubts);
     }
 
     #[test]

@@ -53,6 +53,12 @@ pub const MAX_HOSTS: usize = 2048;
 /// The least Mann-Whitney z that decides a level on hosts.
 pub const Z_DECIDE: f64 = 4.0;
 
+/// The least z of a level decided on hosts that `measure` leaves as it is: a level the pairs
+/// screened decide below it is confirmed with the confidence budget (more pairs between its
+/// hosts), as a level in doubt is. A z a little above [`Z_DECIDE`] comes back under it in
+/// many resamples of the same noise, and `cluster` then keeps the level undecided.
+pub const Z_FIRM: f64 = 6.0;
+
 /// The least z of a grouping reported undecided.
 pub const Z_DOUBT: f64 = 2.0;
 
@@ -173,7 +179,8 @@ pub struct Doubt {
     pub z: f64,
     /// The pairs now measured between two hosts (the median over the hosts compared).
     pub pairs: usize,
-    /// The pairs between two hosts that would bring z to [`Z_DECIDE`] if the difference holds.
+    /// The pairs between two hosts that would bring z to the bar that decides
+    /// ([`AutoParams::pairs_decide`]) if the difference holds.
     pub pairs_needed: usize,
     /// Whether every pair between two of the hosts compared was measured already (more pairs
     /// cannot be had; repetitions sharpen those there are).
@@ -184,7 +191,7 @@ pub struct Doubt {
     /// The tests a pair now has (the mean over the pairs compared; 1 where tests were not
     /// kept apart).
     pub tests: f64,
-    /// The tests a pair would need for z to reach [`Z_DECIDE`] if each counted alone and the
+    /// The tests a pair would need for z to reach the bar that decides if each counted alone and the
     /// difference held (one more than now at least, [`MOST_TESTS`] at most).
     pub tests_needed: usize,
 }
@@ -205,11 +212,11 @@ impl Doubt {
 /// The most tests a pair is asked for to decide a level on hosts.
 pub const MOST_TESTS: usize = 10;
 
-/// The tests a pair would need (it has `now`, giving `z`) for z to reach [`Z_DECIDE`] with
+/// The tests a pair would need (it has `now`, giving `z`) for z to reach `decide` with
 /// room for the design effect: z grows as the square root of the tests that vary
 /// independently, and twice the tests leave room for pairs' own offsets.
-fn tests_needed(now: f64, z: f64) -> usize {
-    let want = 2.0 * now * (Z_DECIDE / z.max(0.5)).powi(2);
+fn tests_needed(now: f64, z: f64, decide: f64) -> usize {
+    let want = 2.0 * now * (decide / z.max(0.5)).powi(2);
     (want.ceil() as usize)
         .max(now.floor() as usize + 1)
         .min(MOST_TESTS)
@@ -256,7 +263,7 @@ fn refine_in(tree: Tree, sets: &[Evidence<'_>], p: &AutoParams, doubts: &mut Vec
             let Some(c) = best_of(&hosts, sets, p) else {
                 return Tree::Leaf(hosts);
             };
-            if c.z < Z_DECIDE {
+            if c.z < p.pairs_decide {
                 doubts.push(Doubt {
                     groups: c.labels.iter().max().map_or(0, |&m| m + 1),
                     hosts: hosts.len(),
@@ -264,11 +271,11 @@ fn refine_in(tree: Tree, sets: &[Evidence<'_>], p: &AutoParams, doubts: &mut Vec
                     labels: c.labels.clone(),
                     z: c.z,
                     pairs: c.pairs,
-                    pairs_needed: (c.pairs as f64 * (Z_DECIDE / c.z).powi(2)).ceil() as usize,
+                    pairs_needed: (c.pairs as f64 * (p.pairs_decide / c.z).powi(2)).ceil() as usize,
                     every_pair: c.every_pair,
                     z_most: c.z_most,
                     tests: c.tests,
-                    tests_needed: tests_needed(c.tests, c.z),
+                    tests_needed: tests_needed(c.tests, c.z, p.pairs_decide),
                 });
                 return Tree::Leaf(hosts);
             }
@@ -377,16 +384,18 @@ fn jointly(
         s
     };
     let decided: Vec<Vec<usize>> = (found.iter().flatten())
-        .filter(|c| c.z >= Z_DECIDE)
+        .filter(|c| c.z >= p.pairs_decide)
         .map(sizes_of)
         .collect();
     if !decided.is_empty() {
         let lent: Vec<Option<Candidate>> = (found.into_iter())
             .map(|c| {
-                c.filter(|c| c.z >= Z_DECIDE || (c.z >= Z_LEND && decided.contains(&sizes_of(c))))
+                c.filter(|c| {
+                    c.z >= p.pairs_decide || (c.z >= Z_LEND && decided.contains(&sizes_of(c)))
+                })
             })
             .collect();
-        let lends = lent.iter().flatten().any(|c| c.z < Z_DECIDE);
+        let lends = lent.iter().flatten().any(|c| c.z < p.pairs_decide);
         return lends.then_some(lent);
     }
     // Groups of the same sizes (two leaves of two hosts beside three): one level's.
@@ -395,7 +404,7 @@ fn jointly(
         return None;
     }
     let sum: f64 = found.iter().flatten().map(|c| c.z).sum();
-    (sum / (children.len() as f64).sqrt() >= Z_DECIDE).then_some(found)
+    (sum / (children.len() as f64).sqrt() >= p.pairs_decide).then_some(found)
 }
 
 /// The grouping of `hosts` that the pairs of some size show best (highest z), if any.
@@ -442,14 +451,14 @@ fn doubted_together(children: &[Tree], sets: &[Evidence<'_>], p: &AutoParams) ->
     let shape = sizes_of(&found[0].1);
     if found
         .iter()
-        .any(|(_, c)| sizes_of(c) != shape || c.z >= Z_DECIDE)
+        .any(|(_, c)| sizes_of(c) != shape || c.z >= p.pairs_decide)
         || found.iter().all(|(_, c)| c.z < Z_DOUBT)
     {
         return None;
     }
     let root = (found.len() as f64).sqrt();
     let z = found.iter().map(|(_, c)| c.z.max(0.0)).sum::<f64>() / root;
-    if !(Z_DOUBT..Z_DECIDE).contains(&z) {
+    if !(Z_DOUBT..p.pairs_decide).contains(&z) {
         return None;
     }
     let (mut members, mut labels, mut offset) = (Vec::new(), Vec::new(), 0);
@@ -468,11 +477,11 @@ fn doubted_together(children: &[Tree], sets: &[Evidence<'_>], p: &AutoParams) ->
         labels,
         z,
         pairs,
-        pairs_needed: (pairs as f64 * (Z_DECIDE / z).powi(2)).ceil() as usize,
+        pairs_needed: (pairs as f64 * (p.pairs_decide / z).powi(2)).ceil() as usize,
         every_pair: found.iter().all(|(_, c)| c.every_pair),
         z_most: found.iter().map(|(_, c)| c.z_most).sum::<f64>() / root,
         tests,
-        tests_needed: tests_needed(tests, z),
+        tests_needed: tests_needed(tests, z, p.pairs_decide),
     })
 }
 
@@ -512,7 +521,7 @@ fn best_grouping(
         let Some(c) = judged else {
             continue;
         };
-        if coarsest.is_none() && c.z >= Z_DECIDE {
+        if coarsest.is_none() && c.z >= p.pairs_decide {
             coarsest = Some(c.clone());
         }
         if best.as_ref().is_none_or(|b| c.z > b.z) {

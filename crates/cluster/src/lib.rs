@@ -36,6 +36,7 @@ pub mod linkage;
 pub mod methods;
 mod outliers;
 pub mod score;
+pub mod screened_hosts;
 pub mod separation;
 pub mod spectral;
 pub mod stored;

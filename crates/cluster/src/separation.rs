@@ -39,6 +39,10 @@ pub struct AutoParams {
     /// Whether groups each slower inside than towards the others may make a level (ranks
     /// that take turns on one core); off for levels of hosts, whose ranks never share a core.
     pub slow_inside_level: bool,
+    /// The least Mann-Whitney z of the pairs between hosts that decides a level on hosts
+    /// ([`crate::host_levels::Z_DECIDE`]; `measure` asks more of a level before it spends
+    /// nothing on it, see [`crate::host_levels::Z_FIRM`]).
+    pub pairs_decide: f64,
 }
 
 impl Default for AutoParams {
@@ -55,6 +59,7 @@ impl Default for AutoParams {
             all_cuts_up_to: 256,
             jump_cuts: 12,
             slow_inside_level: true,
+            pairs_decide: crate::host_levels::Z_DECIDE,
         }
     }
 }

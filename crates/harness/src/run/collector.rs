@@ -112,6 +112,8 @@ impl Collector {
                         pair: record.pair,
                         value,
                         smallest: record.smallest,
+                        floor: record.floor,
+                        smallest_floor: record.smallest_floor,
                     });
                 }
             }

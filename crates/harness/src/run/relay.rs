@@ -5,9 +5,9 @@
 use super::*;
 
 /// The fixed part of a record: i, j (u64), sweep (u32), stage (u8), start, end, screening
-/// value, the smallest size's (f64, NaN for none), the journal record's length (u32);
-/// little-endian.
-const HEADER: usize = 8 + 8 + 4 + 1 + 8 + 8 + 8 + 8 + 4;
+/// value, the smallest size's, the floors at the largest and smallest size (f64, NaN for
+/// none), the journal record's length (u32); little-endian.
+const HEADER: usize = 8 + 8 + 4 + 1 + 8 + 8 + 8 + 8 + 8 + 8 + 4;
 
 /// A relay forwards its batch once it holds this many bytes (about 2000 results)...
 const BATCH_BYTES: usize = 1 << 20;
@@ -26,6 +26,10 @@ pub(super) struct Record<'a> {
     pub(super) screened: Option<f64>,
     /// The round trip at the smallest screening size, NaN for none.
     pub(super) smallest: f64,
+    /// The least repetition at the largest screening size, NaN for none.
+    pub(super) floor: f64,
+    /// The least repetition at the smallest screening size, NaN for none.
+    pub(super) smallest_floor: f64,
     /// The journal record, as the run's journal format writes it.
     pub(super) journal: &'a [u8],
 }
@@ -57,14 +61,23 @@ fn stage_of(code: u8) -> Result<Option<Stage>, String> {
 pub(super) fn encode(entry: &JournalEntry, format: JournalFormat, out: &mut Vec<u8>) {
     let mut line = Vec::new();
     format.encode(entry, &mut line);
-    let (screened, smallest) =
-        screened_pair(entry).map_or((f64::NAN, f64::NAN), |s| (s.value, s.smallest));
+    let (screened, smallest, floor, smallest_floor) = screened_pair(entry)
+        .map_or((f64::NAN, f64::NAN, f64::NAN, f64::NAN), |s| {
+            (s.value, s.smallest, s.floor, s.smallest_floor)
+        });
     out.reserve(HEADER + line.len());
     out.extend_from_slice(&(entry.i as u64).to_le_bytes());
     out.extend_from_slice(&(entry.j as u64).to_le_bytes());
     out.extend_from_slice(&entry.sweep.to_le_bytes());
     out.push(stage_code(entry.stage));
-    for x in [entry.start_s, entry.end_s, screened, smallest] {
+    for x in [
+        entry.start_s,
+        entry.end_s,
+        screened,
+        smallest,
+        floor,
+        smallest_floor,
+    ] {
         out.extend_from_slice(&x.to_le_bytes());
     }
     out.extend_from_slice(&(line.len() as u32).to_le_bytes());
@@ -100,7 +113,7 @@ fn take_record(bytes: &[u8]) -> Result<(Record<'_>, &[u8]), String> {
     let (i, j) = (u64_at(0) as usize, u64_at(8) as usize);
     let sweep = u32::from_le_bytes(head[16..20].try_into().expect("4 bytes"));
     let stage = stage_of(head[20])?;
-    let len = u32::from_le_bytes(head[53..57].try_into().expect("4 bytes")) as usize;
+    let len = u32::from_le_bytes(head[69..73].try_into().expect("4 bytes")) as usize;
     let (line, rest) = rest
         .split_at_checked(len)
         .ok_or_else(|| format!("a journal record of {len} bytes with {} left", rest.len()))?;
@@ -116,6 +129,8 @@ fn take_record(bytes: &[u8]) -> Result<(Record<'_>, &[u8]), String> {
         end_s: f64_at(29),
         screened,
         smallest: f64_at(45),
+        floor: f64_at(53),
+        smallest_floor: f64_at(61),
         journal: line,
     };
     Ok((record, rest))

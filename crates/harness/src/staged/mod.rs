@@ -144,6 +144,11 @@ pub struct ScreenedPair {
     pub value: f64,
     /// The round trip at the smallest screening size (seconds), NaN when the test had one.
     pub smallest: f64,
+    /// The least repetition at the largest screening size (seconds), NaN when not known.
+    pub floor: f64,
+    /// The least repetition at the smallest screening size (seconds), NaN when the test had
+    /// one size or it is not known.
+    pub smallest_floor: f64,
 }
 
 impl ScreenedPair {
@@ -154,15 +159,22 @@ impl ScreenedPair {
             pair,
             value: result.screening_value()?,
             smallest: result.smallest_screening_value().unwrap_or(f64::NAN),
+            floor: result.sizes.last().map_or(f64::NAN, |s| s.rtt.min),
+            smallest_floor: match result.sizes.as_slice() {
+                [first, _, ..] => first.rtt.min,
+                _ => f64::NAN,
+            },
         })
     }
 }
 
-/// One screening value as [`ScreenedValues`] holds it: 24 bytes.
+/// One screening value as [`ScreenedValues`] holds it, in seconds: 24 bytes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Screened {
-    value: f64,
-    smallest: f64,
+    value: f32,
+    smallest: f32,
+    floor: f32,
+    smallest_floor: f32,
     i: u32,
     j: u32,
 }
@@ -178,7 +190,7 @@ impl Screened {
     }
 }
 
-/// The screening values rank 0 keeps to choose stages 3-5: 16 bytes per test of stages 1-2
+/// The screening values rank 0 keeps to choose stages 3-5: 24 bytes per test of stages 1-2
 /// (200 million tests at 1 048 576 ranks), tests of other stages left out.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ScreenedValues {
@@ -201,8 +213,10 @@ impl ScreenedValues {
             return;
         };
         let kept = Screened {
-            value: s.value,
-            smallest: s.smallest,
+            value: s.value as f32,
+            smallest: s.smallest as f32,
+            floor: s.floor as f32,
+            smallest_floor: s.smallest_floor as f32,
             i,
             j,
         };
@@ -850,28 +864,16 @@ pub fn confirmation(
              while measuring; none added"
         )];
     }
-    // The largest size's round trips first (bandwidth), then the smallest's (latency: a
-    // non-blocking fabric's hops show only there); a grouping either nearly decides counts once.
-    let mut doubts: Vec<(lgate_cluster::host_levels::Doubt, &str)> = Vec::new();
-    for (by, at) in [
-        (&(|s: &Screened| s.value) as &dyn Fn(&Screened) -> f64, ""),
-        (
-            &|s: &Screened| s.smallest,
-            " at the smallest screening size",
-        ),
-    ] {
-        for d in doubts_by(screened, plan, by) {
-            if !doubts
-                .iter()
-                .any(|(e, _)| e.members == d.members && e.groups == d.groups)
-            {
-                doubts.push((d, at));
-            }
-        }
-    }
+    // Judged as `cluster` judges the run's pairs: every screening size (the largest's round
+    // trips show bandwidth, the smallest's the hops of a non-blocking fabric), the floors, slow
+    // hosts divided out.
+    let doubts = match doubts_of(screened, plan) {
+        Ok(d) => d,
+        Err(e) => return vec![format!("confidence: none added: {e}")],
+    };
     let before = refine.len();
     let mut lines: Vec<String> = again_every_pair(plan, refine, budget).into_iter().collect();
-    for (d, at) in &doubts {
+    for d in &doubts {
         let need = d.pairs_needed.saturating_sub(d.pairs);
         // Where every pair is screened, each is screened again until it has the tests that
         // would decide the grouping (its tests counting as far as they vary independently).
@@ -944,10 +946,22 @@ pub fn confirmation(
                 d.pairs_needed
             ),
         };
+        let how = if d.z >= lgate_cluster::host_levels::Z_DECIDE {
+            format!(
+                "fall into {}, but not firmly (Mann-Whitney z = {:.1}: 4 decides, {} confirms",
+                d.groups,
+                d.z,
+                lgate_cluster::host_levels::Z_FIRM
+            )
+        } else {
+            format!(
+                "nearly fall into {} (Mann-Whitney z = {:.1} of the 4 that decides",
+                d.groups, d.z
+            )
+        };
         lines.push(format!(
-            "confidence: {} groups nearly fall into {}{at} (Mann-Whitney z = {:.1} of the 4 \
-             that decides, {} pairs between two): {what}{spent}",
-            d.hosts, d.groups, d.z, d.pairs
+            "confidence: {} groups {how}, {} pairs between two): {what}{spent}",
+            d.hosts, d.pairs
         ));
     }
     lines
@@ -989,46 +1003,39 @@ fn again_every_pair(plan: &StagedPlan, refine: &mut Vec<Pair>, budget: usize) ->
     ))
 }
 
-/// The groupings above the groups that the screened pairs' values `by` nearly decide (`auto`
-/// on the host x host medians, then the pairs' test); none when a pair of groups has no value.
-fn doubts_by(
+/// The groupings above the groups that the screened pairs nearly decide, as `cluster` judges
+/// them ([`lgate_cluster::screened_hosts`]): the pairs inside and between groups at the smallest
+/// and the largest screening size (one size when the tests had one), in microseconds.
+fn doubts_of(
     screened: &ScreenedValues,
     plan: &StagedPlan,
-    by: &dyn Fn(&Screened) -> f64,
-) -> Vec<lgate_cluster::host_levels::Doubt> {
-    let g = plan.groups().len();
-    let group_of = plan.group_of();
-    let mut values = lgate_cluster::host_levels::BetweenValues {
-        ranks: plan.groups().iter().map(Vec::len).collect(),
-        ..Default::default()
-    };
-    for s in &screened.between {
-        let (a, b) = (group_of[s.i as usize], group_of[s.j as usize]);
-        let v = by(s);
-        if a != b && a < g && b < g && v.is_finite() {
-            // Microseconds, as the host blocks hold them.
-            let key = (a.min(b), a.max(b));
-            values.values.entry(key).or_default().push(v * 1e6);
-        }
+) -> Result<Vec<lgate_cluster::host_levels::Doubt>, lgate_cluster::ByHostsError> {
+    let all = || screened.hosts.iter().chain(&screened.between);
+    let two = all().any(|s| s.smallest.is_finite());
+    let mut pairs =
+        lgate_cluster::screened_hosts::ScreenedRankPairs::with_sizes(1 + usize::from(two));
+    let us = |x: f32| f64::from(x) * 1e6;
+    for s in all().filter(|s| s.value.is_finite()) {
+        let (values, floors) = if two {
+            (
+                vec![us(s.smallest), us(s.value)],
+                vec![us(s.smallest_floor), us(s.floor)],
+            )
+        } else {
+            (vec![us(s.value)], vec![us(s.floor)])
+        };
+        pairs.push(s.i, s.j, &values, &floors);
     }
-    let mut medians = ndarray::Array2::<f64>::zeros((g, g));
-    for a in 0..g {
-        for b in a + 1..g {
-            let Some(v) = values.values.get(&(a, b)) else {
-                return Vec::new();
-            };
-            let m = lgate_stats::median(&mut v.clone());
-            medians[[a, b]] = m;
-            medians[[b, a]] = m;
-        }
-    }
+    let ranks = plan.group_of().len();
     // Groups of hosts: none slow inside is a level (their ranks share no core).
+    // Groups of hosts: none slow inside is a level (their ranks share no core). A level the
+    // pairs decide only barely is confirmed too: `cluster` would keep it undecided.
     let p = lgate_cluster::AutoParams {
         slow_inside_level: false,
+        pairs_decide: lgate_cluster::host_levels::Z_FIRM,
         ..lgate_cluster::AutoParams::default()
     };
-    let tree = lgate_cluster::auto(&medians, &p);
-    lgate_cluster::host_levels::refine(tree, &medians, &values, &p).1
+    lgate_cluster::screened_hosts::doubts_of_screened(plan.groups(), ranks, &pairs, &p)
 }
 
 /// The pairs of ranks of groups `ga` and `gb` along diagonals (each rank of `ga` with a
@@ -1066,8 +1073,8 @@ pub fn refinement(screened: &ScreenedValues, plan: &StagedPlan) -> Vec<Pair> {
             continue;
         }
         let e = at(a.min(b), a.max(b));
-        lo[e] = lo[e].min(s.value);
-        hi[e] = hi[e].max(s.value);
+        lo[e] = lo[e].min(f64::from(s.value));
+        hi[e] = hi[e].max(f64::from(s.value));
         count[e] += 1;
     }
     let spreads: Vec<((usize, usize), f64, usize)> = (0..g)
@@ -1361,6 +1368,8 @@ mod tests {
                         pair: p,
                         value: base * off,
                         smallest: f64::NAN,
+                        floor: f64::NAN,
+                        smallest_floor: f64::NAN,
                     });
                 }
             }
@@ -1420,6 +1429,8 @@ mod tests {
                         pair: p,
                         value: 300e-6 * flat,
                         smallest: base * off,
+                        floor: f64::NAN,
+                        smallest_floor: f64::NAN,
                     });
                 }
             }
@@ -1427,7 +1438,7 @@ mod tests {
         let f = choose_follow_up(&mut screened.iter().copied().collect(), &plan);
         assert_eq!(f.doubts.len(), 1, "{:?}", f.doubts);
         assert!(
-            f.doubts[0].contains("6 groups nearly fall into 3 at the smallest screening size"),
+            f.doubts[0].contains("6 groups nearly fall into 3 ("),
             "{:?}",
             f.doubts
         );
@@ -1449,12 +1460,16 @@ mod tests {
                 pair: Pair::new(k, k + 1),
                 value: 1.0 + (k % 2) as f64,
                 smallest: f64::NAN,
+                floor: f64::NAN,
+                smallest_floor: f64::NAN,
             });
             screened.push(ScreenedPair {
                 stage: Stage::Between,
                 pair: Pair::new(k, k + 30),
                 value: 10.0 + k as f64,
                 smallest: f64::NAN,
+                floor: f64::NAN,
+                smallest_floor: f64::NAN,
             });
         }
         let two = tree("cluster { group { 0-29 } group { 30-59 } }");
@@ -1492,8 +1507,10 @@ mod tests {
         // Values with many ties, so the pair decides between equals.
         let mut v: Vec<Screened> = (0..1000u32)
             .map(|k| Screened {
-                value: f64::from((k * 7919) % 13),
+                value: ((k * 7919) % 13) as f32,
                 smallest: 0.0,
+                floor: 0.0,
+                smallest_floor: 0.0,
                 i: (k * 31) % 97,
                 j: 100 + k,
             })
@@ -1527,6 +1544,8 @@ mod tests {
                     pair,
                     value,
                     smallest: f64::NAN,
+                    floor: f64::NAN,
+                    smallest_floor: f64::NAN,
                 });
             }
         }

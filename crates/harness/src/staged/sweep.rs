@@ -158,7 +158,7 @@ pub(super) fn retests(screened: &ScreenedValues, plan: &StagedPlan) -> Vec<Pair>
             blocks
                 .entry((a.min(b), a.max(b)))
                 .or_default()
-                .push((s.value, p));
+                .push((f64::from(s.value), p));
         }
     }
     let mut slow: Vec<(f64, Pair, Pair)> = Vec::new();
@@ -251,6 +251,8 @@ mod tests {
                     pair: Pair::new(i, j),
                     value,
                     smallest: f64::NAN,
+                    floor: f64::NAN,
+                    smallest_floor: f64::NAN,
                 });
             }
         }

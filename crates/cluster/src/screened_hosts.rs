@@ -1,0 +1,212 @@
+//! The levels above the hosts that the pairs screened so far nearly decide, judged as `cluster`
+//! judges a run's pairs: one judge for `measure`, which spends its confidence budget where a
+//! level is in doubt, and `cluster`, which reports it.
+//!
+//! `measure` holds the pairs it has screened (each pair's value and floor at each screening
+//! size), not host blocks: they are summarised per host here (the host x host medians and
+//! quartiles, the pairs between hosts, each pair's floor) and every screening size is judged
+//! in turn with the others as evidence ([`crate::by_hosts`]'s levels above the hosts: slow
+//! hosts divided out, the floors' groupings judged on the floors).
+//!
+//! Memory: the pairs given and their summary, about 60 bytes a pair between hosts.
+
+use std::collections::BTreeMap;
+
+use lgate_rundir::{BetweenPairs, Estimator, HostEntry, HostIndex};
+
+use crate::auto::AutoParams;
+use crate::by_hosts::{hosts_part, links_of, ByHostsError, PairTests};
+use crate::host_levels::Doubt;
+
+/// Pairs of ranks with their values at each screening size, as `measure` screened them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ScreenedRankPairs {
+    /// The first rank of each pair.
+    pub i: Vec<u32>,
+    /// The second rank.
+    pub j: Vec<u32>,
+    /// Per size (ascending), each pair's value in microseconds (NaN: none at that size).
+    pub values: Vec<Vec<f64>>,
+    /// Per size, each pair's floor in microseconds: its least repetition (NaN: not known).
+    pub floors: Vec<Vec<f64>>,
+}
+
+impl ScreenedRankPairs {
+    /// No pairs, at `sizes` sizes.
+    pub fn with_sizes(sizes: usize) -> Self {
+        ScreenedRankPairs {
+            values: vec![Vec::new(); sizes],
+            floors: vec![Vec::new(); sizes],
+            ..Default::default()
+        }
+    }
+
+    /// Adds pair `(i, j)` with its value and floor at each size (in the order of the sizes).
+    pub fn push(&mut self, i: u32, j: u32, values: &[f64], floors: &[f64]) {
+        self.i.push(i);
+        self.j.push(j);
+        for (k, column) in self.values.iter_mut().enumerate() {
+            column.push(values.get(k).copied().unwrap_or(f64::NAN));
+        }
+        for (k, column) in self.floors.iter_mut().enumerate() {
+            column.push(floors.get(k).copied().unwrap_or(f64::NAN));
+        }
+    }
+
+    /// The number of pairs.
+    pub fn len(&self) -> usize {
+        self.i.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.i.is_empty()
+    }
+}
+
+/// The groupings of the hosts `hosts` (each its ranks; `ranks` ranks in all) that the pairs
+/// nearly decide, at any screening size, as `cluster` judges them; their members are
+/// positions in `hosts`. None when two hosts have no pair between them at every size.
+pub fn doubts_of_screened(
+    hosts: &[Vec<usize>],
+    ranks: usize,
+    pairs: &ScreenedRankPairs,
+    p: &AutoParams,
+) -> Result<Vec<Doubt>, ByHostsError> {
+    let s = pairs.values.len();
+    let mut host_of = vec![usize::MAX; ranks];
+    for (x, members) in hosts.iter().enumerate() {
+        for &r in members.iter().filter(|&&r| r < ranks) {
+            host_of[r] = x;
+        }
+    }
+    let host = |r: u32| {
+        host_of
+            .get(r as usize)
+            .copied()
+            .filter(|&x| x != usize::MAX)
+    };
+    let mut per: BTreeMap<(usize, usize), Vec<Vec<f64>>> = BTreeMap::new();
+    let mut between = BetweenPairs {
+        rtt_us: vec![Vec::new(); s],
+        p10_us: vec![Vec::new(); s],
+        p90_us: vec![Vec::new(); s],
+        ..BetweenPairs::default()
+    };
+    let mut tests = vec![PairTests::default(); s];
+    for n in 0..pairs.len() {
+        let (i, j) = (pairs.i[n].min(pairs.j[n]), pairs.i[n].max(pairs.j[n]));
+        let (Some(x), Some(y)) = (host(i), host(j)) else {
+            continue;
+        };
+        if i == j {
+            continue;
+        }
+        let per_size = (per.entry((x.min(y), x.max(y)))).or_insert_with(|| vec![Vec::new(); s]);
+        for (k, values) in per_size.iter_mut().enumerate() {
+            values.extend(Some(pairs.values[k][n]).filter(|v| v.is_finite()));
+        }
+        if x == y {
+            continue;
+        }
+        between.host_i.push(x as u32);
+        between.host_j.push(y as u32);
+        between.i.push(i);
+        between.j.push(j);
+        between.sweeps.push(1);
+        let key = (i as usize, j as usize);
+        for k in 0..s {
+            let v = pairs.values[k][n];
+            between.rtt_us[k].push(v);
+            between.p10_us[k].push(v);
+            between.p90_us[k].push(v);
+            if v.is_finite() {
+                tests[k].values.entry(key).or_default().push(v);
+            }
+            let f = pairs.floors[k][n];
+            if f.is_finite() {
+                let floor = tests[k].floors.entry(key).or_insert(f64::INFINITY);
+                *floor = floor.min(f);
+            }
+        }
+    }
+    let links = links_of(per, s);
+    let entries = (hosts.iter().enumerate())
+        .map(|(x, members)| HostEntry {
+            name: format!("group {x}"),
+            ranks: members.clone(),
+        })
+        .collect();
+    let index = HostIndex::new(ranks, Estimator::Median, (0..s).collect(), entries);
+    let mut doubts: Vec<Doubt> = Vec::new();
+    let mut hole = None;
+    let mut judged = false;
+    for (k, tests) in tests.iter().enumerate() {
+        // A size at which two hosts have no pair is no evidence (an error at every size).
+        let part = match hosts_part(&index, &links, k, Some(&between), Some(tests), p) {
+            Ok(part) => part,
+            Err(e) => {
+                hole.get_or_insert(e);
+                continue;
+            }
+        };
+        judged = true;
+        for d in part.doubts {
+            if !(doubts.iter()).any(|e| e.members == d.members && e.labels == d.labels) {
+                doubts.push(d);
+            }
+        }
+    }
+    match hole {
+        Some(e) if !judged => Err(e),
+        _ => Ok(doubts),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leaves_one_pair_between_two_hosts_nearly_decides_are_a_doubt() {
+        // Six hosts of two ranks in three leaves of two: one pair between two hosts, leaves
+        // 20 % apart with a few percent of noise: too few pairs to decide.
+        let hosts: Vec<Vec<usize>> = (0..6).map(|x| vec![2 * x, 2 * x + 1]).collect();
+        let value = |i: usize, j: usize, n: usize| {
+            let base = match (i / 2 == j / 2, i / 4 == j / 4) {
+                (true, _) => 1.0,
+                (false, true) => 10.0,
+                (false, false) => 12.0,
+            };
+            base * (1.0 + 0.03 * (((i * 7 + j * 13 + n * 5) % 9) as f64 - 4.0) / 4.0)
+        };
+        let mut few = ScreenedRankPairs::with_sizes(1);
+        for i in 0..12u32 {
+            for j in i + 1..12 {
+                let (a, b) = (i as usize, j as usize);
+                if a / 2 == b / 2 || (a % 2 == 0 && b % 2 == 1) {
+                    let v = value(a, b, 0);
+                    few.push(i, j, &[v], &[v * 0.95]);
+                }
+            }
+        }
+        let p = AutoParams::default();
+        let doubts = doubts_of_screened(&hosts, 12, &few, &p).unwrap();
+        assert!(
+            doubts
+                .iter()
+                .any(|d| d.groups_of() == [[0, 1], [2, 3], [4, 5]]),
+            "{doubts:?}"
+        );
+        assert!(doubts.iter().all(|d| d.z < crate::host_levels::Z_DECIDE));
+    }
+
+    #[test]
+    fn hosts_without_a_pair_between_them_are_an_error_naming_them() {
+        let hosts: Vec<Vec<usize>> = (0..4).map(|x| vec![x]).collect();
+        let mut pairs = ScreenedRankPairs::with_sizes(1);
+        pairs.push(0, 1, &[10.0], &[9.0]);
+        let e = doubts_of_screened(&hosts, 4, &pairs, &AutoParams::default()).unwrap_err();
+        assert!(e.to_string().contains("group"), "{e}");
+    }
+}
