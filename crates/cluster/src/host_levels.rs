@@ -500,6 +500,10 @@ fn best_grouping(
     }
     let raw = m;
     let (m, effects) = without_host_effects(&raw);
+    // The medians' logs, once for every cut (none when a median is not positive: the medians
+    // are then judged as they are).
+    let positive = (raw.indexed_iter()).all(|((a, b), &x)| a == b || x > 0.0);
+    let logs = positive.then(|| raw.mapv(f64::ln));
     let dendrogram = Dendrogram::new(&m, Linkage::Average);
     let mut best: Option<Candidate> = None;
     let mut coarsest: Option<Candidate> = None;
@@ -515,7 +519,10 @@ fn best_grouping(
         // in groups of unequal sizes, the hosts of the smaller group have more far pairs, and
         // their effects over all hosts are partly the grouping's.
         let judged = judge(&labels, hosts, &m, values, &effects, p).or_else(|| {
-            let (m, effects) = without_block_effects(&raw, &labels);
+            let (m, effects) = match &logs {
+                Some(logs) => without_block_effects(logs, &labels),
+                None => (raw.clone(), vec![1.0; n]),
+            };
             judge(&labels, hosts, &m, values, &effects, p)
         });
         let Some(c) = judged else {
@@ -563,23 +570,17 @@ fn without_host_effects(m: &Array2<f64>) -> (Array2<f64>, Vec<f64>) {
     (adjusted, row.iter().map(|r| (r - all).exp()).collect())
 }
 
-/// `m` with each host's own effect taken out around the blocks of `labels`: in logs, a host's
-/// effect is its mean difference from the mean of each block its pairs fall in (pairs inside
-/// its group, pairs with each other group), and its pairs are divided by the effects of both
-/// hosts; `m` as it is when a median is not positive.
-fn without_block_effects(m: &Array2<f64>, labels: &[usize]) -> (Array2<f64>, Vec<f64>) {
-    let n = m.nrows();
-    if m.iter()
-        .enumerate()
-        .any(|(e, &x)| e / n != e % n && x <= 0.0)
-    {
-        return (m.clone(), vec![1.0; n]);
-    }
+/// The medians whose logs are `logs` with each host's own effect taken out around the blocks
+/// of `labels`: in logs, a host's effect is its mean difference from the mean of each block its
+/// pairs fall in (pairs inside its group, pairs with each other group), and its pairs are
+/// divided by the effects of both hosts.
+fn without_block_effects(logs: &Array2<f64>, labels: &[usize]) -> (Array2<f64>, Vec<f64>) {
+    let n = logs.nrows();
     let k = labels.iter().max().map_or(0, |&x| x + 1);
     let (mut sum, mut count) = (vec![0.0f64; k * k], vec![0usize; k * k]);
     for a in 0..n {
         for b in (0..n).filter(|&b| b != a) {
-            sum[labels[a] * k + labels[b]] += m[[a, b]].ln();
+            sum[labels[a] * k + labels[b]] += logs[[a, b]];
             count[labels[a] * k + labels[b]] += 1;
         }
     }
@@ -591,14 +592,14 @@ fn without_block_effects(m: &Array2<f64>, labels: &[usize]) -> (Array2<f64>, Vec
         .map(|a| {
             (0..n)
                 .filter(|&b| b != a)
-                .map(|b| m[[a, b]].ln() - block(a, b))
+                .map(|b| logs[[a, b]] - block(a, b))
                 .sum::<f64>()
                 / (n - 1).max(1) as f64
         })
         .collect();
     let adjusted = Array2::from_shape_fn((n, n), |(a, b)| match a == b {
         true => 0.0,
-        false => (m[[a, b]].ln() - effect[a] - effect[b]).exp(),
+        false => (logs[[a, b]] - effect[a] - effect[b]).exp(),
     });
     (adjusted, effect.iter().map(|e| e.exp()).collect())
 }

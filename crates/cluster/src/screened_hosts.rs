@@ -4,9 +4,9 @@
 //!
 //! `measure` holds the pairs it has screened (each pair's value and floor at each screening
 //! size), not host blocks: they are summarised per host here (the host x host medians and
-//! quartiles, the pairs between hosts, each pair's floor) and every screening size is judged
-//! in turn with the others as evidence ([`crate::by_hosts`]'s levels above the hosts: slow
-//! hosts divided out, the floors' groupings judged on the floors).
+//! quartiles, the pairs between hosts, each pair's floor) and judged as `cluster` judges the
+//! smallest size's matrix, every other size as evidence with it ([`crate::by_hosts`]'s levels
+//! above the hosts: slow hosts divided out, the floors' groupings judged on the floors).
 //!
 //! Memory: the pairs given and their summary, about 60 bytes a pair between hosts.
 
@@ -65,8 +65,8 @@ impl ScreenedRankPairs {
 }
 
 /// The groupings of the hosts `hosts` (each its ranks; `ranks` ranks in all) that the pairs
-/// nearly decide, at any screening size, as `cluster` judges them; their members are
-/// positions in `hosts`. None when two hosts have no pair between them at every size.
+/// nearly decide, as `cluster` judges them on the smallest size's matrix; their members are
+/// positions in `hosts`. An error when two hosts have no pair between them at that size.
 pub fn doubts_of_screened(
     hosts: &[Vec<usize>],
     ranks: usize,
@@ -93,7 +93,8 @@ pub fn doubts_of_screened(
         p90_us: vec![Vec::new(); s],
         ..BetweenPairs::default()
     };
-    let mut tests = vec![PairTests::default(); s];
+    // The smallest size's tests and floors, as the matrix judged keeps them.
+    let mut tests = PairTests::default();
     for n in 0..pairs.len() {
         let (i, j) = (pairs.i[n].min(pairs.j[n]), pairs.i[n].max(pairs.j[n]));
         let (Some(x), Some(y)) = (host(i), host(j)) else {
@@ -120,12 +121,15 @@ pub fn doubts_of_screened(
             between.rtt_us[k].push(v);
             between.p10_us[k].push(v);
             between.p90_us[k].push(v);
+        }
+        if let Some(&v) = pairs.values.first().and_then(|c| c.get(n)) {
             if v.is_finite() {
-                tests[k].values.entry(key).or_default().push(v);
+                tests.values.entry(key).or_default().push(v);
             }
-            let f = pairs.floors[k][n];
+        }
+        if let Some(&f) = pairs.floors.first().and_then(|c| c.get(n)) {
             if f.is_finite() {
-                let floor = tests[k].floors.entry(key).or_insert(f64::INFINITY);
+                let floor = tests.floors.entry(key).or_insert(f64::INFINITY);
                 *floor = floor.min(f);
             }
         }
@@ -138,29 +142,10 @@ pub fn doubts_of_screened(
         })
         .collect();
     let index = HostIndex::new(ranks, Estimator::Median, (0..s).collect(), entries);
-    let mut doubts: Vec<Doubt> = Vec::new();
-    let mut hole = None;
-    let mut judged = false;
-    for (k, tests) in tests.iter().enumerate() {
-        // A size at which two hosts have no pair is no evidence (an error at every size).
-        let part = match hosts_part(&index, &links, k, Some(&between), Some(tests), p) {
-            Ok(part) => part,
-            Err(e) => {
-                hole.get_or_insert(e);
-                continue;
-            }
-        };
-        judged = true;
-        for d in part.doubts {
-            if !(doubts.iter()).any(|e| e.members == d.members && e.labels == d.labels) {
-                doubts.push(d);
-            }
-        }
-    }
-    match hole {
-        Some(e) if !judged => Err(e),
-        _ => Ok(doubts),
-    }
+    // The smallest size first (the latency where a non-blocking fabric's hops show, and the
+    // floors), every other size as evidence with it: one judgement, not one a size.
+    let part = hosts_part(&index, &links, 0, Some(&between), Some(&tests), p)?;
+    Ok(part.doubts)
 }
 
 #[cfg(test)]

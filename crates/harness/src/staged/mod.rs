@@ -1003,6 +1003,9 @@ fn again_every_pair(plan: &StagedPlan, refine: &mut Vec<Pair>, budget: usize) ->
     ))
 }
 
+/// The most pairs inside one group that [`doubts_of`] summarises the group by.
+const INSIDE_PAIRS: usize = 64;
+
 /// The groupings above the groups that the screened pairs nearly decide, as `cluster` judges
 /// them ([`lgate_cluster::screened_hosts`]): the pairs inside and between groups at the smallest
 /// and the largest screening size (one size when the tests had one), in microseconds.
@@ -1012,19 +1015,34 @@ fn doubts_of(
 ) -> Result<Vec<lgate_cluster::host_levels::Doubt>, lgate_cluster::ByHostsError> {
     let all = || screened.hosts.iter().chain(&screened.between);
     let two = all().any(|s| s.smallest.is_finite());
-    let mut pairs =
-        lgate_cluster::screened_hosts::ScreenedRankPairs::with_sizes(1 + usize::from(two));
+    let sizes = 1 + usize::from(two);
+    let mut pairs = lgate_cluster::screened_hosts::ScreenedRankPairs::with_sizes(sizes);
     let us = |x: f32| f64::from(x) * 1e6;
-    for s in all().filter(|s| s.value.is_finite()) {
+    // Inside each group, enough pairs for its median and quartiles (the slow hosts): not
+    // the 8 million of 1000 hosts of 128 ranks.
+    let group_of = plan.group_of();
+    let mut inside = vec![0usize; plan.groups().len()];
+    let kept = |s: &&Screened| {
+        let a = group_of.get(s.i as usize).copied().unwrap_or(usize::MAX);
+        if a != group_of.get(s.j as usize).copied().unwrap_or(usize::MAX) {
+            return true;
+        }
+        let Some(n) = inside.get_mut(a) else {
+            return false;
+        };
+        *n += 1;
+        *n <= INSIDE_PAIRS
+    };
+    for s in all().filter(|s| s.value.is_finite()).filter(kept) {
         let (values, floors) = if two {
             (
-                vec![us(s.smallest), us(s.value)],
-                vec![us(s.smallest_floor), us(s.floor)],
+                [us(s.smallest), us(s.value)],
+                [us(s.smallest_floor), us(s.floor)],
             )
         } else {
-            (vec![us(s.value)], vec![us(s.floor)])
+            ([us(s.value), f64::NAN], [us(s.floor), f64::NAN])
         };
-        pairs.push(s.i, s.j, &values, &floors);
+        pairs.push(s.i, s.j, &values[..sizes], &floors[..sizes]);
     }
     let ranks = plan.group_of().len();
     // Groups of hosts: none slow inside is a level (their ranks share no core).
