@@ -295,6 +295,9 @@ fn between_values(
     for &x in host_of.iter().filter(|&&x| (x as usize) < factor.len()) {
         out.ranks[x as usize] += 1;
     }
+    // Each pair's tests where some pair was tested more than once (one test a pair is its
+    // value: no unit to keep apart).
+    let repeated = tests.is_some_and(|t| t.values.values().any(|v| v.len() > 1));
     for (n, (&i, &j)) in between.i.iter().zip(&between.j).enumerate() {
         let (Some(&a), Some(&b)) = (host_of.get(i as usize), host_of.get(j as usize)) else {
             continue;
@@ -311,11 +314,13 @@ fn between_values(
         out.values.entry(key).or_default().push(v / slowness);
         if let Some(tests) = tests {
             let pair = (i.min(j) as usize, i.max(j) as usize);
-            let of_pair = match tests.values.get(&pair) {
-                Some(t) if !t.is_empty() => t.iter().map(|x| x / slowness).collect(),
-                _ => vec![v / slowness],
-            };
-            out.tests.entry(key).or_default().push(of_pair);
+            if repeated {
+                let of_pair = match tests.values.get(&pair) {
+                    Some(t) if !t.is_empty() => t.iter().map(|x| x / slowness).collect(),
+                    _ => vec![v / slowness],
+                };
+                out.tests.entry(key).or_default().push(of_pair);
+            }
             if let Some(f) = tests.floors.get(&pair).filter(|f| f.is_finite()) {
                 out.floors.entry(key).or_default().push(f / slowness);
             }
@@ -952,7 +957,7 @@ mod tests {
             }
         }
         let groups: Vec<Vec<usize>> = (0..6).map(|x| vec![2 * x, 2 * x + 1]).collect();
-        let screened = crate::screened_hosts::doubts_of_screened(&groups, n, &pairs, &p).unwrap();
+        let screened = crate::screened_hosts::doubts_of_screened(&groups, n, pairs, &p).unwrap();
         assert_eq!(screened, dense.doubts);
     }
 

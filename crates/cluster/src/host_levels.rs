@@ -88,8 +88,8 @@ pub struct BetweenValues {
     /// Per pair of hosts, its pairs' floors (each the least repetition of any of its tests),
     /// where a run tested its pairs again.
     pub floors: HashMap<(usize, usize), Vec<f64>>,
-    /// Whether `tests` holds one unit per pair of hosts (its pairs' values, which the two
-    /// hosts' load moves together), not each pair's tests.
+    /// Whether the tests of all the pairs between two hosts are one unit of the test (the two
+    /// hosts' load moves them together), not each pair's tests.
     pub units_are_host_pairs: bool,
 }
 
@@ -131,10 +131,8 @@ impl BetweenValues {
         BetweenValues {
             values: self.floors.clone(),
             ranks: self.ranks.clone(),
-            tests: (self.floors.iter())
-                .map(|(&key, f)| (key, vec![f.clone()]))
-                .collect(),
-            floors: self.floors.clone(),
+            tests: HashMap::new(),
+            floors: HashMap::new(),
             units_are_host_pairs: true,
         }
     }
@@ -146,11 +144,8 @@ impl BetweenValues {
         BetweenValues {
             values: self.values.clone(),
             ranks: self.ranks.clone(),
-            tests: (self.values.keys())
-                .map(|&(a, b)| (a, b))
-                .map(|(a, b)| ((a, b), vec![self.tests_of(a, b).concat()]))
-                .collect(),
-            floors: self.floors.clone(),
+            tests: self.tests.clone(),
+            floors: HashMap::new(),
             units_are_host_pairs: true,
         }
     }
@@ -707,17 +702,24 @@ fn judge(
     // Repeated tests of the pairs: every test counted, as far as a pair's tests vary
     // independently of each other (this z, not the larger of the two: taking the larger
     // makes levels of noise).
+    // The units: each pair's tests, or all the tests between two hosts as one.
     let tests = |pairs: &[(usize, usize)]| -> Vec<Vec<f64>> {
+        let scaled = |t: &[f64], e: f64| -> Vec<f64> {
+            t.iter().map(|x| x / e).filter(|x| x.is_finite()).collect()
+        };
         (pairs.iter())
             .flat_map(|&(a, c)| {
                 let e = effects[a] * effects[c];
-                (values.tests_of(hosts[a], hosts[c]).into_iter())
-                    .map(move |t| t.iter().map(|x| x / e).filter(|x| x.is_finite()).collect())
+                let of = values.tests_of(hosts[a], hosts[c]);
+                match values.units_are_host_pairs {
+                    true => vec![scaled(&of.concat(), e)],
+                    false => of.into_iter().map(|t| scaled(t, e)).collect(),
+                }
             })
             .collect()
     };
     let mut per_pair = 1.0;
-    if !values.tests.is_empty() {
+    if !values.tests.is_empty() || values.units_are_host_pairs {
         if let Some(c) =
             lgate_stats::mann_whitney_z_clustered(&tests(&within_pairs), &tests(&between_pairs))
         {

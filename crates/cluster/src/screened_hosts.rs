@@ -70,7 +70,7 @@ impl ScreenedRankPairs {
 pub fn doubts_of_screened(
     hosts: &[Vec<usize>],
     ranks: usize,
-    pairs: &ScreenedRankPairs,
+    pairs: ScreenedRankPairs,
     p: &AutoParams,
 ) -> Result<Vec<Doubt>, ByHostsError> {
     let s = pairs.values.len();
@@ -87,14 +87,18 @@ pub fn doubts_of_screened(
             .filter(|&x| x != usize::MAX)
     };
     let mut per: BTreeMap<(usize, usize), Vec<Vec<f64>>> = BTreeMap::new();
+    // The pairs' values only: the judge reads no spread of their repetitions.
     let mut between = BetweenPairs {
         rtt_us: vec![Vec::new(); s],
-        p10_us: vec![Vec::new(); s],
-        p90_us: vec![Vec::new(); s],
         ..BetweenPairs::default()
     };
-    // The smallest size's tests and floors, as the matrix judged keeps them.
+    // The smallest size's tests (where a pair was screened more than once) and floors, as the
+    // matrix judged keeps them.
     let mut tests = PairTests::default();
+    let mut seen = std::collections::HashSet::with_capacity(pairs.len());
+    let repeated = (pairs.i.iter().zip(&pairs.j))
+        .any(|(&i, &j)| !seen.insert((u64::from(i.min(j)) << 32) | u64::from(i.max(j))));
+    drop(seen);
     for n in 0..pairs.len() {
         let (i, j) = (pairs.i[n].min(pairs.j[n]), pairs.i[n].max(pairs.j[n]));
         let (Some(x), Some(y)) = (host(i), host(j)) else {
@@ -119,11 +123,9 @@ pub fn doubts_of_screened(
         for k in 0..s {
             let v = pairs.values[k][n];
             between.rtt_us[k].push(v);
-            between.p10_us[k].push(v);
-            between.p90_us[k].push(v);
         }
         if let Some(&v) = pairs.values.first().and_then(|c| c.get(n)) {
-            if v.is_finite() {
+            if repeated && v.is_finite() {
                 tests.values.entry(key).or_default().push(v);
             }
         }
@@ -134,6 +136,7 @@ pub fn doubts_of_screened(
             }
         }
     }
+    drop(pairs);
     let links = links_of(per, s);
     let entries = (hosts.iter().enumerate())
         .map(|(x, members)| HostEntry {
@@ -176,7 +179,7 @@ mod tests {
             }
         }
         let p = AutoParams::default();
-        let doubts = doubts_of_screened(&hosts, 12, &few, &p).unwrap();
+        let doubts = doubts_of_screened(&hosts, 12, few, &p).unwrap();
         assert!(
             doubts
                 .iter()
@@ -191,7 +194,7 @@ mod tests {
         let hosts: Vec<Vec<usize>> = (0..4).map(|x| vec![x]).collect();
         let mut pairs = ScreenedRankPairs::with_sizes(1);
         pairs.push(0, 1, &[10.0], &[9.0]);
-        let e = doubts_of_screened(&hosts, 4, &pairs, &AutoParams::default()).unwrap_err();
+        let e = doubts_of_screened(&hosts, 4, pairs, &AutoParams::default()).unwrap_err();
         assert!(e.to_string().contains("group"), "{e}");
     }
 }

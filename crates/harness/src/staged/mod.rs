@@ -1053,7 +1053,7 @@ fn doubts_of(
         pairs_decide: lgate_cluster::host_levels::Z_FIRM,
         ..lgate_cluster::AutoParams::default()
     };
-    lgate_cluster::screened_hosts::doubts_of_screened(plan.groups(), ranks, &pairs, &p)
+    lgate_cluster::screened_hosts::doubts_of_screened(plan.groups(), ranks, pairs, &p)
 }
 
 /// The pairs of ranks of groups `ga` and `gb` along diagonals (each rank of `ga` with a
