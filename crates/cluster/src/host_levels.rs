@@ -51,7 +51,7 @@ use crate::separation::{cut_sizes, median};
 pub const MAX_HOSTS: usize = 2048;
 
 /// The least Mann-Whitney z that decides a level on hosts.
-pub const Z_DECIDE: f64 = 4.0;
+pub const Z_DECIDE: f64 = crate::separation::PAIRS_DECIDE;
 
 /// The least z of a level decided on hosts that `measure` leaves as it is: a level the pairs
 /// screened decide below it is confirmed with the confidence budget (more pairs between its

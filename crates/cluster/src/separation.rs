@@ -9,6 +9,10 @@ use rayon::prelude::*;
 use crate::linkage::{profile_distances, Cuts, Dendrogram, Linkage};
 use crate::tree::sub_matrix;
 
+/// The least Mann-Whitney z of the pairs between hosts that decides a level on hosts, by
+/// default (see the levels on hosts for how it was set).
+pub const PAIRS_DECIDE: f64 = 4.0;
+
 /// The thresholds of `auto`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AutoParams {
@@ -40,8 +44,8 @@ pub struct AutoParams {
     /// that take turns on one core); off for levels of hosts, whose ranks never share a core.
     pub slow_inside_level: bool,
     /// The least Mann-Whitney z of the pairs between hosts that decides a level on hosts
-    /// ([`crate::host_levels::Z_DECIDE`]; `measure` asks more of a level before it spends
-    /// nothing on it, see [`crate::host_levels::Z_FIRM`]).
+    /// ([`PAIRS_DECIDE`]; `measure` asks more of a level before it spends nothing on it: its
+    /// `Z_FIRM` of the levels on hosts).
     pub pairs_decide: f64,
 }
 
@@ -59,7 +63,7 @@ impl Default for AutoParams {
             all_cuts_up_to: 256,
             jump_cuts: 12,
             slow_inside_level: true,
-            pairs_decide: crate::host_levels::Z_DECIDE,
+            pairs_decide: PAIRS_DECIDE,
         }
     }
 }
