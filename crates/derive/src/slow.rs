@@ -10,9 +10,11 @@
 //! the pairs no slow host explains.
 //!
 //! Pairs between hosts are as far apart as the fabric puts their hosts (a switch level, a
-//! dragonfly group): against their class's median, a host on the far side of the fabric would
-//! look slow. So a host is judged on the pairs inside it (only a host with fewer than
-//! [`MIN_INSIDE`] on its pairs with other hosts), and a rank on all its pairs, each against
+//! dragonfly group): against their class's median, a host on the far side of the fabric (a
+//! small leaf's) would look slow. So a host is judged on the pairs inside it; one with fewer
+//! than [`MIN_INSIDE`] on its floor, the median of its pairs with its nearest other host,
+//! against the other hosts' floors (a slow host is slow to its nearest host too, a far one is
+//! not); and a rank on all its pairs, each against
 //! the median of the pairs of its class between the same two hosts (so against the other
 //! ranks of its host). A link between two hosts is judged between two runs (`diff`), where
 //! the fabric cancels.
@@ -32,6 +34,12 @@ pub const SLOW_Z: f64 = 3.0;
 
 /// Pairs inside it that a host is judged on alone.
 pub const MIN_INSIDE: usize = 3;
+
+/// Hosts with a floor (pairs with another host) that a host is judged on its floor against.
+const MIN_FLOORS: usize = 4;
+
+/// Standard deviations in a median absolute deviation of normal values.
+const MAD_SIGMAS: f64 = 1.4826;
 
 /// Units taken one at a time (medians taken again each time) before the rest are taken in one
 /// pass: bounds the cost on a machine where many are slow.
@@ -263,6 +271,8 @@ pub fn judge(pairs: &[Evidence], classes: usize, between: usize, rows: Rows, mat
     // the other ranks of its host, whatever the fabric does between hosts.
     let mut centered = pairs.to_vec();
     let mut v = Vec::new();
+    // Each host's floor: the least median of its pairs with one other host (ln us).
+    let mut floor = vec![f64::INFINITY; ids.names.len()];
     for block in &blocks {
         v.clear();
         v.extend(block.iter().map(|&p| f64::from(pairs[p].value)));
@@ -270,8 +280,34 @@ pub fn judge(pairs: &[Evidence], classes: usize, between: usize, rows: Rows, mat
         for &p in block {
             centered[p].value -= m;
         }
+        let e = &pairs[block[0]];
+        let (a, b) = (ids.of(e.i as usize), ids.of(e.j as usize));
+        if usize::from(e.class) == between && a != b && a != NO_HOST && b != NO_HOST {
+            for h in [a, b] {
+                floor[h as usize] = floor[h as usize].min(f64::from(m));
+            }
+        }
     }
     drop(blocks);
+    // A host judged on its pairs with other hosts is judged on its floor against the other
+    // hosts' floors (their median, and their spread as its noise): the fabric puts far hosts
+    // far, but a slow host is slow to its nearest too.
+    let floors = {
+        let mut f: Vec<f64> = floor.iter().copied().filter(|f| f.is_finite()).collect();
+        let m = lgate_stats::median(&mut f);
+        let mut d: Vec<f64> = f.iter().map(|x| (x - m).abs()).collect();
+        let sd = MAD_SIGMAS * lgate_stats::median(&mut d);
+        (f.len() >= MIN_FLOORS).then_some((m, sd * sd))
+    };
+    let on_floor = |host: usize, pairs: usize| -> Option<Aggregate> {
+        let (m, variance) = floors?;
+        let f = floor.get(host).copied().filter(|f| f.is_finite())?;
+        Some(Aggregate {
+            change: f - m,
+            variance,
+            pairs,
+        })
+    };
     let hosts = ids.names.len();
     let mut explained = vec![false; pairs.len()];
     let zero = vec![0.0; classes];
@@ -316,6 +352,9 @@ pub fn judge(pairs: &[Evidence], classes: usize, between: usize, rows: Rows, mat
                     // A host against the other hosts' pairs, not its own too; a rank against
                     // its blocks.
                     let a = match (kind, &values) {
+                        (Kind::Host, _) if judged_on[u].len() == all[u].1.len() => {
+                            on_floor(all[u].0, open.len())?
+                        }
                         (Kind::Host, Some(values)) => {
                             let centers = values.centers_without(pairs, &open);
                             spread.aggregate(pairs, &open, &centers, own)
@@ -378,14 +417,18 @@ fn push(
             host: name.to_string(),
             median_ratio: factor,
             ranks: rows.host.iter().filter(|h| **h == Some(name)).count(),
-            why: format!(
-                "its pairs take x{factor:.2} their classes' median ({evidence}): {}",
-                if inside {
-                    "a busy or slower host (other processes, its CPU frequency, its memory)"
-                } else {
-                    "other jobs' traffic on its link, a degraded link or a busy host"
-                }
-            ),
+            why: if inside {
+                format!(
+                    "its pairs take x{factor:.2} their classes' median ({evidence}): a busy or \
+                     slower host (other processes, its CPU frequency, its memory)"
+                )
+            } else {
+                format!(
+                    "its pairs with its nearest host take x{factor:.2} the other hosts' with \
+                     theirs ({evidence}): other jobs' traffic on its link, a degraded link or a \
+                     busy host"
+                )
+            },
             z,
             pairs: a.pairs,
             matrix: matrix.to_string(),
@@ -495,6 +538,57 @@ mod tests {
             line.starts_with("rank 13 on n1 is slow: its pairs take x1.49"),
             "{line}"
         );
+    }
+
+    /// Two leaves of 3 and 7 hosts of two ranks, every pair: 1 us inside a host, 3 us between
+    /// hosts of a leaf, 30 us across (one class, "different hosts"), so that the small leaf's
+    /// hosts have mostly far pairs and the class's median is near; times `factor(host)` for
+    /// each of a pair's hosts and a spread of 3 %.
+    fn leaves(factor: impl Fn(usize) -> f64) -> Slow {
+        const HOSTS: [&str; 10] = ["a0", "a1", "a2", "b0", "b1", "b2", "b3", "b4", "b5", "b6"];
+        let host: Vec<Option<&str>> = (0..20).map(|r| Some(HOSTS[r / 2])).collect();
+        let leaf = |h: usize| usize::from(h >= 3);
+        let mut pairs = Vec::new();
+        for i in 0..20 {
+            for j in i + 1..20 {
+                let (hi, hj) = (i / 2, j / 2);
+                let base = match (hi == hj, leaf(hi) == leaf(hj)) {
+                    (true, _) => 1.0,
+                    (false, true) => 3.0,
+                    (false, false) => 30.0,
+                };
+                let wiggle = 1.0 + 0.03 * (((i * 31 + j * 17) % 13) as f64 / 6.0 - 1.0);
+                let f = if hi == hj {
+                    factor(hi)
+                } else {
+                    factor(hi) * factor(hj)
+                };
+                let v = base * wiggle * f;
+                pairs.push(Evidence::new(i, j, usize::from(hi != hj), v, 0.01 * v).unwrap());
+            }
+        }
+        let ranks: Vec<usize> = (0..20).collect();
+        let rows = Rows {
+            rank: &ranks,
+            host: &host,
+        };
+        judge(&pairs, 2, 1, rows, "rtt:0")
+    }
+
+    #[test]
+    fn hosts_of_a_small_leaf_are_not_slow() {
+        // The small leaf's hosts have 8 near pairs and 28 far ones: against the class's median
+        // they are 10x slower, but each is as near its nearest host as any host is.
+        let slow = leaves(|_| 1.0);
+        assert!(slow.hosts.is_empty(), "{slow:?}");
+        // A host slower on every pair is still named, by no more than it is slow.
+        let slow = leaves(|h| if h == 5 { 1.3 } else { 1.0 });
+        let named: Vec<(&str, f64)> = (slow.hosts.iter())
+            .map(|h| (h.host.as_str(), h.factor))
+            .collect();
+        assert_eq!(named.len(), 1, "{slow:?}");
+        assert_eq!(named[0].0, "b2", "{slow:?}");
+        assert!(named[0].1 > 1.15 && named[0].1 < 1.4, "{slow:?}");
     }
 
     #[test]
