@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
@@ -457,33 +457,166 @@ fn is_one(n: &usize) -> bool {
 
 /// What is wrong with a model.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{0}")]
-pub struct ModelError(pub String);
+pub enum ModelError {
+    /// The model file could not be read.
+    #[error("{path}: {message}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
+    /// The model file is not JSON.
+    #[error("{path}: not JSON: {message}")]
+    NotJson {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message.
+        message: String,
+    },
+    /// The model file's `format` is not [`MODEL_FORMAT`].
+    #[error("{path}: `format` is {}, expected \"{MODEL_FORMAT}\"", found.as_ref().map_or("missing".to_string(), |f| format!("{f:?}")))]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// Its `format`, if it has one.
+        found: Option<String>,
+    },
+    /// The model file's fields do not make a model.
+    #[error("{path}: {message}")]
+    Fields {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message.
+        message: String,
+    },
+    /// The model file describes no machine.
+    #[error("{path}: {problem}")]
+    InFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with its machine.
+        problem: Box<ModelError>,
+    },
+    /// A model of another version.
+    #[error("model version {0} is not supported (this build reads version {MODEL_VERSION})")]
+    Version(u64),
+    /// No levels.
+    #[error("the machine has no levels")]
+    NoLevels,
+    /// A level of fan-out 0.
+    #[error("level `{0}` has fan-out 0")]
+    ZeroFanout(String),
+    /// A level named twice.
+    #[error("level `{0}` appears twice")]
+    LevelTwice(String),
+    /// A level name of other characters than letters, digits, - and _.
+    #[error("level name `{0}`: use letters, digits, - and _")]
+    LevelName(String),
+    /// A level without a link.
+    #[error("no link for level `{0}`: `links.{0}` gives the parameters between two ranks that part at that level")]
+    NoLink(String),
+    /// A link's parameters are wrong.
+    #[error("links.{level}: {problem}")]
+    Link {
+        /// The link's level.
+        level: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// Too few or too many ranks.
+    #[error("the machine must have between 2 and 1048576 ranks")]
+    Ranks,
+    /// Batch jitter negative or not finite.
+    #[error("noise.batch_jitter_us must be finite and not negative")]
+    Jitter,
+    /// Noise sigma out of range.
+    #[error("noise.sigma {0} is not between 0 and 2")]
+    Sigma(f64),
+    /// No repetitions.
+    #[error("reps must be at least 1")]
+    Reps,
+    /// An artifact that speeds up.
+    #[error("artifact factor {0} must be at least 1 (artifacts slow down)")]
+    ArtifactFactor(f64),
+    /// A spike rate that is not a probability.
+    #[error("spike rate {0} is not a probability")]
+    SpikeRate(f64),
+    /// No slow node, or all of them.
+    #[error(
+        "{count} slow node(s) on a machine of {nodes} node(s): at least one, and fewer than all"
+    )]
+    SlowNodes {
+        /// Slow nodes asked for.
+        count: usize,
+        /// Nodes of the machine.
+        nodes: usize,
+    },
+    /// Slow nodes past the machine's last.
+    #[error("the slow nodes are {first} to {last}, but the machine has {nodes} node(s)")]
+    SlowNodesPast {
+        /// The first slow node.
+        first: usize,
+        /// The last slow node.
+        last: usize,
+        /// Nodes of the machine.
+        nodes: usize,
+    },
+    /// A `--machine` part that is not `LEVEL=FANOUT`.
+    #[error("`{0}` in --machine: expected LEVEL=FANOUT, as in node=4,socket=2,core=16")]
+    MachinePart(String),
+    /// A `--machine` fan-out that is not a whole number.
+    #[error("`{fanout}` in --machine: `{word}` is not a whole number of {level}s (a fan-out is N, or runs such as 2x8/4x2 taken in turn)")]
+    MachineNumber {
+        /// The fan-out.
+        fanout: String,
+        /// The word that is not a number.
+        word: String,
+        /// The level.
+        level: String,
+    },
+    /// A `--machine` run of too many items.
+    #[error("`{0}` in --machine: too many")]
+    MachineTooMany(String),
+}
+
+/// The one field of a model file read before the rest: which format it claims.
+#[derive(Deserialize)]
+struct FormatField {
+    format: Option<String>,
+}
 
 impl MachineModel {
     /// Reads and checks a model file.
     pub fn read(path: &Path) -> Result<MachineModel, ModelError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ModelError(format!("{}: {e}", path.display())))?;
+        let text = std::fs::read_to_string(path).map_err(|e| ModelError::Read {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
         Self::parse(&text, path)
     }
 
     /// Checks the text of a model file; `path` names the file in errors.
     pub fn parse(text: &str, path: &Path) -> Result<MachineModel, ModelError> {
-        let bad = |m: String| ModelError(format!("{}: {m}", path.display()));
-        let value: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| bad(format!("not JSON: {e}")))?;
-        match value.get("format").and_then(|f| f.as_str()) {
-            Some(MODEL_FORMAT) => {}
-            other => {
-                return Err(bad(format!(
-                    "`format` is {}, expected \"{MODEL_FORMAT}\"",
-                    other.map_or("missing".to_string(), |f| format!("{f:?}"))
-                )))
-            }
+        let path = path.to_path_buf();
+        let probe: FormatField = serde_json::from_str(text).map_err(|e| ModelError::NotJson {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
+        if probe.format.as_deref() != Some(MODEL_FORMAT) {
+            return Err(ModelError::Format {
+                path,
+                found: probe.format,
+            });
         }
-        let model: MachineModel = serde_json::from_value(value).map_err(|e| bad(e.to_string()))?;
-        model.check().map_err(|e| bad(e.0))?;
+        let model: MachineModel = serde_json::from_str(text).map_err(|e| ModelError::Fields {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
+        model.check().map_err(|e| ModelError::InFile {
+            path,
+            problem: Box::new(e),
+        })?;
         Ok(model)
     }
 
@@ -527,23 +660,19 @@ impl MachineModel {
     /// Checks that the model describes a machine: levels with fan-outs, a link for each level
     /// with finite, non-negative, ascending parameters, and sane noise.
     pub fn check(&self) -> Result<(), ModelError> {
-        let bad = |m: String| Err(ModelError(m));
         if self.version != MODEL_VERSION {
-            return bad(format!(
-                "model version {} is not supported (this build reads version {MODEL_VERSION})",
-                self.version
-            ));
+            return Err(ModelError::Version(self.version));
         }
         if self.levels.is_empty() {
-            return bad("the machine has no levels".into());
+            return Err(ModelError::NoLevels);
         }
         let mut seen = std::collections::BTreeSet::new();
         for l in &self.levels {
             if l.fanout.has_zero() {
-                return bad(format!("level `{}` has fan-out 0", l.name));
+                return Err(ModelError::ZeroFanout(l.name.clone()));
             }
             if !seen.insert(l.name.as_str()) {
-                return bad(format!("level `{}` appears twice", l.name));
+                return Err(ModelError::LevelTwice(l.name.clone()));
             }
             if l.name.is_empty()
                 || !l
@@ -551,34 +680,27 @@ impl MachineModel {
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
             {
-                return bad(format!(
-                    "level name `{}`: use letters, digits, - and _",
-                    l.name
-                ));
+                return Err(ModelError::LevelName(l.name.clone()));
             }
             let Some(link) = self.links.get(&l.name) else {
-                return bad(format!(
-                    "no link for level `{}`: `links.{}` gives the parameters between two ranks that part at that level",
-                    l.name, l.name
-                ));
+                return Err(ModelError::NoLink(l.name.clone()));
             };
-            link.check()
-                .map_err(|m| ModelError(format!("links.{}: {m}", l.name)))?;
+            link.check().map_err(|problem| ModelError::Link {
+                level: l.name.clone(),
+                problem,
+            })?;
         }
         if !self.item_counts().iter().all(|&n| n <= MAX_ITEMS) || self.ranks() < 2 {
-            return bad("the machine must have between 2 and 1048576 ranks".into());
+            return Err(ModelError::Ranks);
         }
         if !(self.noise.batch_jitter_us >= 0.0 && self.noise.batch_jitter_us.is_finite()) {
-            return bad("noise.batch_jitter_us must be finite and not negative".into());
+            return Err(ModelError::Jitter);
         }
         if !(self.noise.sigma >= 0.0 && self.noise.sigma <= 2.0) {
-            return bad(format!(
-                "noise.sigma {} is not between 0 and 2",
-                self.noise.sigma
-            ));
+            return Err(ModelError::Sigma(self.noise.sigma));
         }
         if self.reps == 0 {
-            return bad("reps must be at least 1".into());
+            return Err(ModelError::Reps);
         }
         let a = &self.artifacts;
         let factors = [
@@ -594,29 +716,28 @@ impl MachineModel {
             .flatten()
             .find(|f| !(f.is_finite() && **f >= 1.0))
         {
-            return bad(format!(
-                "artifact factor {f} must be at least 1 (artifacts slow down)"
-            ));
+            return Err(ModelError::ArtifactFactor(*f));
         }
         if let Some(s) = a.spikes {
             if !(0.0..=1.0).contains(&s.rate) {
-                return bad(format!("spike rate {} is not a probability", s.rate));
+                return Err(ModelError::SpikeRate(s.rate));
             }
         }
         if let Some(s) = a.slow_node {
             let nodes = self.node_count();
             if s.count == 0 || (nodes >= 2 && s.count >= nodes) || (nodes < 2 && s.count > 1) {
-                return bad(format!(
-                    "{} slow node(s) on a machine of {nodes} node(s): at least one, and fewer than all",
-                    s.count
-                ));
+                return Err(ModelError::SlowNodes {
+                    count: s.count,
+                    nodes,
+                });
             }
             if let Some(k) = s.node {
                 if k + s.count > nodes {
-                    return bad(format!(
-                        "the slow nodes are {k} to {}, but the machine has {nodes} node(s)",
-                        k + s.count - 1
-                    ));
+                    return Err(ModelError::SlowNodesPast {
+                        first: k,
+                        last: k + s.count - 1,
+                        nodes,
+                    });
                 }
             }
         }
@@ -680,19 +801,18 @@ pub fn parse_levels(description: &str) -> Result<Vec<Level>, ModelError> {
     description
         .split(',')
         .map(|part| {
-            let (name, n) = part.split_once('=').ok_or_else(|| {
-                ModelError(format!(
-                    "`{part}` in --machine: expected LEVEL=FANOUT, as in node=4,socket=2,core=16"
-                ))
-            })?;
+            let (name, n) = part
+                .split_once('=')
+                .ok_or_else(|| ModelError::MachinePart(part.to_string()))?;
             let name = name.trim();
             let number = |x: &str| {
-                x.trim().parse::<usize>().map_err(|_| {
-                    ModelError(format!(
-                        "`{n}` in --machine: `{x}` is not a whole number of {name}s (a fan-out \
-                         is N, or runs such as 2x8/4x2 taken in turn)"
-                    ))
-                })
+                x.trim()
+                    .parse::<usize>()
+                    .map_err(|_| ModelError::MachineNumber {
+                        fanout: n.to_string(),
+                        word: x.to_string(),
+                        level: name.to_string(),
+                    })
             };
             let fanout = if n.contains('/') || n.contains('x') {
                 let mut list = Vec::new();
@@ -702,7 +822,7 @@ pub fn parse_levels(description: &str) -> Result<Vec<Level>, ModelError> {
                         None => (number(run)?, 1),
                     };
                     if count > MAX_ITEMS {
-                        return Err(ModelError(format!("`{run}` in --machine: too many")));
+                        return Err(ModelError::MachineTooMany(run.to_string()));
                     }
                     list.extend(std::iter::repeat_n(each, count));
                 }
@@ -770,14 +890,15 @@ mod tests {
                 fanout: Fanout::Each(16)
             }
         );
-        assert!(parse_levels("node4")
-            .unwrap_err()
-            .0
-            .contains("LEVEL=FANOUT"));
-        assert!(parse_levels("node=x")
-            .unwrap_err()
-            .0
-            .contains("not a whole number"));
+        let e = parse_levels("node4").unwrap_err();
+        assert_eq!(e, ModelError::MachinePart("node4".into()));
+        assert!(e.to_string().contains("LEVEL=FANOUT"), "{e}");
+        let e = parse_levels("node=q").unwrap_err();
+        assert!(
+            matches!(&e, ModelError::MachineNumber { word, level, .. } if word == "q" && level == "node"),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("not a whole number"), "{e}");
     }
 
     #[test]
@@ -812,7 +933,7 @@ mod tests {
             .unwrap());
         assert!(parse_levels("core=2xq")
             .unwrap_err()
-            .0
+            .to_string()
             .contains("not a whole number"));
     }
 
