@@ -87,7 +87,7 @@ pub fn run(args: DiffArgs) -> Result<bool> {
         let check = lgate_diff::declared::check_declared(&args.a, &args.b)?;
         let text = match args.format {
             DiffFormat::Text => check.summary(),
-            DiffFormat::Json => format!("{:#}\n", check.to_json()),
+            DiffFormat::Json => serde_json::to_string_pretty(&check.to_json())? + "\n",
         };
         write_output(args.output.as_deref(), &text)?;
         return Ok(check.differs());
@@ -95,7 +95,7 @@ pub fn run(args: DiffArgs) -> Result<bool> {
     let diff = lgate_diff::diff(&args.a, &args.b, &options)?;
     let text = match args.format {
         DiffFormat::Text => diff.summary(),
-        DiffFormat::Json => format!("{:#}\n", diff.to_json()),
+        DiffFormat::Json => serde_json::to_string_pretty(&diff.to_json())? + "\n",
     };
     write_output(args.output.as_deref(), &text)?;
     Ok(diff.changed())

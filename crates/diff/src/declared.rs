@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 
 use lgate_topology::declared::{parse_host_declared, Declared, DeclaredGroup, DeclaredLevel};
 
+use crate::json::{finite_or_null, DeclaredJson, DeclaredLevelJson, MisplacedJson, TogetherJson};
 use crate::side::{RunSide, SideValues};
 use crate::{kind_of, DiffError, JUDGED_KINDS};
 
@@ -675,41 +676,47 @@ impl DeclaredCheck {
     }
 
     /// Everything, for scripts.
-    pub fn to_json(&self) -> serde_json::Value {
-        let finite = |x: f64| if x.is_finite() { Some(x) } else { None };
-        serde_json::json!({
-            "run": self.run.display().to_string(),
-            "declared": self.file.display().to_string(),
-            "format": self.format,
-            "differs": self.differs(),
-            "not_declared": self.not_declared,
-            "one_host_a_group": self.one_host_a_group,
-            "levels": self.levels.iter().map(|l| serde_json::json!({
-                "level": l.name,
-                "groups": l.groups,
-                "matrix": l.matrix,
-                "seen": l.seen,
-                "inside_us": finite(l.inside_us),
-                "between_us": finite(l.between_us),
-                "z": finite(l.z),
-                "misplaced": l.misplaced.iter().map(|m| serde_json::json!({
-                    "host": m.host,
-                    "declared": m.declared,
-                    "nearer": m.nearer,
-                    "to_declared_us": finite(m.to_declared_us),
-                    "to_nearer_us": finite(m.to_nearer_us),
-                    "z": finite(m.z),
-                    "pairs": m.pairs,
-                })).collect::<Vec<_>>(),
-                "together": l.together.iter().map(|t| serde_json::json!({
-                    "groups": [t.groups.0, t.groups.1],
-                    "inside_us": finite(t.inside_us),
-                    "between_us": finite(t.between_us),
-                    "z": finite(t.z),
-                    "pairs": t.pairs,
-                })).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
-        })
+    pub fn to_json(&self) -> DeclaredJson {
+        let f = finite_or_null;
+        DeclaredJson {
+            declared: self.file.display().to_string(),
+            differs: self.differs(),
+            format: self.format.clone(),
+            levels: (self.levels.iter())
+                .map(|l| DeclaredLevelJson {
+                    between_us: f(l.between_us),
+                    groups: l.groups.clone(),
+                    inside_us: f(l.inside_us),
+                    level: l.name.clone(),
+                    matrix: l.matrix.clone(),
+                    misplaced: (l.misplaced.iter())
+                        .map(|m| MisplacedJson {
+                            declared: m.declared.clone(),
+                            host: m.host.clone(),
+                            nearer: m.nearer.clone(),
+                            pairs: m.pairs,
+                            to_declared_us: f(m.to_declared_us),
+                            to_nearer_us: f(m.to_nearer_us),
+                            z: f(m.z),
+                        })
+                        .collect(),
+                    seen: l.seen,
+                    together: (l.together.iter())
+                        .map(|t| TogetherJson {
+                            between_us: f(t.between_us),
+                            groups: [t.groups.0.clone(), t.groups.1.clone()],
+                            inside_us: f(t.inside_us),
+                            pairs: t.pairs,
+                            z: f(t.z),
+                        })
+                        .collect(),
+                    z: f(l.z),
+                })
+                .collect(),
+            not_declared: self.not_declared.clone(),
+            one_host_a_group: self.one_host_a_group.clone(),
+            run: self.run.display().to_string(),
+        }
     }
 }
 

@@ -4,7 +4,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use lgate_topology::Topology;
-use serde_json::{json, Value};
 
 /// Ranks listed in full at most.
 const LISTED: usize = 100;
@@ -34,18 +33,18 @@ impl LevelChange {
     }
 
     /// The level as JSON.
-    pub fn to_json(&self) -> Value {
-        json!({
-            "level": self.name,
-            "groups_a": self.groups.0,
-            "groups_b": self.groups.1,
-            "ari": self.ari,
-            "split": self.split,
-            "merged": self.merged,
-            "moved_count": self.moved.len(),
-            "moved": self.moved.iter().take(LISTED).collect::<Vec<_>>(),
-            "changed": self.changed(),
-        })
+    pub fn to_json(&self) -> crate::json::LevelJson {
+        crate::json::LevelJson {
+            ari: self.ari,
+            changed: self.changed(),
+            groups_a: self.groups.0,
+            groups_b: self.groups.1,
+            level: self.name.clone(),
+            merged: self.merged,
+            moved: self.moved.iter().take(LISTED).copied().collect(),
+            moved_count: self.moved.len(),
+            split: self.split,
+        }
     }
 
     /// One line for people.

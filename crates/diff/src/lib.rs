@@ -33,6 +33,7 @@
 pub mod aggregate;
 pub mod compare;
 pub mod declared;
+pub mod json;
 pub mod levels;
 pub mod matching;
 pub mod side;

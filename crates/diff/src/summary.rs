@@ -1,8 +1,9 @@
 //! The diff for people (a few lines, worst first) and for scripts (JSON).
 
-use serde_json::{json, Value};
-
 use crate::compare::UnitChange;
+use crate::json::{
+    DiffJson, Finite, MachineJson, MatrixJson, PairJson, RanksJson, SpreadChangeJson, UnitJson,
+};
 use crate::RunDiff;
 
 /// Changed units listed in the summary at most; JSON lists up to [`LISTED`].
@@ -19,26 +20,17 @@ fn percent(x: f64) -> String {
     }
 }
 
-fn unit_json(u: &UnitChange) -> Value {
-    json!({
-        "kind": u.kind.name(),
-        "name": u.name,
-        "hosts": u.hosts,
-        "ranks": u.ranks,
-        "matrix": u.matrix,
-        "pairs": u.pairs,
-        "z": finite(u.z),
-        "change": u.change,
-        "spread_ratio": finite(u.spread_ratio),
-    })
-}
-
-/// JSON has no infinity: a z without noise is written as a large number, NaN as null.
-fn finite(x: f64) -> Value {
-    if x.is_nan() {
-        Value::Null
-    } else {
-        json!(x.clamp(-1e300, 1e300))
+fn unit_json(u: &UnitChange) -> UnitJson {
+    UnitJson {
+        change: u.change,
+        hosts: u.hosts.clone(),
+        kind: u.kind.name(),
+        matrix: u.matrix.clone(),
+        name: u.name.clone(),
+        pairs: u.pairs,
+        ranks: u.ranks.clone(),
+        spread_ratio: Finite(u.spread_ratio),
+        z: Finite(u.z),
     }
 }
 
@@ -85,22 +77,20 @@ impl RunDiff {
 
     /// The diff as JSON: matching, per-matrix medians, changes worst first, noise changes,
     /// every host and host pair, the pairs that changed most and the topology.
-    pub fn to_json(&self) -> Value {
+    pub fn to_json(&self) -> DiffJson {
         let changes = self.changes();
-        let matrices: Vec<Value> = self
-            .matrices
-            .iter()
+        let matrices = (self.matrices.iter())
             .map(|m| {
                 let (z, change, spread) = m.medians();
-                json!({
-                    "matrix": m.name,
-                    "pairs": m.pairs.len(),
-                    "median_z": finite(z),
-                    "median_change": change,
-                    "spread_ratio": finite(spread),
-                    "noise_a": m.noise.0.name(),
-                    "noise_b": m.noise.1.name(),
-                })
+                MatrixJson {
+                    matrix: m.name.clone(),
+                    median_change: change,
+                    median_z: Finite(z),
+                    noise_a: m.noise.0.name(),
+                    noise_b: m.noise.1.name(),
+                    pairs: m.pairs.len(),
+                    spread_ratio: Finite(spread),
+                }
             })
             .collect();
         let mut top: Vec<(&str, &crate::PairChange)> = self
@@ -113,60 +103,65 @@ impl RunDiff {
         top.sort_by(|x, y| y.1.z.abs().total_cmp(&x.1.z.abs()));
         top.truncate(LISTED);
         let of_kind = |k: crate::UnitKind| {
-            self.units
-                .iter()
+            (self.units.iter())
                 .filter(|u| u.kind == k)
                 .map(unit_json)
                 .collect::<Vec<_>>()
         };
-        let machine: Vec<Value> = self
-            .machine
-            .iter()
-            .map(|m| {
-                json!({
-                    "matrix": m.matrix,
-                    "pairs": m.pairs,
-                    "median_z": finite(m.z),
-                    "median_change": m.change,
-                    "changed": m.flagged,
-                    "carried_by": m.carried_by.iter().take(LISTED).map(unit_json).collect::<Vec<_>>(),
-                })
+        let machine = (self.machine.iter())
+            .map(|m| MachineJson {
+                carried_by: m.carried_by.iter().take(LISTED).map(unit_json).collect(),
+                changed: m.flagged,
+                matrix: m.matrix.clone(),
+                median_change: m.change,
+                median_z: Finite(m.z),
+                pairs: m.pairs,
             })
             .collect();
-        json!({
-            "a": self.paths.0.display().to_string(),
-            "b": self.paths.1.display().to_string(),
-            "threshold": self.options.threshold,
-            "min_change": self.options.min_change,
-            "machine_change": self.options.machine_change,
-            "spread_factor": self.options.spread_factor,
-            "changed": self.changed(),
-            "ranks": {
-                "matched": self.matching.pairs.len(),
-                "matched_by": self.matching.by.describe(),
-                "only_a": self.matching.only_a,
-                "only_b": self.matching.only_b,
-                "untested": self.untested,
+        DiffJson {
+            a: self.paths.0.display().to_string(),
+            b: self.paths.1.display().to_string(),
+            changed: self.changed(),
+            changes: changes.iter().take(LISTED).map(|u| unit_json(u)).collect(),
+            changes_count: changes.len(),
+            host_pairs: (of_kind(crate::UnitKind::HostPair).into_iter())
+                .take(LISTED)
+                .collect(),
+            hosts: of_kind(crate::UnitKind::Host),
+            machine,
+            machine_change: self.options.machine_change,
+            matrices,
+            min_change: self.options.min_change,
+            pairs: (top.iter())
+                .map(|(m, p)| PairJson {
+                    a_us: p.values.0,
+                    b_us: p.values.1,
+                    change: p.change,
+                    i: self.rows_a[p.rows.0].0,
+                    j: self.rows_a[p.rows.1].0,
+                    matrix: m.to_string(),
+                    z: Finite(p.z),
+                })
+                .collect(),
+            pairs_beyond_threshold: beyond,
+            ranks: RanksJson {
+                matched: self.matching.pairs.len(),
+                matched_by: self.matching.by.describe().to_string(),
+                only_a: self.matching.only_a.clone(),
+                only_b: self.matching.only_b.clone(),
+                untested: self.untested.clone(),
             },
-            "matrices": matrices,
-            "machine": machine,
-            "changes": changes.iter().take(LISTED).map(|u| unit_json(u)).collect::<Vec<_>>(),
-            "changes_count": changes.len(),
-            "spread_changes": self.spread_changes().iter().map(|(what, m, r)| json!({"name": what, "matrix": m, "ratio": r})).collect::<Vec<_>>(),
-            "hosts": of_kind(crate::UnitKind::Host),
-            "host_pairs": of_kind(crate::UnitKind::HostPair).into_iter().take(LISTED).collect::<Vec<_>>(),
-            "pairs_beyond_threshold": beyond,
-            "pairs": top.iter().map(|(m, p)| json!({
-                "i": self.rows_a[p.rows.0].0,
-                "j": self.rows_a[p.rows.1].0,
-                "matrix": m,
-                "a_us": p.values.0,
-                "b_us": p.values.1,
-                "z": finite(p.z),
-                "change": p.change,
-            })).collect::<Vec<_>>(),
-            "topology": self.levels.as_ref().map(|l| l.iter().map(|x| x.to_json()).collect::<Vec<_>>()),
-        })
+            spread_changes: (self.spread_changes().into_iter())
+                .map(|(name, matrix, ratio)| SpreadChangeJson {
+                    matrix,
+                    name,
+                    ratio,
+                })
+                .collect(),
+            spread_factor: self.options.spread_factor,
+            threshold: self.options.threshold,
+            topology: (self.levels.as_ref()).map(|l| l.iter().map(|x| x.to_json()).collect()),
+        }
     }
 
     /// The diff for people: what was matched, what changed worst first, noise and topology
