@@ -1,0 +1,269 @@
+//! One grouping of hosts judged: the best cut of the hosts' dendrogram, the hosts' and blocks'
+//! effects taken out, and the clustered Mann-Whitney test of the pairs inside groups against
+//! those between.
+
+use super::*;
+
+/// The grouping of `hosts` the pairs decide with the fewest groups among the cuts that pass
+/// the structural and nearness tests, else the one they show best (highest z), at any z.
+pub(super) fn best_grouping(
+    hosts: &[usize],
+    g: &Array2<f64>,
+    values: &BetweenValues,
+    p: &AutoParams,
+) -> Option<Candidate> {
+    let n = hosts.len();
+    let m = Array2::from_shape_fn((n, n), |(a, b)| g[[hosts[a], hosts[b]]]);
+    if m.iter().any(|x| !x.is_finite()) {
+        return None;
+    }
+    let raw = m;
+    let (m, effects) = without_host_effects(&raw);
+    // The medians' logs, once for every cut (none when a median is not positive: the medians
+    // are then judged as they are).
+    let positive = (raw.indexed_iter()).all(|((a, b), &x)| a == b || x > 0.0);
+    let logs = positive.then(|| raw.mapv(f64::ln));
+    let dendrogram = Dendrogram::new(&m, Linkage::Average);
+    let mut best: Option<Candidate> = None;
+    let mut coarsest: Option<Candidate> = None;
+    let mut ks = cut_sizes(&dendrogram, p);
+    ks.sort_unstable();
+    ks.dedup();
+    for k in ks {
+        if k < 2 || k >= n {
+            continue;
+        }
+        let labels = dendrogram.cut(k);
+        // Each host's own effect taken out over all hosts, else around this grouping's blocks:
+        // in groups of unequal sizes, the hosts of the smaller group have more far pairs, and
+        // their effects over all hosts are partly the grouping's.
+        let judged = judge(&labels, hosts, &m, values, &effects, p).or_else(|| {
+            let (m, effects) = match &logs {
+                Some(logs) => without_block_effects(logs, &labels),
+                None => (raw.clone(), vec![1.0; n]),
+            };
+            judge(&labels, hosts, &m, values, &effects, p)
+        });
+        let Some(c) = judged else {
+            continue;
+        };
+        if coarsest.is_none() && c.z >= p.pairs_decide {
+            coarsest = Some(c.clone());
+        }
+        if best.as_ref().is_none_or(|b| c.z > b.z) {
+            best = Some(c);
+        }
+    }
+    // The coarsest cut that decides, its groups refined in turn, as a tree is read top down:
+    // the best z may be a cut that mixes two levels (one group's leaves beside another group
+    // whole), which a finer z of more pairs favours.
+    coarsest.or(best)
+}
+
+/// `m` (medians between hosts) with each host's own effect taken out, and the effects: in
+/// logs, each host's mean towards the others is brought to the mean of all (`m` as it is when
+/// a median is not positive, or for fewer than 3 hosts).
+pub(super) fn without_host_effects(m: &Array2<f64>) -> (Array2<f64>, Vec<f64>) {
+    let n = m.nrows();
+    if n < 3
+        || m.iter()
+            .enumerate()
+            .any(|(e, &x)| e / n != e % n && x <= 0.0)
+    {
+        return (m.clone(), vec![1.0; n]);
+    }
+    let row: Vec<f64> = (0..n)
+        .map(|a| {
+            (0..n)
+                .filter(|&b| b != a)
+                .map(|b| m[[a, b]].ln())
+                .sum::<f64>()
+                / (n - 1) as f64
+        })
+        .collect();
+    let all = row.iter().sum::<f64>() / n as f64;
+    let adjusted = Array2::from_shape_fn((n, n), |(a, b)| match a == b {
+        true => 0.0,
+        false => (m[[a, b]].ln() - (row[a] - all) - (row[b] - all)).exp(),
+    });
+    (adjusted, row.iter().map(|r| (r - all).exp()).collect())
+}
+
+/// The medians whose logs are `logs` with each host's own effect taken out around the blocks
+/// of `labels`: in logs, a host's effect is its mean difference from the mean of each block its
+/// pairs fall in (pairs inside its group, pairs with each other group), and its pairs are
+/// divided by the effects of both hosts.
+pub(super) fn without_block_effects(
+    logs: &Array2<f64>,
+    labels: &[usize],
+) -> (Array2<f64>, Vec<f64>) {
+    let n = logs.nrows();
+    let k = labels.iter().max().map_or(0, |&x| x + 1);
+    let (mut sum, mut count) = (vec![0.0f64; k * k], vec![0usize; k * k]);
+    for a in 0..n {
+        for b in (0..n).filter(|&b| b != a) {
+            sum[labels[a] * k + labels[b]] += logs[[a, b]];
+            count[labels[a] * k + labels[b]] += 1;
+        }
+    }
+    let block = |a: usize, b: usize| {
+        let e = labels[a] * k + labels[b];
+        sum[e] / count[e].max(1) as f64
+    };
+    let effect: Vec<f64> = (0..n)
+        .map(|a| {
+            (0..n)
+                .filter(|&b| b != a)
+                .map(|b| logs[[a, b]] - block(a, b))
+                .sum::<f64>()
+                / (n - 1).max(1) as f64
+        })
+        .collect();
+    let adjusted = Array2::from_shape_fn((n, n), |(a, b)| match a == b {
+        true => 0.0,
+        false => (logs[[a, b]] - effect[a] - effect[b]).exp(),
+    });
+    (adjusted, effect.iter().map(|e| e.exp()).collect())
+}
+
+/// The test of one grouping (`labels` over `hosts`, `m` their medians): `None` when it fails
+/// the structural or nearness tests or the least gap.
+pub(super) fn judge(
+    labels: &[usize],
+    hosts: &[usize],
+    m: &Array2<f64>,
+    values: &BetweenValues,
+    effects: &[f64],
+    p: &AutoParams,
+) -> Option<Candidate> {
+    let n = labels.len();
+    let k = labels.iter().max().map_or(0, |&x| x + 1);
+    let mut members = vec![Vec::new(); k];
+    for (a, &l) in labels.iter().enumerate() {
+        members[l].push(a);
+    }
+    let singles = members.iter().filter(|g| g.len() == 1).count();
+    if k - singles < 2 || singles as f64 > p.max_singleton_share * k as f64 {
+        return None;
+    }
+    // Every host nearer to each of its group than to any host outside it; in a group of four
+    // or more, nearer to most of its group (a group holding leaves of its own has pairs
+    // across them, and one of those slowed throughout is the noise of a single pair).
+    for a in 0..n {
+        if members[labels[a]].len() < 2 {
+            continue;
+        }
+        let mut inside: Vec<f64> = Vec::new();
+        let mut outside = f64::INFINITY;
+        for b in (0..n).filter(|&b| b != a) {
+            if labels[b] == labels[a] {
+                inside.push(m[[a, b]]);
+            } else {
+                outside = outside.min(m[[a, b]]);
+            }
+        }
+        let near = match inside.len() {
+            0..=2 => inside.iter().fold(0.0f64, |a, &b| a.max(b)),
+            _ => median(&mut inside),
+        };
+        if near >= outside {
+            return None;
+        }
+    }
+    // Each group's nearest group by the median of the medians between them.
+    let mut between_pairs: Vec<(usize, usize)> = Vec::new();
+    for x in 0..k {
+        let near = (0..k).filter(|&y| y != x).min_by(|&y, &z| {
+            let at = |y: usize| {
+                let mut v: Vec<f64> = (members[x].iter())
+                    .flat_map(|&a| members[y].iter().map(move |&b| (a, b)))
+                    .map(|(a, b)| m[[a, b]])
+                    .collect();
+                median(&mut v)
+            };
+            at(y).total_cmp(&at(z))
+        })?;
+        for &a in &members[x] {
+            for &b in &members[near] {
+                between_pairs.push((a.min(b), a.max(b)));
+            }
+        }
+    }
+    between_pairs.sort_unstable();
+    between_pairs.dedup();
+    let within_pairs: Vec<(usize, usize)> = (0..n)
+        .flat_map(|a| (a + 1..n).map(move |b| (a, b)))
+        .filter(|&(a, b)| labels[a] == labels[b])
+        .collect();
+    let gather = |pairs: &[(usize, usize)]| -> Vec<f64> {
+        (pairs.iter())
+            .flat_map(|&(a, b)| {
+                let e = effects[a] * effects[b];
+                values.of(hosts[a], hosts[b]).iter().map(move |x| x / e)
+            })
+            .filter(|x| x.is_finite())
+            .collect()
+    };
+    let mut within = gather(&within_pairs);
+    let mut between = gather(&between_pairs);
+    if within.is_empty() || between.is_empty() {
+        return None;
+    }
+    let mut z = lgate_stats::mann_whitney_z(&within, &between);
+    let (w, b) = (median(&mut within), median(&mut between));
+    if !(w > 0.0 && b >= (1.0 + LEAST_GAP) * w) {
+        return None;
+    }
+    let mut counts: Vec<f64> = (within_pairs.iter().chain(&between_pairs))
+        .map(|&(a, c)| values.of(hosts[a], hosts[c]).len() as f64)
+        .collect();
+    let every_pair = !values.ranks.is_empty()
+        && (within_pairs.iter().chain(&between_pairs)).all(|&(a, c)| {
+            let (x, y) = (hosts[a], hosts[c]);
+            let most = values.ranks.get(x).copied().unwrap_or(0)
+                * values.ranks.get(y).copied().unwrap_or(0);
+            values.of(x, y).len() >= most
+        });
+    let (n1, n2) = (within.len() as f64, between.len() as f64);
+    let mut z_most = (n1 * n2 / 2.0) / (n1 * n2 * (n1 + n2 + 1.0) / 12.0).sqrt();
+    // Repeated tests of the pairs: every test counted, as far as a pair's tests vary
+    // independently of each other (this z, not the larger of the two: taking the larger
+    // makes levels of noise).
+    // The units: each pair's tests, or all the tests between two hosts as one.
+    let tests = |pairs: &[(usize, usize)]| -> Vec<Vec<f64>> {
+        let scaled = |t: &[f64], e: f64| -> Vec<f64> {
+            t.iter().map(|x| x / e).filter(|x| x.is_finite()).collect()
+        };
+        (pairs.iter())
+            .flat_map(|&(a, c)| {
+                let e = effects[a] * effects[c];
+                let of = values.tests_of(hosts[a], hosts[c]);
+                match values.units_are_host_pairs {
+                    true => vec![scaled(&of.concat(), e)],
+                    false => of.into_iter().map(|t| scaled(t, e)).collect(),
+                }
+            })
+            .collect()
+    };
+    let mut per_pair = 1.0;
+    if !values.tests.is_empty() || values.units_are_host_pairs {
+        if let Some(c) =
+            lgate_stats::mann_whitney_z_clustered(&tests(&within_pairs), &tests(&between_pairs))
+        {
+            z = c.z;
+            z_most = z_most.max(c.z_most);
+            if !values.units_are_host_pairs {
+                per_pair = c.per_unit;
+            }
+        }
+    }
+    Some(Candidate {
+        labels: labels.to_vec(),
+        z,
+        ratio: b / w,
+        pairs: median(&mut counts).round().max(1.0) as usize,
+        every_pair,
+        z_most,
+        tests: per_pair,
+    })
+}
