@@ -216,6 +216,64 @@ fn units(kind: Kind, pairs: &[Evidence], hosts: &HostIds) -> Vec<(usize, Vec<usi
     out
 }
 
+/// Each host's floor (ln us): the median of its pairs with its nearest other host. A host
+/// judged on its pairs with other hosts is judged on its floor against the other hosts' (their
+/// median, and their spread as its noise): the fabric puts far hosts far, but a slow host is
+/// slow to its nearest too.
+struct Floors {
+    of_host: Vec<f64>,
+    /// The hosts' median floor and the variance of their spread, with enough hosts.
+    center: Option<(f64, f64)>,
+}
+
+impl Floors {
+    /// Host `host`'s floor over the others', as a unit of `pairs` pairs.
+    fn aggregate(&self, host: usize, pairs: usize) -> Option<Aggregate> {
+        let (m, variance) = self.center?;
+        let f = self.of_host.get(host).copied().filter(|f| f.is_finite())?;
+        Some(Aggregate {
+            change: f - m,
+            variance,
+            pairs,
+        })
+    }
+}
+
+/// Each pair against the median of its block (so that a rank is judged against the other
+/// ranks of its host, whatever the fabric does between hosts), and the hosts' floors from the
+/// medians of their blocks between hosts (`between` the class of those pairs).
+fn center_on_blocks(
+    pairs: &[Evidence],
+    blocks: &[Vec<usize>],
+    ids: &HostIds,
+    between: usize,
+) -> (Vec<Evidence>, Floors) {
+    let mut centered = pairs.to_vec();
+    let mut of_host = vec![f64::INFINITY; ids.names.len()];
+    let mut v = Vec::new();
+    for block in blocks {
+        v.clear();
+        v.extend(block.iter().map(|&p| f64::from(pairs[p].value)));
+        let m = lgate_stats::median(&mut v) as f32;
+        for &p in block {
+            centered[p].value -= m;
+        }
+        let e = &pairs[block[0]];
+        let (a, b) = (ids.of(e.i as usize), ids.of(e.j as usize));
+        if usize::from(e.class) == between && a != b && a != NO_HOST && b != NO_HOST {
+            for h in [a, b] {
+                of_host[h as usize] = of_host[h as usize].min(f64::from(m));
+            }
+        }
+    }
+    let mut f: Vec<f64> = of_host.iter().copied().filter(|f| f.is_finite()).collect();
+    let m = lgate_stats::median(&mut f);
+    let mut d: Vec<f64> = f.iter().map(|x| (x - m).abs()).collect();
+    let sd = MAD_SIGMAS * lgate_stats::median(&mut d);
+    let center = (f.len() >= MIN_FLOORS).then_some((m, sd * sd));
+    (centered, Floors { of_host, center })
+}
+
 /// The hosts and ranks slow in one matrix (`matrix` names it) of `pairs` over `classes`
 /// placement classes, `between` the class of pairs between two hosts.
 pub fn judge(pairs: &[Evidence], classes: usize, between: usize, rows: Rows, matrix: &str) -> Slow {
@@ -267,47 +325,9 @@ pub fn judge(pairs: &[Evidence], classes: usize, between: usize, rows: Rows, mat
         &by_rank,
     );
     drop(by_rank);
-    // For ranks: each pair against the median of its block, so that a rank is judged against
-    // the other ranks of its host, whatever the fabric does between hosts.
-    let mut centered = pairs.to_vec();
-    let mut v = Vec::new();
-    // Each host's floor: the least median of its pairs with one other host (ln us).
-    let mut floor = vec![f64::INFINITY; ids.names.len()];
-    for block in &blocks {
-        v.clear();
-        v.extend(block.iter().map(|&p| f64::from(pairs[p].value)));
-        let m = lgate_stats::median(&mut v) as f32;
-        for &p in block {
-            centered[p].value -= m;
-        }
-        let e = &pairs[block[0]];
-        let (a, b) = (ids.of(e.i as usize), ids.of(e.j as usize));
-        if usize::from(e.class) == between && a != b && a != NO_HOST && b != NO_HOST {
-            for h in [a, b] {
-                floor[h as usize] = floor[h as usize].min(f64::from(m));
-            }
-        }
-    }
+    // For ranks: each pair against its block's median; for hosts of few ranks, their floors.
+    let (centered, floors) = center_on_blocks(pairs, &blocks, &ids, between);
     drop(blocks);
-    // A host judged on its pairs with other hosts is judged on its floor against the other
-    // hosts' floors (their median, and their spread as its noise): the fabric puts far hosts
-    // far, but a slow host is slow to its nearest too.
-    let floors = {
-        let mut f: Vec<f64> = floor.iter().copied().filter(|f| f.is_finite()).collect();
-        let m = lgate_stats::median(&mut f);
-        let mut d: Vec<f64> = f.iter().map(|x| (x - m).abs()).collect();
-        let sd = MAD_SIGMAS * lgate_stats::median(&mut d);
-        (f.len() >= MIN_FLOORS).then_some((m, sd * sd))
-    };
-    let on_floor = |host: usize, pairs: usize| -> Option<Aggregate> {
-        let (m, variance) = floors?;
-        let f = floor.get(host).copied().filter(|f| f.is_finite())?;
-        Some(Aggregate {
-            change: f - m,
-            variance,
-            pairs,
-        })
-    };
     let hosts = ids.names.len();
     let mut explained = vec![false; pairs.len()];
     let zero = vec![0.0; classes];
@@ -353,7 +373,7 @@ pub fn judge(pairs: &[Evidence], classes: usize, between: usize, rows: Rows, mat
                     // its blocks.
                     let a = match (kind, &values) {
                         (Kind::Host, _) if judged_on[u].len() == all[u].1.len() => {
-                            on_floor(all[u].0, open.len())?
+                            floors.aggregate(all[u].0, open.len())?
                         }
                         (Kind::Host, Some(values)) => {
                             let centers = values.centers_without(pairs, &open);
