@@ -339,7 +339,16 @@ fn module_graph(src: &std::path::Path) -> std::collections::BTreeMap<String, Vec
     };
     let modules: std::collections::BTreeSet<String> = all.iter().map(|p| top(p)).collect();
     let mut graph: std::collections::BTreeMap<String, Vec<String>> = Default::default();
-    for path in &all {
+    // A module file of tests (`mod.rs` declaring `#[cfg(test)] mod tests;` beside it) is test
+    // code as a `#[cfg(test)] mod tests { .. }` block is.
+    let test_file = |path: &std::path::Path| -> bool {
+        path.file_name().is_some_and(|n| n == "tests.rs")
+            && path.parent().is_some_and(|dir| {
+                std::fs::read_to_string(dir.join("mod.rs"))
+                    .is_ok_and(|m| m.contains("#[cfg(test)]\nmod tests;"))
+            })
+    };
+    for path in all.iter().filter(|p| !test_file(p)) {
         let text = std::fs::read_to_string(path).unwrap();
         let code = text.split("#[cfg(test)]").next().unwrap_or("");
         let from = top(path);

@@ -30,8 +30,6 @@ use crate::separation::median;
 mod dense;
 mod links;
 mod part;
-#[cfg(test)]
-mod tests;
 
 pub use dense::{dense_by_hosts, DenseHosts, PairTests};
 pub(crate) use links::{block_median, filled_block, links_of};
@@ -154,3 +152,6 @@ fn templates(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests;

@@ -48,8 +48,6 @@ use crate::separation::{cut_sizes, median};
 
 mod judge;
 mod refine;
-#[cfg(test)]
-mod tests;
 
 pub use refine::{refine, refine_sizes, Evidence, MOST_TESTS};
 
@@ -213,3 +211,6 @@ impl Doubt {
         groups
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -30,8 +30,6 @@ use crate::{kind_of, DiffError, JUDGED_KINDS};
 
 mod judge;
 mod summary;
-#[cfg(test)]
-mod tests;
 
 use judge::{check_level, joined_above};
 
@@ -354,3 +352,6 @@ fn host_pair_values(side: &RunSide, slow: &HashMap<String, f64>) -> HostPairValu
     }
     out
 }
+
+#[cfg(test)]
+mod tests;

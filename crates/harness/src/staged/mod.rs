@@ -31,8 +31,6 @@ mod follow_up;
 mod refine;
 mod screened;
 mod sweep;
-#[cfg(test)]
-mod tests;
 
 pub use confirm::confirmation;
 pub use follow_up::{choose_follow_up, FollowUp, FollowUpCounts};
@@ -582,3 +580,6 @@ impl StagedPlan {
         (inside, between + barrier_time(self.size()))
     }
 }
+
+#[cfg(test)]
+mod tests;
