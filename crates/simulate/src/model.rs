@@ -899,6 +899,10 @@ mod tests {
             "{e:?}"
         );
         assert!(e.to_string().contains("not a whole number"), "{e}");
+        assert!(parse_levels("node=x")
+            .unwrap_err()
+            .to_string()
+            .contains("not a whole number"));
     }
 
     #[test]
