@@ -8,7 +8,12 @@
 # million numbers with `sort`, one thread), at most MAX_RATIO of them. Today's pipeline takes
 # about 2.2 units here (2026-11-28; 2.1 with two CPU hogs beside it), and MAX_RATIO is 3.3
 # (1.5 times that): a busy machine does not reach it, a 2x slowdown of the pipeline does
-# (PLANT_SLOWDOWN=2 runs every step twice to show it: 3.9, FAIL).
+# (PLANT_SLOWDOWN=2 runs every step twice to show it: 3.9, FAIL). A host that gets busier
+# between the reference and the pipeline (a KVM guest's CPU time counts what the host takes
+# from it) can still push one attempt past the limit (3.39 once in CI, right after the testbed
+# suite, 2.5-2.6 alone): an attempt past it is made again, reference and pipeline, up to
+# ATTEMPTS times (2 unless set), and the lowest ratio is checked. A real slowdown fails every
+# attempt.
 #
 #   benches/scale-guard.sh                     # as CI runs it
 #   PLANT_SLOWDOWN=2 benches/scale-guard.sh    # must fail
@@ -25,7 +30,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 # Runs NAME COMMAND... (PLANT_SLOWDOWN times): adds its CPU seconds to $cpu, its peak to $peak.
-cpu=0 peak=0
+cpu=0 peak=0 unit=
 step() {
     local name="$1" k u s kb
     shift
@@ -44,26 +49,41 @@ step() {
 
 # The reference: sorting 3 million pseudo-random numbers, one thread, the least of three.
 awk 'BEGIN { s = 12345; for (i = 0; i < 3000000; i++) { s = (s * 1103515245 + 12345) % 2147483648; print s } }' >"$work/numbers"
-unit=
-for k in 1 2 3; do
-    /usr/bin/time -f '%U %S' -o "$work/time" sort -n --parallel=1 -S 512M "$work/numbers" -o /dev/null
-    t=$(awk '{ print $1 + $2 }' "$work/time")
-    unit=$(awk -v a="${unit:-$t}" -v b="$t" 'BEGIN { print (b < a) ? b : a }')
-done
-echo "reference job (sort): $unit s CPU"
+reference() {
+    local k t
+    unit=
+    for k in 1 2 3; do
+        /usr/bin/time -f '%U %S' -o "$work/time" sort -n --parallel=1 -S 512M "$work/numbers" -o /dev/null
+        t=$(awk '{ print $1 + $2 }' "$work/time")
+        unit=$(awk -v a="${unit:-$t}" -v b="$t" 'BEGIN { print (b < a) ? b : a }')
+    done
+    echo "reference job (sort): $unit s CPU"
+}
 
 run="$work/run"
-step simulate "$bin" simulate --preset betzy --machine node=128,socket=2,core=64 \
-    --artifacts all --output "$run" --force --quiet
-step cluster "$bin" cluster "$run" --output "$work/topology.json" --force --quiet
-step slurm "$bin" cluster "$run" --format slurm --output "$work/topology.conf" --force --quiet
-step report "$bin" report "$run" --output "$work/report.html" --force
+attempts="${ATTEMPTS:-2}"
+best=
+for attempt in $(seq "$attempts"); do
+    cpu=0 peak=0
+    reference
+    step simulate "$bin" simulate --preset betzy --machine node=128,socket=2,core=64 \
+        --artifacts all --output "$run" --force --quiet
+    step cluster "$bin" cluster "$run" --output "$work/topology.json" --force --quiet
+    step slurm "$bin" cluster "$run" --format slurm --output "$work/topology.conf" --force --quiet
+    step report "$bin" report "$run" --output "$work/report.html" --force
+    ratio=$(awk -v c="$cpu" -v u="$unit" 'BEGIN { printf "%.2f", c / u }')
+    echo "attempt $attempt: $cpu s CPU in all, $ratio reference jobs"
+    best=$(awk -v a="${best:-$ratio}" -v b="$ratio" 'BEGIN { printf "%.2f", (b < a) ? b : a }')
+    if awk -v r="$best" -v m="$max_ratio" 'BEGIN { exit !(r <= m) }'; then
+        break
+    fi
+done
+ratio="$best"
 disk=$(du -sm "$run" | cut -f1)
 "$bin" score --topology "$work/topology.json" --truth "$run" >"$work/score.txt"
 sed 's/^/  /' "$work/score.txt"
 worst=$(awk 'NR > 1 && $0 !~ /one rank each/ { print $(NF - 1) }' "$work/score.txt" | sort -g | head -1)
-ratio=$(awk -v c="$cpu" -v u="$unit" 'BEGIN { printf "%.2f", c / u }')
-echo "16 384 ranks: $cpu s CPU in all, $ratio reference jobs; peak $peak MiB; run directory $disk MiB"
+echo "16 384 ranks: the lowest of $attempt attempt(s) $ratio reference jobs; peak $peak MiB; run directory $disk MiB"
 result "16k ranks: CPU in reference jobs" "$ratio" "<=" "$max_ratio"
 result "16k ranks: peak memory" "$peak" "<=" 1024 MiB
 result "16k ranks: run directory" "$disk" "<=" 128 MiB
