@@ -10,10 +10,13 @@ use crate::{DistanceMatrix, MatrixError};
 mod csv;
 pub(crate) use csv::other_separator;
 mod npy;
+mod number;
 
 pub use self::csv::read_csv;
 use self::csv::*;
 use self::npy::*;
+#[cfg(test)]
+use self::number::parse_plain_decimal;
 
 /// An error of reading a matrix file.
 #[derive(Debug, thiserror::Error)]
