@@ -9,57 +9,18 @@ use super::*;
 /// CSV is read in blocks of about this many bytes; each block's lines are parsed on every core.
 pub(super) const BLOCK_BYTES: usize = 8 << 20;
 
-/// One line cut after its first cell: the first cell (a label or a number, unquoted and
-/// trimmed), the text after it, and whether the line has that one cell only.
-pub(super) struct SplitLine<'a> {
-    first: String,
-    tail: &'a str,
-    one_cell: bool,
-}
-
-pub(super) fn split_first(text: &str) -> SplitLine<'_> {
-    // A quoted label may hold commas; plain numbers never do.
-    let (first, tail) = if text.starts_with('"') {
-        // The first comma outside quotes ends the cell (`""` inside quotes is one quote).
-        let mut quoted = false;
-        let end = text
-            .bytes()
-            .position(|b| {
-                if b == b'"' {
-                    quoted = !quoted;
-                }
-                b == b',' && !quoted
-            })
-            .unwrap_or(text.len());
-        // Trimmed, as a label in the header row is.
-        let first = split_csv_line(&text[..end])
-            .swap_remove(0)
-            .trim()
-            .to_string();
-        // Past the label and the comma after it.
-        (first, text.get(end + 1..).unwrap_or(""))
-    } else {
-        match text.split_once(',') {
-            Some((f, t)) => (f.trim().to_string(), t),
-            None => (text.trim().to_string(), ""),
-        }
-    };
-    SplitLine {
-        first,
-        tail,
-        one_cell: tail.is_empty() && !text.trim_end().ends_with(','),
-    }
-}
-
 /// A row's place in the file: its line, its first cell as text and its number of cells.
 pub(super) struct RowInfo {
-    line: usize,
-    first: String,
-    count: usize,
+    /// The line of the file it was read from.
+    pub(super) line: usize,
+    /// Its first cell, as text.
+    pub(super) first: String,
+    /// Its cells.
+    pub(super) count: usize,
     /// Empty cells (NaN) in the row's slot, counted while it was in cache.
-    nans: usize,
+    pub(super) nans: usize,
     /// Whether a cell of its slot is negative.
-    negative: bool,
+    pub(super) negative: bool,
 }
 
 /// The empty (NaN) cells of a slot, and whether one is negative: each cell looked at without a
@@ -74,110 +35,26 @@ fn slot_stats(slot: &[f64]) -> (usize, bool) {
 /// row (NaN for an empty cell, a label or a missing cell; a NaN in the file is an error as soon
 /// as it is read), so that the matrix is built in the same memory.
 pub(super) struct CsvRows<'p> {
-    path: &'p Path,
-    width: usize,
+    pub(super) path: &'p Path,
+    pub(super) width: usize,
     /// The cells of the rows read so far (the first `used`), then room allocated ahead: zeroed
     /// by the system as it is first touched, by the core that parses into it.
-    cells: Vec<f64>,
+    pub(super) cells: Vec<f64>,
     /// How many of `cells` hold rows read.
-    used: usize,
+    pub(super) used: usize,
     /// The input's size in bytes when known (0 if not), to allocate the cells once.
-    input_bytes: usize,
-    rows: Vec<RowInfo>,
+    pub(super) input_bytes: usize,
+    pub(super) rows: Vec<RowInfo>,
     /// The first line, which may be a header.
-    first_text: Option<String>,
+    pub(super) first_text: Option<String>,
     /// Why the first line is not a row of numbers, if it is not: an error only if it is no header.
-    first_error: Option<ReadError>,
+    pub(super) first_error: Option<ReadError>,
     /// How cells are separated, told by the first line with cells.
-    separator: Option<Separator>,
-}
-
-/// How the cells of a line are separated.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) enum Separator {
-    /// Commas (CSV).
-    Comma,
-    /// Spaces or tabs, as `numpy.savetxt` and many tools write: a line without commas whose
-    /// cells are separated by blanks.
-    Blank,
+    pub(super) separator: Option<Separator>,
 }
 
 /// Lines of text with their numbers.
 type Lines<'a> = Vec<(usize, &'a [u8])>;
-
-/// Whether a line's bytes are a comment or hold nothing, when its first byte that is no ASCII
-/// white space tells (`None`: a line that starts with other text, for [`is_comment_or_blank`]).
-pub(super) fn comment_or_blank(line: &[u8]) -> Option<bool> {
-    match line.trim_ascii_start().first() {
-        None | Some(b'#') => Some(true),
-        Some(c) if c.is_ascii() => Some(false),
-        Some(_) => None,
-    }
-}
-
-/// Whether a line is a comment (`#` first) or holds nothing.
-pub(super) fn is_comment_or_blank(line: &str) -> bool {
-    let t = line.trim_start();
-    t.is_empty() || t.starts_with('#')
-}
-
-/// A separator the tool does not take (`;` as spreadsheets in many locales write, `|`), when a
-/// line of `cells` cells (one: nothing split it) holds one.
-pub(crate) fn other_separator(line: &str, cells: usize) -> Option<char> {
-    (cells == 1)
-        .then(|| [';', '|'].into_iter().find(|&c| line.contains(c)))
-        .flatten()
-}
-
-/// The separator the first line with cells in `text` shows, if there is one.
-pub(super) fn separator_of(text: &str) -> Option<Separator> {
-    let line = text
-        .split('\n')
-        .map(|l| l.trim())
-        .find(|l| !is_comment_or_blank(l))?;
-    Some(if !line.contains(',') && line.contains([' ', '\t']) {
-        Separator::Blank
-    } else {
-        Separator::Comma
-    })
-}
-
-/// `text` with the blanks between cells of each line turned into commas, line for line.
-pub(super) fn blanks_to_commas(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for line in text.split_inclusive('\n') {
-        let (body, end) = match line.strip_suffix('\n') {
-            Some(b) => (b, "\n"),
-            None => (line, ""),
-        };
-        if is_comment_or_blank(body) {
-            out.push_str(body);
-        } else {
-            for (k, cell) in body.split_whitespace().enumerate() {
-                if k > 0 {
-                    out.push(',');
-                }
-                out.push_str(cell);
-            }
-        }
-        out.push_str(end);
-    }
-    out
-}
-
-/// Why a cell that reads as no finite number is refused.
-pub(super) fn not_finite(text: &str) -> String {
-    let t = text.trim().trim_matches('"').trim();
-    let word = t.trim_start_matches(['+', '-']);
-    if word.eq_ignore_ascii_case("nan")
-        || word.eq_ignore_ascii_case("inf")
-        || word.eq_ignore_ascii_case("infinity")
-    {
-        format!("`{t}` is not a finite number")
-    } else {
-        format!("`{t}` is beyond the largest number a distance can have (about 1.8e308)")
-    }
-}
 
 impl CsvRows<'_> {
     /// Parses the cells after the first of line `line` into `out` (as far as it reaches), and
@@ -651,293 +528,6 @@ pub(super) fn read_csv_in_blocks(
         }
     }
     build_from_rows(table)
-}
-
-/// Decides the layout (header, label column, lower triangle) and builds the matrix in place.
-pub(super) fn build_from_rows(table: CsvRows<'_>) -> Result<ReadMatrix, ReadError> {
-    let CsvRows {
-        path,
-        width,
-        mut cells,
-        used,
-        input_bytes: _,
-        rows,
-        first_text,
-        first_error,
-        separator: _,
-    } = table;
-    let shape = |line: usize, message: String| ReadError::Shape {
-        path: path.to_path_buf(),
-        line,
-        message,
-    };
-    let is_number = |s: &str| s.trim().parse::<f64>().is_ok();
-    let label_cell = |s: &str| !s.trim().is_empty() && !is_number(s);
-    cells.truncate(used);
-    let Some(first_text) = first_text else {
-        return Err(shape(
-            1,
-            "no rows of numbers: the file is empty, or holds only comments and blank lines".into(),
-        ));
-    };
-    let first_cells = split_csv_line(&first_text);
-    if let Some(sep) = other_separator(&first_text, first_cells.len()) {
-        return Err(shape(
-            rows.first().map_or(1, |r| r.line),
-            format!(
-                "cells separated by `{sep}`: a matrix's cells are separated by commas, tabs or \
-                 blanks (save it as comma-separated)"
-            ),
-        ));
-    }
-    // A label column: the rows after the first all start with a cell that is not a number.
-    let label_column = rows.len() > 1 && rows[1..].iter().all(|r| label_cell(&r.first));
-    // A header: a first row with text where numbers would be.
-    let has_header = if label_column {
-        first_cells[0].trim().is_empty() || first_cells[1..].iter().any(|c| label_cell(c))
-    } else {
-        first_cells.iter().any(|c| label_cell(c))
-    };
-    if !has_header {
-        if let Some(e) = first_error {
-            return Err(e);
-        }
-    }
-    let s0 = usize::from(has_header);
-    let data = &rows[s0..];
-    if data.is_empty() {
-        return Err(shape(
-            rows[0].line,
-            "a header but no rows of numbers".into(),
-        ));
-    }
-    let n = data.len();
-    // Numeric labels (rank numbers) under a header: every row is one wider than the count of rows.
-    let label_column = label_column || (has_header && data.iter().all(|r| r.count == n + 1));
-    let skip = usize::from(label_column);
-    if skip == 0 {
-        for r in data {
-            let t = r.first.trim();
-            if t.is_empty() {
-                continue;
-            }
-            let x: f64 = t.parse().map_err(|_| ReadError::NotANumber {
-                path: path.to_path_buf(),
-                line: r.line,
-                column: 1,
-                text: t.to_string(),
-            })?;
-            if !x.is_finite() {
-                return Err(ReadError::Value {
-                    path: path.to_path_buf(),
-                    line: r.line,
-                    column: 1,
-                    problem: not_finite(t),
-                });
-            }
-        }
-    }
-    let widths: Vec<usize> = data.iter().map(|r| r.count - skip).collect();
-    if widths.iter().all(|&w| w == widths[0]) && widths[0] < n {
-        return Err(shape(
-            data[0].line,
-            format!(
-                "{n} rows of {} values: a distance matrix is square",
-                widths[0]
-            ),
-        ));
-    }
-    let slot = |i: usize| &cells[(s0 + i) * width..(s0 + i + 1) * width];
-    if let Some((i, &w)) = widths
-        .iter()
-        .enumerate()
-        .find(|&(i, &w)| w > n && slot(i)[n + skip..].iter().any(|x| !x.is_nan()))
-    {
-        return Err(shape(
-            data[i].line,
-            format!("{w} values in a row of a {n}x{n} matrix: it is not square"),
-        ));
-    }
-    // Row i of the matrix is cells [skip, skip + n) of data row i: moved down in place when every
-    // row is that wide (never onto cells still to be moved, as row i lands at i * n <= its slot).
-    // Whether every data row's empty cells are those past its n values, its label and its
-    // diagonal only, as counted while parsing: then no cell of the matrix is empty off the
-    // diagonal, and no second pass over it need say so.
-    let known_full = width >= n + skip
-        && data.iter().enumerate().all(|(i, r)| {
-            let s = slot(i);
-            let label = skip == 1 && s[0].is_nan();
-            r.nans == width - n - skip + usize::from(label) + usize::from(s[skip + i].is_nan())
-        });
-    // Every value finite (parsing refuses any other) and none negative.
-    let known_valid = !data.iter().any(|r| r.negative);
-    let mut values = if width >= n + skip {
-        for i in 0..n {
-            let from = (s0 + i) * width + skip;
-            if from != i * n {
-                cells.copy_within(from..from + n, i * n);
-            }
-        }
-        cells.truncate(n * n);
-        cells.shrink_to_fit();
-        Array2::from_shape_vec((n, n), cells).expect("n * n cells")
-    } else {
-        let mut values = Array2::<f64>::from_elem((n, n), f64::NAN);
-        for i in 0..n {
-            let from = slot(i);
-            let k = (width - skip).min(n);
-            values
-                .row_mut(i)
-                .as_slice_mut()
-                .expect("a standard-layout row")[..k]
-                .copy_from_slice(&from[skip..skip + k]);
-        }
-        values
-    };
-    let mut warnings = Vec::new();
-    let row_of = |i: usize| values.row(i).to_slice().expect("a standard-layout row");
-    let upper_empty = (0..n).all(|i| row_of(i)[i..].iter().all(|x| x.is_nan()));
-    // Only asked when the upper triangle is empty: a full matrix stops at its first row.
-    let lower_full = || (0..n).all(|i| row_of(i)[..i].iter().all(|x| !x.is_nan()));
-    // A lower triangle may hold its diagonal: rows of 1, 2, ..., n values ending in 0.
-    let strictly_upper_empty = || (0..n).all(|i| row_of(i)[i + 1..].iter().all(|x| x.is_nan()));
-    let diagonal_given = (0..n).all(|i| !row_of(i)[i].is_nan());
-    if n > 1 && (upper_empty || diagonal_given && strictly_upper_empty()) && lower_full() {
-        if let Some(i) = (0..n).find(|&i| !upper_empty && row_of(i)[i] != 0.0) {
-            return Err(ReadError::Value {
-                path: path.to_path_buf(),
-                line: data[i].line,
-                column: i + 1 + skip,
-                problem: format!(
-                    "row {} of this lower triangle ends in {}, not 0: a triangle with its \
-                     diagonal has 0 on it; one without starts with an empty row (`,`)",
-                    i + 1,
-                    row_of(i)[i]
-                ),
-            });
-        }
-        for i in 0..n {
-            values[[i, i]] = 0.0;
-            for j in 0..i {
-                values[[j, i]] = values[[i, j]];
-            }
-        }
-        warnings.push(format!(
-            "{}: lower triangle{} only; mirrored",
-            path.display(),
-            if upper_empty { "" } else { " and diagonal" }
-        ));
-    } else if let Some((i, j)) = (!known_full)
-        .then(|| first_empty_off_diagonal(&values))
-        .flatten()
-    {
-        return Err(ReadError::Value {
-            path: path.to_path_buf(),
-            line: data[i].line,
-            column: j + 1 + skip,
-            problem: "empty cell: give the full square matrix, or only its lower triangle".into(),
-        });
-    } else {
-        for i in 0..n {
-            if values[[i, i]].is_nan() {
-                values[[i, i]] = 0.0;
-            }
-        }
-    }
-    let labels = if has_header && first_cells.len() >= n + skip {
-        Some(
-            first_cells[skip..skip + n]
-                .iter()
-                .map(|s| s.trim().to_string())
-                .collect(),
-        )
-    } else if label_column {
-        Some(data.iter().map(|r| r.first.clone()).collect())
-    } else {
-        None
-    };
-    let lines: Vec<usize> = data.iter().map(|r| r.line).collect();
-    drop(rows);
-    finish(
-        path,
-        values,
-        labels,
-        move |row, column| (lines[row], column + 1 + skip),
-        warnings,
-        known_valid,
-    )
-}
-
-/// The first cell off the diagonal that is empty (NaN), rows checked on every core without a
-/// branch a cell.
-fn first_empty_off_diagonal(values: &Array2<f64>) -> Option<(usize, usize)> {
-    use rayon::prelude::*;
-    let n = values.nrows();
-    let any_nan = |r: &[f64]| r.iter().fold(false, |acc, x| acc | x.is_nan());
-    let i = (0..n).into_par_iter().find_first(|&i| {
-        let row = values.row(i).to_slice().expect("a standard-layout row");
-        any_nan(&row[..i]) | any_nan(&row[i + 1..])
-    })?;
-    let row = values.row(i);
-    let j = (0..n).find(|&j| j != i && row[j].is_nan())?;
-    Some((i, j))
-}
-
-/// Checks values (unless the reader knows them finite and non-negative: `known_valid`), zeroes
-/// the diagonal and symmetrises, with warnings for both.
-pub(super) fn finish(
-    path: &Path,
-    values: Array2<f64>,
-    labels: Option<Vec<String>>,
-    position: impl Fn(usize, usize) -> (usize, usize),
-    mut warnings: Vec<String>,
-    known_valid: bool,
-) -> Result<ReadMatrix, ReadError> {
-    let (rows, columns) = values.dim();
-    if rows != columns {
-        return Err(ReadError::Matrix {
-            path: path.to_path_buf(),
-            error: MatrixError::NotSquare { rows, columns },
-        });
-    }
-    if let Some(((i, j), x)) = (!known_valid)
-        .then(|| crate::first_invalid(&values))
-        .flatten()
-    {
-        let problem = if !x.is_finite() {
-            format!("{x} is not a finite number")
-        } else {
-            format!("{x} is negative; distances are not")
-        };
-        let (line, column) = position(i, j);
-        return Err(ReadError::Value {
-            path: path.to_path_buf(),
-            line,
-            column,
-            problem,
-        });
-    }
-    if let Some(i) = (0..rows).find(|&i| values[[i, i]] != 0.0) {
-        warnings.push(format!(
-            "{}: the diagonal is not zero (rank {i}: {}); distances to oneself are taken as 0",
-            path.display(),
-            values[[i, i]]
-        ));
-    }
-    let matrix = DistanceMatrix::checked(values, labels).map_err(|error| ReadError::Matrix {
-        path: path.to_path_buf(),
-        error,
-    })?;
-    let (matrix, asymmetry) = matrix.symmetrized();
-    if asymmetry > 1e-9 {
-        warnings.push(format!(
-            "{}: the matrix is not symmetric (largest relative difference {:.1} %); d(i,j) and \
-             d(j,i) were averaged",
-            path.display(),
-            asymmetry * 100.0
-        ));
-    }
-    Ok(ReadMatrix { matrix, warnings })
 }
 
 #[cfg(test)]

@@ -7,13 +7,17 @@ use ndarray::Array2;
 
 use crate::{DistanceMatrix, MatrixError};
 
+mod build;
 mod csv;
-pub(crate) use csv::other_separator;
+mod line;
+pub(crate) use line::other_separator;
 mod npy;
 mod number;
 
+use self::build::*;
 pub use self::csv::read_csv;
 use self::csv::*;
+use self::line::*;
 use self::npy::*;
 #[cfg(test)]
 use self::number::parse_plain_decimal;
