@@ -41,8 +41,9 @@ impl<'a> SubsetBarrier<'a> {
         while distance < n {
             let to = self.members[(self.me + distance) % n];
             let from = self.members[(self.me + n - distance) % n];
-            transport.send(to, Tag::BARRIER, &id.to_le_bytes())?;
-            transport.notify(to);
+            // Polite: a first message to a rank may wait for a connection, which that rank
+            // makes only when it next looks (MPI_Send would spin until then).
+            transport.send_polite(to, Tag::BARRIER, &id.to_le_bytes())?;
             await_token(transport, from, id, idle)?;
             distance *= 2;
         }
@@ -86,8 +87,7 @@ impl<'a> Handoff<'a> {
         let rank = transport.rank();
         if self.from.contains(&rank) {
             for &to in self.to.iter().filter(|&&to| to != rank) {
-                transport.send(to, Tag::BARRIER, &id.to_le_bytes())?;
-                transport.notify(to);
+                transport.send_polite(to, Tag::BARRIER, &id.to_le_bytes())?;
             }
         }
         if !self.to.contains(&rank) {

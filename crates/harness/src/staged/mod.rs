@@ -24,7 +24,7 @@
 //! its group's pairs and its group's `H - 1` meetings.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 mod confirm;
 mod follow_up;
@@ -392,9 +392,19 @@ impl StagedPlan {
         let waves = self.waves(self.groups.len());
         let mine = self.wave_of(group);
         (0..waves).flat_map(move |wave| {
-            let opening = (waves > 1).then(|| StagedStep::Barrier {
-                members: Cow::Borrowed(&self.everyone[..]),
-                id: barrier_id(0, sweep, 0xff_fffe, wave as u64),
+            // A wave opens once the wave before it is done: a barrier of the ranks of the two
+            // (the others are not woken for it). The first follows a barrier of every rank
+            // (the start, or the last sweep's end).
+            let opening = (wave > 0 && (mine == wave || mine + 1 == wave)).then(|| {
+                let mut members: Vec<Rank> = (0..self.groups.len())
+                    .filter(|&g| (wave - 1..=wave).contains(&self.wave_of(g)))
+                    .flat_map(|g| self.groups[g].iter().copied())
+                    .collect();
+                members.sort_unstable();
+                StagedStep::Barrier {
+                    members: Cow::Owned(members),
+                    id: barrier_id(0, sweep, 0xff_fffe, wave as u64),
+                }
             });
             let skip = move |sp: &SweepPair| {
                 done.contains(&StagedTest {
@@ -433,6 +443,7 @@ impl StagedPlan {
         done: &'a HashSet<StagedTest>,
     ) -> impl Iterator<Item = StagedStep<'a>> + 'a {
         let group = self.group_of[rank];
+        let wave_barriers = self.between_wave_barriers();
         (0..self.rounds()).flat_map(move |round| {
             let mut steps = Vec::new();
             let meetings = if self.options.concurrency.is_some() {
@@ -448,11 +459,13 @@ impl StagedPlan {
             });
             for wave in 0..waves {
                 let in_wave = my_wave == Some(wave);
-                if waves > 1 && self.all_ambassadors.binary_search(&rank).is_ok() {
-                    steps.push(StagedStep::Barrier {
-                        members: Cow::Borrowed(&self.all_ambassadors[..]),
-                        id: barrier_id(1, sweep, round as u64, 0xff_0000 | wave as u64),
-                    });
+                if let Some(members) = wave_barriers.get(&(round, wave)) {
+                    if members.binary_search(&rank).is_ok() {
+                        steps.push(StagedStep::Barrier {
+                            members: Cow::Owned(members.clone()),
+                            id: barrier_id(1, sweep, round as u64, 0xff_0000 | wave as u64),
+                        });
+                    }
                 }
                 let Some(other) = partner.filter(|_| in_wave) else {
                     continue;
@@ -486,6 +499,45 @@ impl StagedPlan {
             }
             steps
         })
+    }
+
+    /// The barriers of the stage between groups that open waves of meetings (when concurrency
+    /// is bounded and a round's meetings take more than one wave), by round and wave: each of
+    /// the ranks meeting since the barrier before it and until the next, so that a wave starts
+    /// once every test before it is done and no other rank is woken for it.
+    fn between_wave_barriers(&self) -> HashMap<(usize, usize), Vec<Rank>> {
+        let mut barriers = HashMap::new();
+        if self.options.concurrency.is_none() {
+            return barriers;
+        }
+        // The stretches between barriers: the (round, wave) of the barrier that opens each
+        // (none for the first, which follows a barrier of every rank), and its ranks.
+        type Stretch = (Option<(usize, usize)>, Vec<Rank>);
+        let mut stretches: Vec<Stretch> = vec![(None, Vec::new())];
+        for round in 0..self.rounds() {
+            let meetings = self.meetings(round);
+            let waves = self.waves(meetings.len());
+            for wave in 0..waves {
+                if waves > 1 {
+                    stretches.push((Some((round, wave)), Vec::new()));
+                }
+                let ranks = &mut stretches.last_mut().expect("one stretch at least").1;
+                for (k, &(a, b)) in meetings.iter().enumerate() {
+                    if self.wave_of(k) == wave {
+                        ranks.extend(self.meeting_pairs(a, b).iter().flat_map(|p| [p.i, p.j]));
+                    }
+                }
+            }
+        }
+        for w in stretches.windows(2) {
+            if let Some(key) = w[1].0 {
+                let mut members: Vec<Rank> = w[0].1.iter().chain(&w[1].1).copied().collect();
+                members.sort_unstable();
+                members.dedup();
+                barriers.insert(key, members);
+            }
+        }
+        barriers
     }
 
     /// `rank`'s program for stages 3-5: the chosen tests one at a time, per sweep.

@@ -125,9 +125,13 @@ fn screening_and_follow_up_run_one_test_at_a_time_per_unit() {
         sample: vec![Pair::new(5, 10), Pair::new(3, 4)],
     };
     let members = follow_up.members();
-    for concurrency in [None, Some(1), Some(2)] {
+    let settings = [None, Some(1), Some(2), Some(3)]
+        .into_iter()
+        .flat_map(|c| [(c, false), (c, true)]);
+    for (concurrency, sweep) in settings {
         let options = StagedOptions {
             concurrency,
+            sweep,
             ..StagedOptions::default()
         };
         let plan = StagedPlan::new(&t, 13, 9, &options).unwrap();
@@ -147,20 +151,40 @@ fn screening_and_follow_up_run_one_test_at_a_time_per_unit() {
             .collect();
         let ran = replay(&programs, |p| 1.0 + (p.i + p.j) as f64 / 100.0);
         let (inside, between) = plan.screening_tests_per_sweep();
-        assert_eq!(ran.len(), inside + between + 6, "{concurrency:?}");
+        assert_eq!(ran.len(), inside + between + 6, "{concurrency:?} {sweep}");
         let (screening, follow) = ran.split_at(inside + between);
         for a in screening {
             for b in screening {
                 let (ga, gb) = (group(a.1.i), group(b.1.i));
                 let (ha, hb) = (group(a.1.j), group(b.1.j));
-                // Within a group, and within a meeting of two groups, one at a time.
-                if a != b && (ga, ha) == (gb, hb) {
-                    assert!(!overlap(a, b), "{concurrency:?}: {a:?} and {b:?}");
+                // Within a group, and within a meeting of two groups, one at a time (the
+                // sweep runs a round's pairs at once, and a rank is in one pair a round).
+                let meeting = ga != ha && !sweep;
+                if a != b && (ga, ha) == (gb, hb) && (ga == ha || meeting) {
+                    assert!(!overlap(a, b), "{concurrency:?} {sweep}: {a:?} and {b:?}");
+                }
+                let shared = [a.1.i, a.1.j].iter().any(|&r| b.1.contains(r));
+                if a != b && shared {
+                    assert!(!overlap(a, b), "{concurrency:?} {sweep}: {a:?} and {b:?}");
                 }
                 // Stage 2 after all of stage 1.
                 if ga != ha && gb == hb {
-                    assert!(a.2 >= b.3, "{concurrency:?}: {a:?} before {b:?} ended");
+                    assert!(
+                        a.2 >= b.3,
+                        "{concurrency:?} {sweep}: {a:?} before {b:?} ended"
+                    );
                 }
+            }
+        }
+        // With bounded concurrency, never more tests at once than it allows.
+        if let Some(c) = concurrency {
+            for a in screening {
+                // Running when `a` starts (`a` too).
+                let at_once = screening.iter().filter(|b| b.2 <= a.2 && a.2 < b.3).count();
+                assert!(
+                    at_once <= c,
+                    "{concurrency:?} {sweep}: {at_once} at once at {a:?}"
+                );
             }
         }
         // The follow-up: in its order, one at a time, after the screening.
@@ -176,9 +200,13 @@ fn screening_and_follow_up_run_one_test_at_a_time_per_unit() {
 #[test]
 fn members_agree_on_the_order_of_shared_barriers() {
     let t = tree("cluster { group { 0-3 } group { 4-7 } group { 8-11 } }");
-    for concurrency in [None, Some(1)] {
+    let settings = [None, Some(1), Some(2)]
+        .into_iter()
+        .flat_map(|c| [(c, false), (c, true)]);
+    for (concurrency, sweep) in settings {
         let options = StagedOptions {
             concurrency,
+            sweep,
             pairs_between: 2,
             ..StagedOptions::default()
         };
