@@ -443,7 +443,7 @@ impl StagedPlan {
         done: &'a HashSet<StagedTest>,
     ) -> impl Iterator<Item = StagedStep<'a>> + 'a {
         let group = self.group_of[rank];
-        let wave_barriers = self.between_wave_barriers();
+        let wave_barriers = self.between_wave_barriers(rank);
         (0..self.rounds()).flat_map(move |round| {
             let mut steps = Vec::new();
             let meetings = if self.options.concurrency.is_some() {
@@ -460,12 +460,10 @@ impl StagedPlan {
             for wave in 0..waves {
                 let in_wave = my_wave == Some(wave);
                 if let Some(members) = wave_barriers.get(&(round, wave)) {
-                    if members.binary_search(&rank).is_ok() {
-                        steps.push(StagedStep::Barrier {
-                            members: Cow::Owned(members.clone()),
-                            id: barrier_id(1, sweep, round as u64, 0xff_0000 | wave as u64),
-                        });
-                    }
+                    steps.push(StagedStep::Barrier {
+                        members: Cow::Owned(members.clone()),
+                        id: barrier_id(1, sweep, round as u64, 0xff_0000 | wave as u64),
+                    });
                 }
                 let Some(other) = partner.filter(|_| in_wave) else {
                     continue;
@@ -502,26 +500,38 @@ impl StagedPlan {
     }
 
     /// The barriers of the stage between groups that open waves of meetings (when concurrency
-    /// is bounded and a round's meetings take more than one wave), by round and wave: each of
-    /// the ranks meeting since the barrier before it and until the next, so that a wave starts
-    /// once every test before it is done and no other rank is woken for it.
-    fn between_wave_barriers(&self) -> HashMap<(usize, usize), Vec<Rank>> {
+    /// is bounded and a round's meetings take more than one wave) that `rank` takes part in,
+    /// by round and wave: each of the ranks meeting since the barrier before it and until the
+    /// next, so that a wave starts once every test before it is done and no other rank is
+    /// woken for it. Two stretches between barriers are held at a time, not the stage.
+    fn between_wave_barriers(&self, rank: Rank) -> HashMap<(usize, usize), Vec<Rank>> {
         let mut barriers = HashMap::new();
         if self.options.concurrency.is_none() {
             return barriers;
         }
-        // The stretches between barriers: the (round, wave) of the barrier that opens each
-        // (none for the first, which follows a barrier of every rank), and its ranks.
-        type Stretch = (Option<(usize, usize)>, Vec<Rank>);
-        let mut stretches: Vec<Stretch> = vec![(None, Vec::new())];
+        // The barrier opening a stretch between barriers (none for the first, which follows a
+        // barrier of every rank), and the stretch's ranks; the stretch before it.
+        let (mut opened, mut ranks): (Option<(usize, usize)>, Vec<Rank>) = (None, Vec::new());
+        let mut before: Vec<Rank> = Vec::new();
+        let mut close = |opened: Option<(usize, usize)>, before: &[Rank], ranks: &[Rank]| {
+            if let Some(key) = opened {
+                let mut members: Vec<Rank> = before.iter().chain(ranks).copied().collect();
+                members.sort_unstable();
+                members.dedup();
+                if members.binary_search(&rank).is_ok() {
+                    barriers.insert(key, members);
+                }
+            }
+        };
         for round in 0..self.rounds() {
             let meetings = self.meetings(round);
             let waves = self.waves(meetings.len());
             for wave in 0..waves {
                 if waves > 1 {
-                    stretches.push((Some((round, wave)), Vec::new()));
+                    close(opened, &before, &ranks);
+                    before = std::mem::take(&mut ranks);
+                    opened = Some((round, wave));
                 }
-                let ranks = &mut stretches.last_mut().expect("one stretch at least").1;
                 for (k, &(a, b)) in meetings.iter().enumerate() {
                     if self.wave_of(k) == wave {
                         ranks.extend(self.meeting_pairs(a, b).iter().flat_map(|p| [p.i, p.j]));
@@ -529,14 +539,7 @@ impl StagedPlan {
                 }
             }
         }
-        for w in stretches.windows(2) {
-            if let Some(key) = w[1].0 {
-                let mut members: Vec<Rank> = w[0].1.iter().chain(&w[1].1).copied().collect();
-                members.sort_unstable();
-                members.dedup();
-                barriers.insert(key, members);
-            }
-        }
+        close(opened, &before, &ranks);
         barriers
     }
 
