@@ -584,9 +584,13 @@ impl PLogP {
     /// (up to `saturation_reps` samples), and more while most batches were [`disturbed`] or
     /// slower per message than RTT(m); the samples' spread is recorded with the estimate.
     ///
-    /// A batch takes n g(m) + RTT(0) - g(0): the last message's latency and the reply. The
-    /// estimate (T - RTT(0)) / n is off by g(0) / n, where T / n would be off by RTT(0) / n.
-    /// Each step takes the faster of two batches, since interruptions only ever add time.
+    /// A batch is timed from the control message that announces it, which goes first on the
+    /// same link: it takes g(24) + n g(m) + RTT(0) - g(0) (the announcement, the messages, the
+    /// last one's latency and the reply). The estimate (T - RTT(0)) / n is then off by
+    /// (g(24) - g(0)) / n, about nothing, where a clock started after the announcement would
+    /// be off by whatever of its g(24) was left (as much as -g(0) / n), and T / n by
+    /// RTT(0) / n. Each step takes the faster of two batches, since interruptions only ever add
+    /// time.
     fn saturate(
         &mut self,
         t: &dyn Transport,
@@ -603,8 +607,8 @@ impl PLogP {
                      n: usize,
                      buf: &mut [u8]|
          -> Result<(f64, Duration), TransportError> {
-            Self::control(t, j, PROC_SATURATE, m, n)?;
             let s = Instant::now();
+            Self::control(t, j, PROC_SATURATE, m, n)?;
             for _ in 0..n {
                 t.send(j, DATA, buf)?;
             }
