@@ -3,9 +3,51 @@
 
 use std::path::Path;
 
-use serde_json::Value;
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
 
 use crate::{RunDirError, RunMeta, META_FILE, RUN_FORMAT};
+
+/// What kind of JSON file a placement is read from: a run's meta.json names its format.
+#[derive(Deserialize)]
+struct FileKind {
+    #[serde(default)]
+    format: Option<String>,
+}
+
+/// A placement file: per level name, one label per rank.
+#[derive(Deserialize)]
+struct PlacementFile {
+    levels: BTreeMap<String, LevelLabels>,
+}
+
+/// A level's labels: a list, or an object holding the list as `labels`.
+#[derive(Deserialize)]
+#[serde(
+    untagged,
+    expecting = "a list of labels (strings or numbers), one per rank"
+)]
+enum LevelLabels {
+    List(Vec<Label>),
+    Object { labels: Vec<Label> },
+}
+
+impl LevelLabels {
+    fn into_labels(self) -> Vec<Label> {
+        match self {
+            LevelLabels::List(l) | LevelLabels::Object { labels: l } => l,
+        }
+    }
+}
+
+/// One rank's label: a name or a number.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Label {
+    Text(String),
+    Number(serde_json::Number),
+}
 
 /// Known placement: named levels of labels, one label per rank.
 #[derive(Debug, Clone, PartialEq)]
@@ -55,42 +97,32 @@ impl KnownPlacement {
             path: path.to_path_buf(),
             message,
         };
-        let value: Value =
-            serde_json::from_str(text).map_err(|e| invalid(format!("not JSON: {e}")))?;
-        if value.get("format").and_then(Value::as_str) == Some(RUN_FORMAT) {
+        // A JSON value of another shape is not a run's meta.json; it is judged as a placement.
+        let format = match serde_json::from_str::<FileKind>(text) {
+            Ok(kind) => kind.format,
+            Err(e) if e.classify() == serde_json::error::Category::Data => None,
+            Err(e) => return Err(invalid(format!("not JSON: {e}"))),
+        };
+        if format.as_deref() == Some(RUN_FORMAT) {
             return Ok(RunMeta::parse(text, path)?.known_placement());
         }
-        let levels = value
-            .get("levels")
-            .and_then(Value::as_object)
-            .ok_or_else(|| {
-                invalid(
-                    "expected a run's meta.json or an object with `levels`: {name: [label per rank]}"
-                        .into(),
-                )
-            })?;
-        let mut out = Vec::new();
-        for (name, v) in levels {
-            let list = v
-                .get("labels")
-                .unwrap_or(v)
-                .as_array()
-                .ok_or_else(|| invalid(format!("levels.{name} is not a list")))?;
-            let labels = list
-                .iter()
-                .map(|x| match x {
-                    Value::String(s) => Some(s.clone()),
-                    Value::Number(n) => Some(n.to_string()),
-                    _ => None,
-                })
-                .collect::<Option<Vec<String>>>()
-                .ok_or_else(|| {
-                    invalid(format!("levels.{name} holds something other than labels"))
-                })?;
-            out.push((name.clone(), labels_of(labels.into_iter())));
-        }
+        let file: PlacementFile = serde_json::from_str(text).map_err(|e| {
+            invalid(format!(
+                "expected a run's meta.json or an object with `levels`: {{name: [label per \
+                 rank]}} ({e})"
+            ))
+        })?;
+        let levels = (file.levels.into_iter())
+            .map(|(name, level)| {
+                let labels = level.into_labels().into_iter().map(|l| match l {
+                    Label::Text(s) => s,
+                    Label::Number(n) => n.to_string(),
+                });
+                (name, labels_of(labels))
+            })
+            .collect();
         Ok(KnownPlacement {
-            levels: out,
+            levels,
             shared_cpus: None,
             same_cpus: None,
         })
@@ -283,5 +315,52 @@ impl RunMeta {
             }
         }
         Some((0..n).map(|k| root(&mut parent, k)).collect())
+    }
+}
+
+#[cfg(test)]
+mod file_tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<KnownPlacement, String> {
+        KnownPlacement::parse(text, Path::new("truth.json")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_placement_file_gives_its_levels_as_labels_in_order_of_first_appearance() {
+        let p = parse(
+            r#"{"levels": {"node": ["n2", "n2", "n1", "n1"], "core": {"labels": [7, 7, 3, 4]}}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            p.levels,
+            [
+                ("core".to_string(), vec![0, 0, 1, 2]),
+                ("node".to_string(), vec![0, 0, 1, 1])
+            ]
+        );
+        assert_eq!((p.shared_cpus, p.same_cpus), (None, None));
+    }
+
+    #[test]
+    fn a_file_of_another_shape_is_named_with_what_was_expected() {
+        for (text, expected) in [
+            ("{\"levels\": ", "not JSON"),
+            ("not json", "not JSON"),
+            ("[1, 2]", "an object with `levels`"),
+            ("{\"format\": 3}", "an object with `levels`"),
+            ("{\"levels\": {\"node\": 4}}", "a list of labels"),
+            ("{\"levels\": {\"node\": [true]}}", "a list of labels"),
+            (
+                "{\"levels\": {\"node\": {\"names\": [1]}}}",
+                "a list of labels",
+            ),
+        ] {
+            let e = parse(text).unwrap_err();
+            assert!(
+                e.contains("truth.json") && e.contains(expected),
+                "{text}: {e}"
+            );
+        }
     }
 }
