@@ -86,7 +86,7 @@ impl PlanArgs {
             },
             screen_reps: self.screen_reps,
         };
-        staged.plan.check()?;
+        lgate_harness::staged::check_options(&staged.plan)?;
         crate::count(
             "--screen-reps",
             lgate_stats::check_repetitions(staged.screen_reps),

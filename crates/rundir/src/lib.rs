@@ -22,6 +22,7 @@ mod measurements;
 mod meta;
 pub mod mpi;
 mod placement;
+mod plan;
 pub mod records;
 pub mod report;
 mod screen;
@@ -50,6 +51,7 @@ pub use meta::{
 };
 pub use mpi::{MpiInfo, MpiSettings, SettingValue, YieldSetting};
 pub use placement::KnownPlacement;
+pub use plan::StagedChoices;
 pub use records::{
     Estimator, MessageSize, Pair, PairMeasurement, PingPongParameters, PingPongResult, RawSamples,
     RoundTrips, Saturation, SizeError, SizeResult, UnknownEstimator,

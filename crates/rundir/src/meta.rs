@@ -114,7 +114,7 @@ pub struct PlanInfo {
     /// The plan: `staged`.
     pub name: String,
     /// Its choices (pairs between groups, samples, concurrency, ...).
-    pub parameters: serde_json::Value,
+    pub parameters: crate::StagedChoices,
     /// The screening test of stages hosts, between and alone.
     pub screen: TestInfo,
     /// Screening tests per sweep inside groups and between them.
@@ -710,7 +710,10 @@ impl RunMeta {
         }
         let plan = |p: &Option<PlanInfo>| {
             p.as_ref().map_or("full".to_string(), |p| {
-                format!("{} {} screen {}", p.name, p.parameters, p.screen.parameters)
+                format!(
+                    "{} ({}) screen {}",
+                    p.name, p.parameters, p.screen.parameters
+                )
             })
         };
         differ("plan", plan(&a.plan), plan(&b.plan));

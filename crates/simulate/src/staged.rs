@@ -130,7 +130,7 @@ impl Simulation<'_> {
             pairs_per_sweep: inside + between,
             plan: Some(PlanInfo {
                 name: "staged".into(),
-                parameters: serde_json::to_value(&staged.plan).expect("options serialise"),
+                parameters: staged.plan.clone(),
                 screen: TestInfo {
                     name: "pingpong".into(),
                     parameters: lgate_harness::PairTest::parameters(&screen_test),

@@ -151,7 +151,7 @@ pub(super) fn prepare(
             let (inside, between) = plan.screening_tests_per_sweep();
             let info = PlanInfo {
                 name: "staged".into(),
-                parameters: serde_json::to_value(&choices).expect("options serialise"),
+                parameters: choices.clone(),
                 screen: TestInfo {
                     name: screen.name().to_string(),
                     parameters: screen.parameters(),

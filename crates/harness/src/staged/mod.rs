@@ -49,60 +49,22 @@ use crate::schedule::{
     turn, unit_barrier_time, Pair, Schedule, ScheduleError, Step, SweepPair, Turn,
 };
 
-/// The choices of a staged plan.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StagedOptions {
-    /// Rank pairs tested per pair of groups (K); all of them when K covers them.
-    pub pairs_between: usize,
-    /// Full pair tests per kind of pair (inside groups, between groups), spread over the
-    /// screening's distances.
-    pub samples: usize,
-    /// Screened pairs tested again alone, to measure the bias of testing side by side.
-    pub alone: usize,
-    /// The most extra screening tests for pairs of groups whose samples disagree.
-    #[serde(default)]
-    pub refine: usize,
-    /// The most extra screening tests between the groups of a level the samples nearly decide
-    /// (0 in the choices of runs made before it: a resumed run chooses as it did).
-    #[serde(default)]
-    pub confidence: usize,
-    /// The most pair tests running at once across the machine; unbounded when `None`.
-    pub concurrency: Option<usize>,
-    /// The stage between groups screens every pair across groups, LinkTest's way (see
-    /// [`sweep`]), instead of K sampled pairs per pair of groups.
-    #[serde(default)]
-    pub sweep: bool,
-}
+/// The choices of a staged plan (a run's meta.json records them, hence defined there).
+pub use lgate_rundir::StagedChoices as StagedOptions;
 
-impl Default for StagedOptions {
-    fn default() -> Self {
-        StagedOptions {
-            pairs_between: 4,
-            samples: 3,
-            alone: 8,
-            refine: 32,
-            confidence: 512,
-            concurrency: None,
-            sweep: false,
-        }
+/// Checks the choices of a staged plan.
+pub fn check_options(options: &StagedOptions) -> Result<(), ScheduleError> {
+    if options.pairs_between == 0 {
+        return Err(ScheduleError::BadOption(
+            "--pairs-between must be at least 1".into(),
+        ));
     }
-}
-
-impl StagedOptions {
-    /// Checks the choices.
-    pub fn check(&self) -> Result<(), ScheduleError> {
-        if self.pairs_between == 0 {
-            return Err(ScheduleError::BadOption(
-                "--pairs-between must be at least 1".into(),
-            ));
-        }
-        if self.concurrency == Some(0) {
-            return Err(ScheduleError::BadOption(
-                "--concurrency must be at least 1".into(),
-            ));
-        }
-        Ok(())
+    if options.concurrency == Some(0) {
+        return Err(ScheduleError::BadOption(
+            "--concurrency must be at least 1".into(),
+        ));
     }
+    Ok(())
 }
 
 /// A test of a staged plan: which pair, in which sweep and stage.
@@ -149,7 +111,7 @@ impl StagedPlan {
         seed: u64,
         options: &StagedOptions,
     ) -> Result<Self, ScheduleError> {
-        options.check()?;
+        check_options(options)?;
         if options.sweep && size > SWEEP_MAX_RANKS {
             return Err(ScheduleError::BadOption(format!(
                 "--sweep tests every pair between hosts: {} pairs at {size} ranks; it runs on up \

@@ -53,22 +53,7 @@ pub(super) fn run_section(
     );
     if let Some(plan) = &meta.schedule.plan {
         let mut text = plan.name.clone();
-        if let Some(parameters) = plan.parameters.as_object().filter(|p| !p.is_empty()) {
-            let said: Vec<String> = parameters
-                .iter()
-                .map(|(key, value)| {
-                    let value = match value {
-                        // The one optional choice: the most pair tests at once.
-                        serde_json::Value::Null if key == "concurrency" => "unbounded".into(),
-                        serde_json::Value::Null => "-".into(),
-                        serde_json::Value::String(v) => v.clone(),
-                        v => v.to_string(),
-                    };
-                    format!("{} {value}", key.replace('_', " "))
-                })
-                .collect();
-            text.push_str(&format!(" ({})", said.join(", ")));
-        }
+        text.push_str(&format!(" ({})", plan.parameters));
         if let Some(note) = input.filled_note() {
             text.push_str(&format!("; {note} (matrices/measured.csv)"));
         }
