@@ -300,10 +300,10 @@ impl BenchResult {
         library: String,
     ) -> crate::Tuning {
         use crate::BroadcastTable;
-        let machine = serde_json::json!({
-            "hosts": hosts,
-            "library": library,
-        });
+        let machine = crate::TuningMachine {
+            hosts: hosts.to_vec(),
+            library,
+        };
         let mut tuning = crate::Tuning::from_timings(self.timings, ranks, root, topology, machine);
         tuning.rank_time = lgate_transport::rank_times(self.rank_time);
         tuning

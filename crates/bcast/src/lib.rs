@@ -27,7 +27,7 @@ pub use bench::{
 pub use hierarchy::{coordinator, prune_to_depth};
 pub use tuning::{
     broadcast_tuned, parse_candidate, time_tuned, BroadcastTable, TunedTiming, Tuning, TuningError,
-    TuningRange,
+    TuningMachine, TuningRange,
 };
 
 /// The tag of broadcast messages.

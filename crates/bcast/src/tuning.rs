@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use lgate_topology::{Rank, Topology, TopologyNode};
 use lgate_transport::Transport;
 
-pub use lgate_rundir::bcast_tuning::{Tuning, TuningRange, TUNING_FORMAT};
+pub use lgate_rundir::bcast_tuning::{Tuning, TuningMachine, TuningRange, TUNING_FORMAT};
 
 use crate::bench::{Candidate, Timing, LIBRARY};
 use crate::{broadcast, prune_to_depth, AlgorithmError, BaseAlgorithm, BcastError, Plan};
@@ -80,7 +80,7 @@ pub trait BroadcastTable: Sized {
         ranks: usize,
         root: Rank,
         topology: Option<&TopologyNode>,
-        machine: serde_json::Value,
+        machine: TuningMachine,
     ) -> Self;
     /// Reads a tuning file's text, checking its format, its topology and every choice.
     fn parse(text: &str) -> Result<Self, TuningError>;
@@ -103,7 +103,7 @@ impl BroadcastTable for Tuning {
         ranks: usize,
         root: Rank,
         topology: Option<&TopologyNode>,
-        machine: serde_json::Value,
+        machine: TuningMachine,
     ) -> Self {
         let mut by_size: BTreeMap<usize, Vec<&Timing>> = BTreeMap::new();
         for t in timings.iter().filter(|t| t.correct) {

@@ -57,7 +57,7 @@ fn bench_times_every_candidate_and_the_table_applies() {
         assert!(t.min_us <= t.median_us && t.median_us <= t.p90_us, "{t:?}");
         assert!(t.trimmed_us <= t.p90_us + 1e-9, "{t:?}");
     }
-    let tuning = Tuning::from_timings(timings, 5, 3, Some(&tree()), serde_json::json!({}));
+    let tuning = Tuning::from_timings(timings, 5, 3, Some(&tree()), Default::default());
     assert_eq!(tuning.ranges.len(), 3);
     assert_eq!(tuning.range_for(0).measured_bytes, 0);
     assert_eq!(tuning.range_for(50).measured_bytes, 5);

@@ -244,7 +244,7 @@ fn broadcast_times_and_speedups() {
         lgate_topology::TopologyNode::group(vec![0, 1]),
         lgate_topology::TopologyNode::group(vec![2, 3]),
     ]);
-    let tuning = Tuning::from_timings(timings, 4, 0, Some(&tree), serde_json::json!({}));
+    let tuning = Tuning::from_timings(timings, 4, 0, Some(&tree), Default::default());
     let path = dir.path().join("bcast-tuning.json");
     std::fs::write(&path, serde_json::to_string(&tuning).unwrap()).unwrap();
     let figure = lgate_plot::BcastFigure::of_file(&path).unwrap();

@@ -42,8 +42,8 @@ pub struct Tuning {
     pub root: usize,
     /// The topology MagPIe choices use, in LGate format; none when no topology was given.
     pub topology: Option<String>,
-    /// Where it was measured: hosts, message library.
-    pub machine: serde_json::Value,
+    /// Where it was measured.
+    pub machine: TuningMachine,
     /// The ranges, by increasing size.
     pub ranges: Vec<TuningRange>,
     /// Every timing of the benchmark.
@@ -52,6 +52,17 @@ pub struct Tuning {
     /// (`waiting_*`: barriers, agreeing on round counts, collecting timings).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rank_time: Vec<crate::RankTime>,
+}
+
+/// Where a decision table was measured.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TuningMachine {
+    /// The hosts, one per rank.
+    #[serde(default)]
+    pub hosts: Vec<String>,
+    /// The MPI library's version string.
+    #[serde(default)]
+    pub library: String,
 }
 
 /// The times of one candidate at one size, in microseconds, over the timed rounds.
