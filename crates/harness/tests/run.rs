@@ -346,11 +346,9 @@ fn auto_topology_groups_ranks_by_host() {
         .read_meta()
         .unwrap();
     assert_eq!(meta.schedule.topology_source, "auto");
-    assert_eq!(
-        meta.schedule.topology["tree"]["children"][1]["ranks"],
-        serde_json::json!([3, 4, 5])
-    );
-    assert_eq!(meta.schedule.topology["labels"][3], "n2");
+    let topology = meta.schedule.topology.expect("a topology");
+    assert_eq!(topology.tree().sorted_groups()[1], [3, 4, 5]);
+    assert_eq!(topology.labels().expect("host labels")[3], "n2");
     let log = test.log.lock().unwrap().clone();
     let on =
         |iv: &&Interval, h: usize| iv.rank == iv.pair.i && iv.pair.i / 3 == h && iv.pair.j / 3 == h;

@@ -86,8 +86,10 @@ pub struct TestInfo {
 pub struct ScheduleInfo {
     /// Where the topology came from: a file path, `auto`, or `none` (all ranks one group).
     pub topology_source: String,
-    /// The topology that was used, as an `lgate-plogp-topology` JSON document.
-    pub topology: serde_json::Value,
+    /// The topology that was used, as an `lgate-plogp-topology` JSON document (`{}` for none:
+    /// an imported run).
+    #[serde(with = "lgate_topology::json::embedded")]
+    pub topology: Option<lgate_topology::Topology>,
     /// How many times the whole schedule ran.
     pub sweeps: u32,
     /// The seed of the pair order (and of fast mode's choice of ranks).
@@ -440,7 +442,7 @@ impl RunMeta {
             .collect();
         let schedule = ScheduleInfo {
             topology_source: "none: imported".into(),
-            topology: serde_json::json!({}),
+            topology: None,
             sweeps: 1,
             seed: 0,
             fast_fraction: None,
@@ -722,22 +724,10 @@ impl RunMeta {
 }
 
 /// A topology as the schedule records it, in words: its levels and their groups.
-fn topology_words(t: &serde_json::Value) -> String {
-    let levels: Vec<String> = t["levels"]
-        .as_array()
-        .map(|levels| {
-            levels
-                .iter()
-                .map(|l| {
-                    let groups = l["groups"].as_array().map_or(0, Vec::len);
-                    format!(
-                        "{} of {groups} groups",
-                        l["name"].as_str().unwrap_or("a level")
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+fn topology_words(t: &Option<lgate_topology::Topology>) -> String {
+    let levels: Vec<String> = (t.iter().flat_map(|t| t.levels()))
+        .map(|l| format!("{} of {} groups", l.name, l.groups.len()))
+        .collect();
     if levels.is_empty() {
         "no level above the ranks".into()
     } else {
@@ -776,7 +766,7 @@ mod tests {
             },
             schedule: ScheduleInfo {
                 topology_source: "none".into(),
-                topology: serde_json::json!({}),
+                topology: None,
                 sweeps: 1,
                 seed: 7,
                 fast_fraction: None,
@@ -879,10 +869,15 @@ mod tests {
     fn a_topology_that_differs_is_told_in_words() {
         let a = sample();
         let mut b = sample();
-        b.schedule.topology = serde_json::json!({
-            "levels": [{"name": "node", "groups": [[0], [1]]}],
-            "ranks": b.ranks.len(),
-        });
+        assert_eq!(b.ranks.len(), 2);
+        b.schedule.topology = Some(
+            lgate_topology::json::parse(
+                r#"{"format": "lgate-plogp-topology", "version": 1, "ranks": 2,
+                    "levels": [{"name": "node", "groups": [[0], [1]]}]}"#,
+                None,
+            )
+            .unwrap(),
+        );
         let d = a.plan_differences(&b);
         assert!(
             d.iter()

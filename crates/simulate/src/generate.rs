@@ -858,7 +858,7 @@ impl<'a> Simulation<'a> {
         };
         let schedule_info = ScheduleInfo {
             topology_source: o.topology.describe(),
-            topology: lgate_topology::json::to_value(&topology),
+            topology: Some(topology.clone()),
             sweeps: o.sweeps,
             seed: o.seed,
             fast_fraction: o.fast,

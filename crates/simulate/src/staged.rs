@@ -122,7 +122,7 @@ impl Simulation<'_> {
         let plogp = self.plogp_options();
         let schedule_info = ScheduleInfo {
             topology_source: o.topology.describe(),
-            topology: lgate_topology::json::to_value(&topology),
+            topology: Some(topology.clone()),
             sweeps: o.sweeps,
             seed: o.seed,
             fast_fraction: None,

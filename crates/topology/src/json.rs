@@ -240,6 +240,34 @@ pub fn to_value(topology: &Topology) -> serde_json::Value {
     serde_json::from_str(&to_string(topology)).expect("the topology's JSON parses")
 }
 
+/// Serde for an optional topology inside another JSON file (a run's meta.json): the document
+/// [`to_string`] writes, checked as [`parse`] checks it when read; `{}` for none.
+pub mod embedded {
+    use serde::de::Error as _;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use crate::tree::Topology;
+
+    /// Writes the topology as its document, or `{}`.
+    pub fn serialize<S: Serializer>(topology: &Option<Topology>, s: S) -> Result<S::Ok, S::Error> {
+        match topology {
+            Some(t) => super::to_value(t).serialize(s),
+            None => serde_json::Map::new().serialize(s),
+        }
+    }
+
+    /// Reads a topology document, or `{}` as none.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Topology>, D::Error> {
+        let value = serde_json::Value::deserialize(d)?;
+        if value.as_object().is_some_and(|o| o.is_empty()) {
+            return Ok(None);
+        }
+        super::parse(&value.to_string(), None)
+            .map(Some)
+            .map_err(D::Error::custom)
+    }
+}
+
 /// Writes a topology as a JSON document: one line per group and level, ranks kept on one line.
 pub fn to_string(topology: &Topology) -> String {
     let mut out = String::new();
@@ -576,5 +604,37 @@ mod tests {
             matches!(p, Problem::Json(ref m) if m.contains("invalid type")),
             "{p:?}"
         );
+    }
+
+    #[test]
+    fn an_embedded_topology_is_read_back_as_written_and_an_empty_object_is_none() {
+        #[derive(serde::Serialize, serde::Deserialize)]
+        struct Holder {
+            #[serde(with = "super::embedded")]
+            topology: Option<Topology>,
+        }
+        let t = parse(
+            r#"{"format": "lgate-plogp-topology", "version": 1, "ranks": 4,
+                "labels": ["a", "a", "b", "b"],
+                "levels": [{"name": "node", "groups": [[0, 1], [2, 3]]}]}"#,
+            None,
+        )
+        .unwrap();
+        let text = serde_json::to_string(&Holder {
+            topology: Some(t.clone()),
+        })
+        .unwrap();
+        let back: Holder = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.topology, Some(t));
+        let none = serde_json::to_string(&Holder { topology: None }).unwrap();
+        assert_eq!(none, r#"{"topology":{}}"#);
+        assert_eq!(
+            serde_json::from_str::<Holder>(&none).unwrap().topology,
+            None
+        );
+        // A document that does not hold together is an error, not a topology.
+        let bad = r#"{"topology": {"format": "lgate-plogp-topology", "version": 1, "ranks": 2,
+            "levels": [{"name": "node", "groups": [[0, 1], [1]]}]}}"#;
+        assert!(serde_json::from_str::<Holder>(bad).is_err());
     }
 }

@@ -173,7 +173,7 @@ pub(super) fn prepare(
     };
     let schedule_info = ScheduleInfo {
         topology_source: options.topology.describe(),
-        topology: lgate_topology::json::to_value(&topology),
+        topology: Some(topology.clone()),
         sweeps: options.sweeps,
         seed,
         fast_fraction: options.fast,
