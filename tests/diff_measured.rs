@@ -35,7 +35,9 @@ const ATTEMPTS: usize = 3;
 
 /// Runs with the busy CPU that may be taken: under MPICH, whose ranks spin, a pair sharing a
 /// CPU already waits for time slices, and the spinning process moved it beyond the bar in
-/// 3 of 5 runs here (a rank or the pair, x1.5 at z 279 when it did).
+/// 3 of 5 runs here (a rank or the pair, x1.5 at z 279 when it did). Since a pair's noise
+/// takes the median of its sweeps' ranges (lgate-diff), 234 of 234 comparisons of 18 quiet and
+/// 13 busy runs here named the pair (z 197 or more); 170 with the mean.
 const BUSY_ATTEMPTS: usize = 5;
 
 fn measure(dir: &Path, out: &str) {

@@ -431,10 +431,11 @@ fn contributions(
 
 /// Per matrix (in `kinds`' order): each pair's noise, `None` for a matrix the table says
 /// nothing about. The noise is the standard deviation of one repetition (the p10-p90 range
-/// over 2.563, averaged over sweeps) and, with several sweeps, the standard deviation of the
-/// pair's sweeps as well (added in quadrature): a run's slow drifts show between sweeps, not
-/// between the repetitions of one test. Holds one n x n array of `f32` per matrix and, with
-/// several sweeps, one more per matrix and sweep.
+/// over 2.563) and, with several sweeps, the standard deviation of the pair's sweeps as well
+/// (added in quadrature): a run's slow drifts show between sweeps, not between the
+/// repetitions of one test. See [`sweeps_noise`] for how the sweeps combine. Holds one n x n
+/// array of `f32` per matrix and sweep, with several sweeps as many more, and one of flags
+/// per sweep.
 fn read_noise(
     table: &Path,
     ranks: &[usize],
@@ -444,19 +445,21 @@ fn read_noise(
     let n = ranks.len();
     let row_of: HashMap<usize, usize> = ranks.iter().enumerate().map(|(k, &r)| (r, k)).collect();
     let parts = contributions(kinds);
-    let mut sums: Vec<Vec<f32>> = vec![Vec::new(); kinds.len()];
-    // Per matrix, per sweep: the pair's value in that sweep (with two sweeps or more).
-    let per_sweep = sweeps > 1;
+    // Per matrix, per sweep (one when the run has one): each pair's range and value.
+    let sweeps = sweeps.max(1);
+    let mut ranges: Vec<Vec<Vec<f32>>> = vec![Vec::new(); kinds.len()];
     let mut values: Vec<Vec<Vec<f32>>> = vec![Vec::new(); kinds.len()];
-    let mut counts = vec![0u16; n * n];
+    // Per sweep: the pairs measured in it (their L row).
+    let mut seen = vec![vec![false; n * n]; sweeps];
     let mut bad = None;
     lgate_rundir::for_each_measurement(table, |row| {
         let (Some(&a), Some(&b)) = (row_of.get(&row.i), row_of.get(&row.j)) else {
             return;
         };
         let (a, b) = (a.min(b), a.max(b));
+        let sweep = (row.sweep as usize).min(sweeps - 1);
         if row.parameter == "L" {
-            counts[a * n + b] = counts[a * n + b].saturating_add(1);
+            seen[sweep][a * n + b] = true;
         }
         let range = (row.p90_us - row.p10_us) as f32;
         if !range.is_finite() || range < 0.0 || !row.median_us.is_finite() {
@@ -466,18 +469,15 @@ fn read_noise(
         let key = (param_name(row.parameter), row.size_bytes);
         if let Some(targets) = parts.get(&key) {
             for &(m, w) in targets {
-                let s = &mut sums[m];
-                if s.is_empty() {
-                    *s = vec![0.0; n * n];
-                }
-                s[a * n + b] += w * range;
-                let sweep = row.sweep as usize;
-                if per_sweep && sweep < sweeps {
-                    let v = &mut values[m];
-                    if v.is_empty() {
-                        *v = vec![vec![0.0; n * n]; sweeps];
+                if ranges[m].is_empty() {
+                    ranges[m] = vec![vec![0.0; n * n]; sweeps];
+                    if sweeps > 1 {
+                        values[m] = vec![vec![0.0; n * n]; sweeps];
                     }
-                    v[sweep][a * n + b] += w * row.median_us as f32;
+                }
+                ranges[m][sweep][a * n + b] += w * range;
+                if let Some(v) = values[m].get_mut(sweep) {
+                    v[a * n + b] += w * row.median_us as f32;
                 }
             }
         }
@@ -490,36 +490,58 @@ fn read_noise(
             ),
         });
     }
-    Ok(sums
+    Ok(ranges
         .into_iter()
         .zip(values)
-        .map(|(mut s, v)| {
-            if s.is_empty() {
+        .map(|(mut r, v)| {
+            if r.is_empty() {
                 return None;
             }
+            let (mut pair_ranges, mut pair_values) = (Vec::new(), Vec::new());
             for a in 0..n {
                 for b in a + 1..n {
                     let k = a * n + b;
-                    let sigma = match counts[k] {
-                        0 => f32::NAN,
-                        w => {
-                            let repeat = s[k] / f32::from(w) / P10_P90_SIGMAS as f32;
-                            let between = if v.is_empty() {
-                                0.0
-                            } else {
-                                sample_sd(v.iter().map(|sweep| sweep[k]))
-                            };
-                            (repeat * repeat + between * between).sqrt()
-                        }
-                    };
-                    s[k] = sigma;
-                    s[b * n + a] = sigma;
+                    pair_ranges.clear();
+                    pair_values.clear();
+                    for s in (0..sweeps).filter(|&s| seen[s][k]) {
+                        pair_ranges.push(f64::from(r[s][k]));
+                        pair_values.extend(v.get(s).map(|v| v[k]));
+                    }
+                    let sigma =
+                        sweeps_noise(&mut pair_ranges, &pair_values).map_or(f32::NAN, |x| x as f32);
+                    // The first sweep's ranges become the noise: pair k is read only here.
+                    r[0][k] = sigma;
+                    r[0][b * n + a] = sigma;
                 }
-                s[a * n + a] = 0.0;
             }
-            Some(s)
+            let mut out = r.swap_remove(0);
+            for a in 0..n {
+                out[a * n + a] = 0.0;
+            }
+            Some(out)
         })
         .collect())
+}
+
+/// A pair's noise from the sweeps that measured it (each its repetitions' p10-p90 range and
+/// its value; `None` without any; a pair missing from a sweep is not a sweep of value 0): one
+/// repetition's standard deviation, the median range over 2.563, and the sample standard
+/// deviation of its sweeps, added in quadrature.
+///
+/// The median range, as the pair's value is the median of its sweeps: two ranks taking turns
+/// on a CPU with a busy process repeat a 12 ms round trip to a thousandth, but one of its
+/// three repetitions in one sweep went round in 10 ms, and that sweep's range, in the mean,
+/// hid the pair turning 50 % slower (z 18 of the 30 a lone pair needs; z 436 with the median).
+/// The sample standard deviation, not a robust one: cross-CPU pairs of this VM ran 4x slower
+/// in two of three sweeps of one run of an unchanged machine, which the sweeps' median
+/// absolute deviation called precise and named (z 10-12) against every other run.
+fn sweeps_noise(ranges: &mut [f64], values: &[f32]) -> Option<f64> {
+    if ranges.is_empty() {
+        return None;
+    }
+    let repeat = lgate_stats::median(ranges) / P10_P90_SIGMAS;
+    let between = f64::from(sample_sd(values.iter().copied()));
+    Some(repeat.hypot(between))
 }
 
 /// Each pair's noise at one screening size (row-major, n x n; NaN for a pair not screened):
@@ -609,5 +631,29 @@ fn param_name(p: &str) -> &'static str {
         "or" => "or",
         "g" => "g",
         _ => "",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_sweeps_wide_range_does_not_make_a_precise_pair_noisy() {
+        // Three sweeps of a 12 ms pair, one with a repetition 2 ms off: the median range.
+        let mut ranges = [2011.0, 21.0, 25.0];
+        let values = [12000.0, 11999.0, 12001.0];
+        let sigma = sweeps_noise(&mut ranges, &values).unwrap();
+        let repeat = 25.0 / P10_P90_SIGMAS;
+        assert!((sigma - repeat.hypot(1.0)).abs() < 1e-3, "{sigma}");
+        // Sweeps that disagree keep their whole spread: 4x slower in two of three.
+        let mut ranges = [0.05, 0.1, 0.06];
+        let sigma = sweeps_noise(&mut ranges, &[0.32, 1.23, 1.16]).unwrap();
+        assert!(sigma > 0.45, "{sigma}");
+        // Two sweeps: their mean range; none: no noise known.
+        let mut ranges = [10.0, 30.0];
+        let sigma = sweeps_noise(&mut ranges, &[100.0, 100.0]).unwrap();
+        assert!((sigma - 20.0 / P10_P90_SIGMAS).abs() < 1e-9);
+        assert_eq!(sweeps_noise(&mut [], &[]), None);
     }
 }
