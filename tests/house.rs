@@ -1,5 +1,8 @@
 //! Guards of the house: the binary's command files stay thin, no public function returns a
-//! `String` for its error, and the paths the README and docs/ cite exist.
+//! `String` for its error, the paths the README and docs/ cite exist, and a test that cannot
+//! run says so as a skip.
+
+mod common;
 
 use std::path::{Path, PathBuf};
 
@@ -162,4 +165,61 @@ fn the_path_check_sees_a_missing_file_and_skips_placeholders() {
         ["crates/harness/src/staged.rs", "tests/house.rs"]
     );
     assert!(!root().join("crates/harness/src/staged.rs").exists());
+}
+
+/// The lines of the test files under `dirs` that print a skip themselves (a line that is an
+/// `eprintln!` of a text saying "skip"), not through `common::skip`, which `scripts/test` lists.
+fn own_skips(dirs: &[PathBuf]) -> Vec<String> {
+    let mut files = Vec::new();
+    for dir in dirs {
+        rust_files(dir, &mut files);
+    }
+    let mut found = Vec::new();
+    for f in files.iter().filter(|f| !f.ends_with("common/mod.rs")) {
+        let code = std::fs::read_to_string(f).unwrap();
+        let lines: Vec<&str> = code.lines().collect();
+        for (k, line) in lines.iter().enumerate() {
+            // The call up to its end, over the lines it takes (three at most).
+            let call = lines[k..(k + 3).min(lines.len())].join(" ").to_lowercase();
+            let call = call.split(");").next().unwrap_or("");
+            if line.trim().starts_with("eprintln!") && call.contains("skip") {
+                found.push(format!("{}:{}: {}", f.display(), k + 1, line.trim()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn a_test_that_cannot_run_says_so_as_a_skip() {
+    let mut dirs = vec![root().join("tests")];
+    for entry in std::fs::read_dir(root().join("crates")).unwrap().flatten() {
+        dirs.push(entry.path().join("tests"));
+    }
+    let found = own_skips(&dirs);
+    assert!(
+        found.is_empty(),
+        "tests that print their own skip and pass (call common::skip, which scripts/test \
+         lists): {found:#?}"
+    );
+    // The skip is recorded where scripts/test reads it.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("skips");
+    common::skip_to(Some(&file), "a test", "no such device");
+    common::skip_to(Some(&file), "another", "one CPU");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "SKIPPED a test: no such device\nSKIPPED another: one CPU\n"
+    );
+    // And the check sees a test that prints its own.
+    let planted = dir.path().join("tests");
+    std::fs::create_dir(&planted).unwrap();
+    std::fs::write(
+        planted.join("t.rs"),
+        "fn t() {\n    if x {\n        eprintln!(\"skipped: no MPI\");\n        return;\n    }\n    \
+         if y {\n        eprintln!(\n            \"Skipping: one CPU\"\n        );\n    }\n    \
+         eprintln!(\"took {s} s\");\n    let skip = 1;\n}\n",
+    )
+    .unwrap();
+    assert_eq!(own_skips(&[planted]).len(), 2);
 }

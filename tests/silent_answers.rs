@@ -556,7 +556,13 @@ fn unbound_ranks_on_one_host_give_no_level_and_no_core() {
         .collect();
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cpus < 2 || sets.iter().all(|s| !s.contains(['-', ','])) {
-        eprintln!("skipped: the launcher bound every rank to one CPU ({sets:?})");
+        common::skip(
+            "silent_answers::unbound_ranks_on_one_host_give_no_level_and_no_core",
+            &format!(
+                "{cpus} CPU(s), or the launcher bound every rank to one CPU ({sets:?}): no \
+                 unbound ranks to measure"
+            ),
+        );
         return;
     }
     let (levels, summary) = levels_found(d, "run");

@@ -254,3 +254,34 @@ pub fn simulate_fram32(dir: &Path, max_size: &str, extra: &[&str]) {
     args.extend_from_slice(extra);
     success(lgate_plogp_in(dir, &args));
 }
+
+/// The file `scripts/test` lists the skipped tests from (one line each).
+pub const SKIPS_ENV: &str = "LGATE_TEST_SKIPS";
+
+/// Says that `what` (a test, or a part of one) could not run here, and why: on stderr, and as a
+/// line of the file [`SKIPS_ENV`] names, which `scripts/test` lists at its end, so that a skip is
+/// never read as a pass. The test then returns.
+pub fn skip(what: &str, reason: &str) {
+    skip_to(
+        std::env::var_os(SKIPS_ENV).as_deref().map(Path::new),
+        what,
+        reason,
+    );
+}
+
+/// [`skip`], recorded in `file` when there is one.
+pub fn skip_to(file: Option<&Path>, what: &str, reason: &str) {
+    let line = format!("SKIPPED {what}: {reason}");
+    eprintln!("{line}");
+    if let Some(file) = file {
+        use std::io::Write;
+        let written = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(file)
+            .and_then(|mut f| writeln!(f, "{line}"));
+        if let Err(e) = written {
+            panic!("{}: {e} (recording the skip of {what})", file.display());
+        }
+    }
+}
