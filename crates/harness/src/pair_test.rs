@@ -113,7 +113,11 @@ impl PairTest for PingPong {
     }
 
     fn parameters(&self) -> serde_json::Value {
-        serde_json::json!({"sizes": self.sizes, "reps": self.reps})
+        let parameters = lgate_rundir::PingPongParameters {
+            sizes: self.sizes.clone(),
+            reps: self.reps,
+        };
+        serde_json::to_value(parameters).expect("ping-pong parameters serialise")
     }
 
     fn run(

@@ -15,6 +15,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
 use rayon::prelude::*;
+use serde::Serialize;
 
 use crate::layout::Layout;
 use crate::model::{MachineModel, TrueParams};
@@ -989,31 +990,104 @@ impl<'a> Simulation<'a> {
             .map(|p| Pair::new(rank_of[p.i], rank_of[p.j]))
             .collect();
         slow.sort();
-        serde_json::json!({
-            "model": self.model,
-            "machine": self.model.to_string(),
-            "reps": self.options.reps,
-            "artifacts": self.model.artifacts.names(),
-            "band_offsets": self.effects.bands(),
-            "slow_pairs": slow.iter().map(|p| [p.i, p.j]).collect::<Vec<_>>(),
-            "slow_node": self.effects.slow_nodes().first().map(|&n| self.layout.host_name(n)),
-            "slow_nodes": self.effects.slow_nodes().iter().map(|&n| self.layout.host_name(n)).collect::<Vec<_>>(),
-            "degraded": self.effects.degraded.iter().map(|(nodes, f)| serde_json::json!({
-                "hosts": nodes.iter().map(|&n| self.layout.host_name(n)).collect::<Vec<_>>(),
-                "factor": f,
-            })).collect::<Vec<_>>(),
-            "slow_ranks": self.effects.slow_ranks.iter().filter(|r| r.1.is_none()).map(|&(rank, _, f)| serde_json::json!({
-                "rank": rank,
-                "factor": f,
-            })).collect::<Vec<_>>(),
-            "slow_rank_pairs": self.effects.slow_ranks.iter().filter_map(|&(rank, with, f)| with.map(|w| serde_json::json!({
-                "ranks": [rank.min(w), rank.max(w)],
-                "factor": f,
-            }))).collect::<Vec<_>>(),
-            "rerun": self.options.rerun,
-            "times": "simulated: start from SOURCE_DATE_EPOCH (or the Unix epoch), wall time as estimated for a real run",
-        })
+        let hosts = |nodes: &[usize]| -> Vec<String> {
+            nodes.iter().map(|&n| self.layout.host_name(n)).collect()
+        };
+        let record = SimulationRecord {
+            model: self.model,
+            machine: self.model.to_string(),
+            reps: self.options.reps,
+            artifacts: self.model.artifacts.names(),
+            band_offsets: self.effects.bands(),
+            slow_pairs: slow.iter().map(|p| [p.i, p.j]).collect(),
+            slow_node: (self.effects.slow_nodes().first()).map(|&n| self.layout.host_name(n)),
+            slow_nodes: hosts(self.effects.slow_nodes()),
+            degraded: (self.effects.degraded.iter())
+                .map(|(nodes, f)| DegradedRecord {
+                    hosts: hosts(nodes),
+                    factor: *f,
+                })
+                .collect(),
+            slow_ranks: (self.effects.slow_ranks.iter())
+                .filter(|r| r.1.is_none())
+                .map(|&(rank, _, factor)| SlowRankRecord { rank, factor })
+                .collect(),
+            slow_rank_pairs: (self.effects.slow_ranks.iter())
+                .filter_map(|&(rank, with, factor)| {
+                    with.map(|w| SlowPairRecord {
+                        ranks: [rank.min(w), rank.max(w)],
+                        factor,
+                    })
+                })
+                .collect(),
+            rerun: self.options.rerun,
+            times: SIMULATED_TIMES,
+        };
+        serde_json::to_value(record).expect("a simulation record serialises")
     }
+}
+
+/// How meta.json says a simulated run's times were made.
+const SIMULATED_TIMES: &str =
+    "simulated: start from SOURCE_DATE_EPOCH (or the Unix epoch), wall time as estimated for a real run";
+
+/// What meta.json's `simulation` keeps of a simulated run: the model and what was drawn from
+/// the seed (held in meta.json as a JSON object: its keys sorted).
+#[derive(Debug, Serialize)]
+struct SimulationRecord<'a> {
+    /// The machine model.
+    model: &'a MachineModel,
+    /// The model in words.
+    machine: String,
+    /// Repetitions of each measurement.
+    reps: usize,
+    /// The artifacts drawn into the measurements.
+    artifacts: Vec<&'static str>,
+    /// The band each rank's measurements were shifted by (the `bands` artifact).
+    band_offsets: &'a [usize],
+    /// The pairs of ranks made slow, as rank pairs.
+    slow_pairs: Vec<[usize; 2]>,
+    /// The first slow node's host, if any.
+    slow_node: Option<String>,
+    /// Every slow node's host.
+    slow_nodes: Vec<String>,
+    /// Hosts and links made slower (`--slow-host`, `--slow-link`).
+    degraded: Vec<DegradedRecord>,
+    /// Ranks made slower in all their pairs (`--slow-rank RANK=F`).
+    slow_ranks: Vec<SlowRankRecord>,
+    /// Single pairs made slower (`--slow-rank RANK:RANK=F`).
+    slow_rank_pairs: Vec<SlowPairRecord>,
+    /// Which measurement of the same machine this is.
+    rerun: u64,
+    /// How the run's times were made.
+    times: &'static str,
+}
+
+/// A host, or a link between two, made slower.
+#[derive(Debug, Serialize)]
+struct DegradedRecord {
+    /// The host, or the link's two hosts.
+    hosts: Vec<String>,
+    /// How many times as long its pairs take.
+    factor: f64,
+}
+
+/// A rank made slower in all its pairs.
+#[derive(Debug, Serialize)]
+struct SlowRankRecord {
+    /// The rank.
+    rank: usize,
+    /// How many times as long its pairs take.
+    factor: f64,
+}
+
+/// One pair of ranks made slower.
+#[derive(Debug, Serialize)]
+struct SlowPairRecord {
+    /// The two ranks, the smaller first.
+    ranks: [usize; 2],
+    /// How many times as long the pair takes.
+    factor: f64,
 }
 
 /// The start and end of a simulated run: from `SOURCE_DATE_EPOCH` when set (the reproducible
