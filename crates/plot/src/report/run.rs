@@ -3,9 +3,28 @@
 
 use std::fmt::Write as _;
 
+use serde::Deserialize as _;
 use serde_json::Value;
 
 use super::{escape, row};
+
+/// What the report reads of meta.json's record of a simulated run.
+#[derive(serde::Deserialize)]
+struct SimulationView {
+    /// The machine model (its name).
+    model: NamedModel,
+    /// The model in words.
+    machine: String,
+    /// The artifacts drawn into the measurements.
+    artifacts: Vec<String>,
+}
+
+/// A machine model's name.
+#[derive(serde::Deserialize)]
+struct NamedModel {
+    /// The preset or file name.
+    name: String,
+}
 
 /// The run's metadata table, the test's parameters, the placement and the MPI settings.
 pub(super) fn run_section(
@@ -82,16 +101,16 @@ pub(super) fn run_section(
         );
     }
     if let Some(sim) = &meta.simulation {
-        row(
-            html,
-            "simulated machine",
-            &format!(
+        let text = match SimulationView::deserialize(sim) {
+            Ok(v) => format!(
                 "{} ({}), artifacts: {}",
-                sim["model"]["name"].as_str().unwrap_or("?"),
-                sim["machine"].as_str().unwrap_or("?"),
-                sim["artifacts"]
+                v.model.name,
+                v.machine,
+                serde_json::to_string(&v.artifacts).unwrap_or_default()
             ),
-        );
+            Err(e) => format!("? (meta.json's simulation record: {e})"),
+        };
+        row(html, "simulated machine", &text);
     }
     if let Some(k) = &meta.system.kernel {
         row(html, "kernel", k);
