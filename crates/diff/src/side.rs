@@ -531,7 +531,7 @@ fn read_noise(
 /// The median range, as the pair's value is the median of its sweeps: two ranks taking turns
 /// on a CPU with a busy process repeat a 12 ms round trip to a thousandth, but one of its
 /// three repetitions in one sweep went round in 10 ms, and that sweep's range, in the mean,
-/// hid the pair turning 50 % slower (z 18 of the 30 a lone pair needs; z 436 with the median).
+/// hid the pair turning 50 % slower (z 18 of the 30 a lone pair needs; z 384 with the median).
 /// The sample standard deviation, not a robust one: cross-CPU pairs of this VM ran 4x slower
 /// in two of three sweeps of one run of an unchanged machine, which the sweeps' median
 /// absolute deviation called precise and named (z 10-12) against every other run.
