@@ -125,7 +125,10 @@ pub(crate) fn hosts_part(
                 sets.insert(1, (f, tests));
                 sets.insert(2, (f, floors));
             }
-            crate::host_levels::refine_sizes(auto(&g, &hosts_p), &sets, &hosts_p)
+            // The medians' own levels judged by the pairs too: a gap of a few host pairs'
+            // medians can be noise that many pairs do not bear out.
+            let medians = crate::host_levels::judged_by_pairs(auto(&g, &hosts_p), &sets, &hosts_p);
+            crate::host_levels::refine_sizes(medians, &sets, &hosts_p)
         }
         None => (auto(&g, &hosts_p), Vec::new()),
     };

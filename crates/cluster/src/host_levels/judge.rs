@@ -34,16 +34,7 @@ pub(super) fn best_grouping(
             continue;
         }
         let labels = dendrogram.cut(k);
-        // Each host's own effect taken out over all hosts, else around this grouping's blocks:
-        // in groups of unequal sizes, the hosts of the smaller group have more far pairs, and
-        // their effects over all hosts are partly the grouping's.
-        let judged = judge(&labels, hosts, &m, values, &effects, p).or_else(|| {
-            let (m, effects) = match &logs {
-                Some(logs) => without_block_effects(logs, &labels),
-                None => (raw.clone(), vec![1.0; n]),
-            };
-            judge(&labels, hosts, &m, values, &effects, p)
-        });
+        let judged = judge_cut(&labels, hosts, &raw, &m, &effects, logs.as_ref(), values, p);
         let Some(c) = judged else {
             continue;
         };
@@ -58,6 +49,59 @@ pub(super) fn best_grouping(
     // the best z may be a cut that mixes two levels (one group's leaves beside another group
     // whole), which a finer z of more pairs favours.
     coarsest.or(best)
+}
+
+/// The test of one grouping `labels` of `hosts` (`raw` their medians; `m` and `effects` the
+/// medians without each host's own effect, `logs` the medians' logs when all are positive):
+/// each host's own effect taken out over all hosts, else around this grouping's blocks (in
+/// groups of unequal sizes, the hosts of the smaller group have more far pairs, and their
+/// effects over all hosts are partly the grouping's).
+#[allow(clippy::too_many_arguments)]
+fn judge_cut(
+    labels: &[usize],
+    hosts: &[usize],
+    raw: &Array2<f64>,
+    m: &Array2<f64>,
+    effects: &[f64],
+    logs: Option<&Array2<f64>>,
+    values: &BetweenValues,
+    p: &AutoParams,
+) -> Option<Candidate> {
+    judge(labels, hosts, m, values, effects, p).or_else(|| {
+        let (m, effects) = match logs {
+            Some(logs) => without_block_effects(logs, labels),
+            None => (raw.clone(), vec![1.0; labels.len()]),
+        };
+        judge(labels, hosts, &m, values, &effects, p)
+    })
+}
+
+/// The test of the grouping `labels` of `hosts` (a level of the host medians' own tree) on the
+/// pairs of one size, `g` its host x host medians; pairs that fall short of the least gap give
+/// it a z of 0 at most.
+pub(super) fn judge_grouping(
+    hosts: &[usize],
+    labels: &[usize],
+    g: &Array2<f64>,
+    values: &BetweenValues,
+    p: &AutoParams,
+) -> Option<Candidate> {
+    let n = hosts.len();
+    let raw = Array2::from_shape_fn((n, n), |(a, b)| g[[hosts[a], hosts[b]]]);
+    if raw.iter().any(|x| !x.is_finite()) {
+        return None;
+    }
+    let (m, effects) = without_host_effects(&raw);
+    let positive = (raw.indexed_iter()).all(|((a, b), &x)| a == b || x > 0.0);
+    let logs = positive.then(|| raw.mapv(f64::ln));
+    judge_cut(labels, hosts, &raw, &m, &effects, logs.as_ref(), values, p).or_else(|| {
+        // Pairs with no gap between them bear the grouping out even less: judged as they are.
+        let c = judge_any_gap(labels, hosts, &m, values, &effects, p)?;
+        Some(Candidate {
+            z: c.z.min(0.0),
+            ..c
+        })
+    })
 }
 
 /// `m` (medians between hosts) with each host's own effect taken out, and the effects: in
@@ -129,6 +173,18 @@ pub(super) fn without_block_effects(
 /// The test of one grouping (`labels` over `hosts`, `m` their medians): `None` when it fails
 /// the structural or nearness tests or the least gap.
 pub(super) fn judge(
+    labels: &[usize],
+    hosts: &[usize],
+    m: &Array2<f64>,
+    values: &BetweenValues,
+    effects: &[f64],
+    p: &AutoParams,
+) -> Option<Candidate> {
+    judge_any_gap(labels, hosts, m, values, effects, p).filter(|c| c.gap)
+}
+
+/// [`judge`], with a grouping whose pairs fall short of the least gap kept (its `gap` false).
+fn judge_any_gap(
     labels: &[usize],
     hosts: &[usize],
     m: &Array2<f64>,
@@ -211,9 +267,10 @@ pub(super) fn judge(
     }
     let mut z = lgate_stats::mann_whitney_z(&within, &between);
     let (w, b) = (median(&mut within), median(&mut between));
-    if !(w > 0.0 && b >= (1.0 + LEAST_GAP) * w) {
+    if w <= 0.0 {
         return None;
     }
+    let gap = b >= (1.0 + LEAST_GAP) * w;
     let mut counts: Vec<f64> = (within_pairs.iter().chain(&between_pairs))
         .map(|&(a, c)| values.of(hosts[a], hosts[c]).len() as f64)
         .collect();
@@ -265,5 +322,6 @@ pub(super) fn judge(
         every_pair,
         z_most,
         tests: per_pair,
+        gap,
     })
 }

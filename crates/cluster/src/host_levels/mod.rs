@@ -49,7 +49,7 @@ use crate::separation::{cut_sizes, median};
 mod judge;
 mod refine;
 
-pub use refine::{refine, refine_sizes, Evidence, MOST_TESTS};
+pub use refine::{judged_by_pairs, refine, refine_sizes, Evidence, MOST_TESTS};
 
 use judge::best_grouping;
 use refine::Candidate;

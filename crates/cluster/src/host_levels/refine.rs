@@ -26,6 +26,8 @@ pub(super) struct Candidate {
     pub(super) every_pair: bool,
     pub(super) z_most: f64,
     pub(super) tests: f64,
+    /// Whether the pairs between groups stand [`LEAST_GAP`] above those inside at least.
+    pub(super) gap: bool,
 }
 
 /// `tree` (over hosts, as `auto` found it on the medians `g`) with the levels the pairs
@@ -49,6 +51,42 @@ pub fn refine_sizes(tree: Tree, sets: &[Evidence<'_>], p: &AutoParams) -> (Tree,
     let mut doubts = Vec::new();
     let t = refine_in(tree, sets, p, &mut doubts);
     (t, doubts)
+}
+
+/// `tree` (the host medians' own, over hosts) with each of its levels that the pairs of no
+/// size decide, though they are enough to, made one group again, for [`refine_in`] to split by
+/// what the pairs do decide or to leave in doubt. A level too few pairs can decide (every pair
+/// inside its groups nearer than every pair between them would still fall short) stays as the
+/// medians found it.
+pub fn judged_by_pairs(tree: Tree, sets: &[Evidence<'_>], p: &AutoParams) -> Tree {
+    let Tree::Node {
+        children,
+        separation,
+    } = tree
+    else {
+        return tree;
+    };
+    let mut hosts = Vec::new();
+    let mut labels = Vec::new();
+    for (l, child) in children.iter().enumerate() {
+        let of = child.ranks();
+        labels.extend(std::iter::repeat_n(l, of.len()));
+        hosts.extend(of);
+    }
+    let judged: Vec<Candidate> = (sets.iter())
+        .filter_map(|&(g, values)| judge::judge_grouping(&hosts, &labels, g, values, p))
+        .collect();
+    let decided = judged.iter().any(|c| c.z >= p.pairs_decide);
+    let could = judged.iter().any(|c| c.z_most >= p.pairs_decide);
+    if could && !decided {
+        return Tree::Leaf(hosts);
+    }
+    Tree::Node {
+        children: (children.into_iter())
+            .map(|c| judged_by_pairs(c, sets, p))
+            .collect(),
+        separation,
+    }
 }
 
 pub(super) fn refine_in(
