@@ -132,6 +132,8 @@ impl MeasureArgs {
                 JournalFlag::Binary => lgate_rundir::JournalFormat::Binary,
                 JournalFlag::Json => lgate_rundir::JournalFormat::Json,
             },
+            // The staged plan's confidence budget asks `cluster`'s own judge.
+            judge: Some(&lgate_cluster::ScreenedJudge),
         })
     }
 }

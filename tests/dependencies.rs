@@ -423,3 +423,21 @@ fn package_dir() -> std::path::PathBuf {
         std::path::PathBuf::from,
     )
 }
+
+#[test]
+fn the_measuring_side_links_no_clustering() {
+    // The staged plan asks a `LevelJudge` (lgate-topology) that the binary fills with
+    // `cluster`'s, so that the measuring ranks link no clustering library.
+    for package in ["lgate-harness", "lgate-transport"] {
+        let tree = cargo_tree(package, &[]);
+        let unwanted: Vec<&str> = tree
+            .lines()
+            .filter(|l| {
+                ["lgate-cluster ", "kodama ", "linfa ", "petal-clustering "]
+                    .iter()
+                    .any(|c| l.starts_with(c))
+            })
+            .collect();
+        assert!(unwanted.is_empty(), "{package} pulls in {unwanted:?}");
+    }
+}

@@ -63,6 +63,7 @@ pub use input::{
 pub use linkage::{profile_distances, Dendrogram, Linkage};
 pub use outliers::slow_ranks;
 pub use score::{accuracy, adjusted_rand_index, name_levels, score_levels, LevelScore, ScoreError};
+pub use screened_hosts::ScreenedJudge;
 pub use stored::default_topology;
 pub use summary::ClusterSummary;
 

@@ -17,50 +17,44 @@ use lgate_rundir::{BetweenPairs, Estimator, HostEntry, HostIndex};
 use crate::auto::AutoParams;
 use crate::by_hosts::{hosts_part, links_of, ByHostsError, PairTests};
 use crate::host_levels::Doubt;
+use lgate_topology::judge::{JudgeError, LevelJudge};
 
-/// Pairs of ranks with their values at each screening size, as `measure` screened them.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ScreenedRankPairs {
-    /// The first rank of each pair.
-    pub i: Vec<u32>,
-    /// The second rank.
-    pub j: Vec<u32>,
-    /// Per size (ascending), each pair's value in microseconds (NaN: none at that size).
-    pub values: Vec<Vec<f64>>,
-    /// Per size, each pair's floor in microseconds: its least repetition (NaN: not known).
-    pub floors: Vec<Vec<f64>>,
-}
+pub use lgate_topology::judge::ScreenedRankPairs;
 
-impl ScreenedRankPairs {
-    /// No pairs, at `sizes` sizes.
-    pub fn with_sizes(sizes: usize) -> Self {
-        ScreenedRankPairs {
-            values: vec![Vec::new(); sizes],
-            floors: vec![Vec::new(); sizes],
-            ..Default::default()
-        }
+/// `cluster`'s judge of the levels above the hosts, for `measure` to ask while it measures
+/// ([`doubts_of_screened`]): a level the pairs decide only below [`Z_FIRM`] counts as in doubt
+/// too (`cluster` would keep it undecided), and groups of hosts with a slow host inside are
+/// levels as any other (their ranks share no core).
+///
+/// [`Z_FIRM`]: crate::host_levels::Z_FIRM
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ScreenedJudge;
+
+impl LevelJudge for ScreenedJudge {
+    fn max_groups(&self) -> usize {
+        crate::host_levels::MAX_HOSTS
     }
-
-    /// Adds pair `(i, j)` with its value and floor at each size (in the order of the sizes).
-    pub fn push(&mut self, i: u32, j: u32, values: &[f64], floors: &[f64]) {
-        self.i.push(i);
-        self.j.push(j);
-        for (k, column) in self.values.iter_mut().enumerate() {
-            column.push(values.get(k).copied().unwrap_or(f64::NAN));
-        }
-        for (k, column) in self.floors.iter_mut().enumerate() {
-            column.push(floors.get(k).copied().unwrap_or(f64::NAN));
-        }
+    fn z_decide(&self) -> f64 {
+        crate::host_levels::Z_DECIDE
     }
-
-    /// The number of pairs.
-    pub fn len(&self) -> usize {
-        self.i.len()
+    fn z_firm(&self) -> f64 {
+        crate::host_levels::Z_FIRM
     }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.i.is_empty()
+    fn most_tests(&self) -> usize {
+        crate::host_levels::MOST_TESTS
+    }
+    fn doubts(
+        &self,
+        groups: &[Vec<usize>],
+        ranks: usize,
+        pairs: ScreenedRankPairs,
+    ) -> Result<Vec<Doubt>, JudgeError> {
+        let p = AutoParams {
+            slow_inside_level: false,
+            pairs_decide: crate::host_levels::Z_FIRM,
+            ..AutoParams::default()
+        };
+        Ok(doubts_of_screened(groups, ranks, pairs, &p)?)
     }
 }
 

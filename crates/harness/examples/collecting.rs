@@ -34,6 +34,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ..StagedPlanOptions::default()
         }),
         journal,
+        // As `measure` runs it: the confidence budget asks `cluster`'s judge.
+        judge: Some(&lgate_cluster::ScreenedJudge),
         ..RunOptions::new(&dir)
     };
     let started = Instant::now();

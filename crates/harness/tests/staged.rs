@@ -54,6 +54,7 @@ fn staged(out: &Path, topology: TopologySource) -> RunOptions {
             screen_reps: 4,
             ..StagedPlanOptions::default()
         }),
+        judge: Some(&lgate_cluster::ScreenedJudge),
         ..RunOptions::new(out)
     }
 }

@@ -180,7 +180,7 @@ impl Simulation<'_> {
                 screening.add(t.stage, t.test.sweep, t.test.pair, &r.sizes);
             }
         }
-        let follow_up = choose_follow_up(&mut screened, &plan);
+        let follow_up = choose_follow_up(&mut screened, &plan, Some(&lgate_cluster::ScreenedJudge));
         let notes = follow_up.doubts.clone();
         drop(screened);
         let mut sampled = Vec::new();

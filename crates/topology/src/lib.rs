@@ -26,6 +26,7 @@ pub mod error;
 pub mod export;
 pub mod format;
 pub mod json;
+pub mod judge;
 pub mod lgate;
 pub mod newick;
 pub mod outline;

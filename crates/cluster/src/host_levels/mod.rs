@@ -167,50 +167,9 @@ impl BetweenValues {
     }
 }
 
-/// A grouping of hosts the pairs nearly decide.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Doubt {
-    /// The groups.
-    pub groups: usize,
-    /// The hosts grouped.
-    pub hosts: usize,
-    /// Which hosts (their positions in the host x host matrix).
-    pub members: Vec<usize>,
-    /// The group of each of `members`, from 0.
-    pub labels: Vec<usize>,
-    /// The test's z.
-    pub z: f64,
-    /// The pairs now measured between two hosts (the median over the hosts compared).
-    pub pairs: usize,
-    /// The pairs between two hosts that would bring z to the bar that decides
-    /// ([`AutoParams::pairs_decide`]) if the difference holds.
-    pub pairs_needed: usize,
-    /// Whether every pair between two of the hosts compared was measured already (more pairs
-    /// cannot be had; repetitions sharpen those there are).
-    pub every_pair: bool,
-    /// The most z the pairs there are can give (every pair inside a group shorter than every
-    /// pair across): below [`Z_DECIDE`], this group cannot decide alone.
-    pub z_most: f64,
-    /// The tests a pair now has (the mean over the pairs compared; 1 where tests were not
-    /// kept apart).
-    pub tests: f64,
-    /// The tests a pair would need for z to reach the bar that decides if each counted alone and the
-    /// difference held (one more than now at least, [`MOST_TESTS`] at most).
-    pub tests_needed: usize,
-}
-
-impl Doubt {
-    /// Its groups: the hosts of each (positions in the host x host matrix).
-    pub fn groups_of(&self) -> Vec<Vec<usize>> {
-        let mut groups = vec![Vec::new(); self.groups];
-        for (&host, &l) in self.members.iter().zip(&self.labels) {
-            if let Some(g) = groups.get_mut(l) {
-                g.push(host);
-            }
-        }
-        groups
-    }
-}
+/// A grouping of hosts the pairs nearly decide (`pairs_needed` and `tests_needed` for
+/// [`AutoParams::pairs_decide`], the latter [`MOST_TESTS`] at most).
+pub use lgate_topology::judge::Doubt;
 
 #[cfg(test)]
 mod tests;

@@ -405,7 +405,11 @@ fn measure(
             let follow_up: FollowUp = match sink.collector() {
                 Some(c) => {
                     // Chosen once: the values are let go (16 bytes a screening test).
-                    let chosen = choose_follow_up(&mut std::mem::take(&mut c.screened), &plan);
+                    let chosen = choose_follow_up(
+                        &mut std::mem::take(&mut c.screened),
+                        &plan,
+                        options.judge,
+                    );
                     c.note(&chosen.doubts);
                     let left = (0..options.sweeps)
                         .flat_map(|sweep| follow_up_tests(&chosen, sweep).collect::<Vec<_>>())

@@ -78,6 +78,10 @@ pub struct RunOptions {
     pub plan: PlanKind,
     /// How a new run's journal is written (a resumed run keeps its own).
     pub journal: lgate_rundir::JournalFormat,
+    /// The judge of the levels above the groups that a staged plan asks where to spend its
+    /// confidence budget (`lgate_cluster::ScreenedJudge`, as `measure` gives it); none spends
+    /// nothing there.
+    pub judge: Option<&'static dyn lgate_topology::judge::LevelJudge>,
 }
 
 /// Which pairs get which test.
@@ -139,6 +143,7 @@ impl RunOptions {
             stop_after: None,
             plan: PlanKind::Full,
             journal: lgate_rundir::JournalFormat::Binary,
+            judge: None,
         }
     }
 }

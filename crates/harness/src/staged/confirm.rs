@@ -1,41 +1,45 @@
 //! Stage 3's second budget: the pairs that would decide the levels above the groups that the
-//! screening nearly decides, judged as `cluster` judges them.
+//! screening nearly decides, judged as `cluster` judges them (by the [`LevelJudge`] the run was
+//! given: `lgate_cluster::ScreenedJudge` in `measure`).
+
+use lgate_topology::judge::{Doubt, JudgeError, LevelJudge, ScreenedRankPairs};
 
 use super::*;
 
-/// The most groups whose host x host medians rank 0 clusters to find the levels in doubt
-/// (2048: 32 MB), as `cluster` reads the pairs between hosts.
-const CONFIRM_MAX_GROUPS: usize = lgate_cluster::host_levels::MAX_HOSTS;
-
 /// Adds to `refine` the pairs that would decide the levels above the groups that the samples
-/// nearly decide (`auto` by hosts on the screening values, see `lgate_cluster::host_levels`):
-/// for each grouping in doubt, between every two of its groups, as many new pairs as the test
-/// asks for, within `options.confidence` tests; returns what it found and added, for people.
+/// nearly decide, as `judge` finds them on the screening values: for each grouping in doubt,
+/// between every two of its groups, as many new pairs as the test asks for, within
+/// `options.confidence` tests; returns what it found and added, for people. Nothing without a
+/// judge.
 pub fn confirmation(
     screened: &ScreenedValues,
     plan: &StagedPlan,
+    judge: Option<&dyn LevelJudge>,
     refine: &mut Vec<Pair>,
 ) -> Vec<String> {
     let budget = plan.options().confidence;
     let g = plan.groups().len();
-    if budget == 0 || g < 4 {
+    let Some(judge) = judge.filter(|_| budget > 0 && g >= 4) else {
         return Vec::new();
-    }
-    if g > CONFIRM_MAX_GROUPS {
+    };
+    if g > judge.max_groups() {
         return vec![format!(
-            "confidence: {g} groups, above the {CONFIRM_MAX_GROUPS} whose levels rank 0 checks \
-             while measuring; none added"
+            "confidence: {g} groups, above the {} whose levels rank 0 checks while measuring; \
+             none added",
+            judge.max_groups()
         )];
     }
     // Judged as `cluster` judges the run's pairs: every screening size (the largest's round
     // trips show bandwidth, the smallest's the hops of a non-blocking fabric), the floors, slow
     // hosts divided out.
-    let doubts = match doubts_of(screened, plan) {
+    let doubts = match doubts_of(screened, plan, judge) {
         Ok(d) => d,
         Err(e) => return vec![format!("confidence: none added: {e}")],
     };
     let before = refine.len();
-    let mut lines: Vec<String> = again_every_pair(plan, refine, budget).into_iter().collect();
+    let mut lines: Vec<String> = again_every_pair(plan, refine, budget, judge.most_tests())
+        .into_iter()
+        .collect();
     for d in &doubts {
         let need = d.pairs_needed.saturating_sub(d.pairs);
         // Where every pair is screened, each is screened again until it has the tests that
@@ -109,17 +113,20 @@ pub fn confirmation(
                 d.pairs_needed
             ),
         };
-        let how = if d.z >= lgate_cluster::host_levels::Z_DECIDE {
+        let how = if d.z >= judge.z_decide() {
             format!(
-                "fall into {}, but not firmly (Mann-Whitney z = {:.1}: 4 decides, {} confirms",
+                "fall into {}, but not firmly (Mann-Whitney z = {:.1}: {} decides, {} confirms",
                 d.groups,
                 d.z,
-                lgate_cluster::host_levels::Z_FIRM
+                judge.z_decide(),
+                judge.z_firm()
             )
         } else {
             format!(
-                "nearly fall into {} (Mann-Whitney z = {:.1} of the 4 that decides",
-                d.groups, d.z
+                "nearly fall into {} (Mann-Whitney z = {:.1} of the {} that decides",
+                d.groups,
+                d.z,
+                judge.z_decide()
             )
         };
         lines.push(format!(
@@ -133,12 +140,15 @@ pub fn confirmation(
 /// Where the groups hold one rank each (one rank a host), the pairs between them are all the
 /// evidence there is for the levels above, and one test a pair cannot decide a level of a few
 /// groups (leaves of two hosts: one pair inside each): every pair between groups is screened
-/// again, round by round, up to [`MOST_TESTS`] tests a pair within `budget` tests, so that
-/// `cluster` counts their repeated tests. `None` when the groups hold more ranks, or when
-/// their pairs are more than `budget`.
-///
-/// [`MOST_TESTS`]: lgate_cluster::host_levels::MOST_TESTS
-fn again_every_pair(plan: &StagedPlan, refine: &mut Vec<Pair>, budget: usize) -> Option<String> {
+/// again, round by round, up to `most` tests a pair within `budget` tests, so that `cluster`
+/// counts their repeated tests. `None` when the groups hold more ranks, or when their pairs
+/// are more than `budget`.
+fn again_every_pair(
+    plan: &StagedPlan,
+    refine: &mut Vec<Pair>,
+    budget: usize,
+    most: usize,
+) -> Option<String> {
     let groups = plan.groups();
     let g = groups.len();
     let ranks: usize = groups.iter().map(Vec::len).sum();
@@ -149,7 +159,7 @@ fn again_every_pair(plan: &StagedPlan, refine: &mut Vec<Pair>, budget: usize) ->
         .flat_map(|a| (a + 1..g).flat_map(move |b| plan.meeting_pairs(a, b)))
         .collect();
     let before = refine.len();
-    'rounds: for _ in 1..lgate_cluster::host_levels::MOST_TESTS {
+    'rounds: for _ in 1..most {
         for &p in &pairs {
             if refine.len() - before == budget {
                 break 'rounds;
@@ -162,24 +172,25 @@ fn again_every_pair(plan: &StagedPlan, refine: &mut Vec<Pair>, budget: usize) ->
          to {} a pair), so that their repeated tests decide the levels above the hosts",
         pairs.len(),
         refine.len() - before,
-        lgate_cluster::host_levels::MOST_TESTS
+        most
     ))
 }
 
 /// The most pairs inside one group that [`doubts_of`] summarises the group by.
 const INSIDE_PAIRS: usize = 64;
 
-/// The groupings above the groups that the screened pairs nearly decide, as `cluster` judges
-/// them ([`lgate_cluster::screened_hosts`]): the pairs inside and between groups at the smallest
-/// and the largest screening size (one size when the tests had one), in microseconds.
+/// The groupings above the groups that the screened pairs nearly decide, as `judge` finds them:
+/// the pairs inside and between groups at the smallest and the largest screening size (one
+/// size when the tests had one), in microseconds.
 fn doubts_of(
     screened: &ScreenedValues,
     plan: &StagedPlan,
-) -> Result<Vec<lgate_cluster::host_levels::Doubt>, lgate_cluster::ByHostsError> {
+    judge: &dyn LevelJudge,
+) -> Result<Vec<Doubt>, JudgeError> {
     let all = || screened.hosts.iter().chain(&screened.between);
     let two = all().any(|s| s.smallest.is_finite());
     let sizes = 1 + usize::from(two);
-    let mut pairs = lgate_cluster::screened_hosts::ScreenedRankPairs::with_sizes(sizes);
+    let mut pairs = ScreenedRankPairs::with_sizes(sizes);
     let us = |x: f32| f64::from(x) * 1e6;
     // Inside each group, enough pairs for its median and quartiles (the slow hosts): not
     // the 8 million of 1000 hosts of 128 ranks.
@@ -207,16 +218,7 @@ fn doubts_of(
         };
         pairs.push(s.i, s.j, &values[..sizes], &floors[..sizes]);
     }
-    let ranks = plan.group_of().len();
-    // Groups of hosts: none slow inside is a level (their ranks share no core).
-    // Groups of hosts: none slow inside is a level (their ranks share no core). A level the
-    // pairs decide only barely is confirmed too: `cluster` would keep it undecided.
-    let p = lgate_cluster::AutoParams {
-        slow_inside_level: false,
-        pairs_decide: lgate_cluster::host_levels::Z_FIRM,
-        ..lgate_cluster::AutoParams::default()
-    };
-    lgate_cluster::screened_hosts::doubts_of_screened(plan.groups(), ranks, pairs, &p)
+    judge.doubts(plan.groups(), plan.group_of().len(), pairs)
 }
 
 /// The pairs of ranks of groups `ga` and `gb` along diagonals (each rank of `ga` with a

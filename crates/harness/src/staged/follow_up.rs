@@ -66,8 +66,14 @@ impl FollowUp {
 /// The pairs rank 0 chooses for stages 3-5 from the screening of `plan`: more pairs for the
 /// pairs of groups whose samples disagree (see [`refinement`]); for each kind of pair (inside
 /// groups, between groups), `samples` pairs at evenly spread quantiles of its distances, and
-/// the slowest pair between groups; `alone` pairs spread the same way over both kinds.
-pub fn choose_follow_up(screened: &mut ScreenedValues, plan: &StagedPlan) -> FollowUp {
+/// the slowest pair between groups; `alone` pairs spread the same way over both kinds; and
+/// the pairs that would decide the levels above the groups that `judge` finds in doubt (see
+/// [`confirmation`]).
+pub fn choose_follow_up(
+    screened: &mut ScreenedValues,
+    plan: &StagedPlan,
+    judge: Option<&dyn lgate_topology::judge::LevelJudge>,
+) -> FollowUp {
     let options = plan.options();
     let mut spread = |stage: Stage, count: usize| -> Vec<Pair> {
         let of_stage = screened.of_stage(stage);
@@ -113,7 +119,7 @@ pub fn choose_follow_up(screened: &mut ScreenedValues, plan: &StagedPlan) -> Fol
         }
     }
     let mut refine = refinement(screened, plan);
-    let doubts = confirmation(screened, plan, &mut refine);
+    let doubts = confirmation(screened, plan, judge, &mut refine);
     FollowUp {
         refine,
         doubts,

@@ -280,7 +280,11 @@ fn a_level_the_samples_nearly_decide_gets_the_pairs_that_would_decide_it() {
             }
         }
     }
-    let f = choose_follow_up(&mut screened.iter().copied().collect(), &plan);
+    let f = choose_follow_up(
+        &mut screened.iter().copied().collect(),
+        &plan,
+        Some(&lgate_cluster::ScreenedJudge),
+    );
     assert_eq!(f.doubts.len(), 1, "{:?}", f.doubts);
     assert!(
         f.doubts[0].contains("6 groups nearly fall into 3"),
@@ -299,11 +303,19 @@ fn a_level_the_samples_nearly_decide_gets_the_pairs_that_would_decide_it() {
     assert_eq!(hosts_met.len(), 15, "{:?}", f.refine);
     // Within the budget, and none without one.
     let small = StagedPlan::new(&t, 24, 1, &options(5)).unwrap();
-    let f = choose_follow_up(&mut screened.iter().copied().collect(), &small);
+    let f = choose_follow_up(
+        &mut screened.iter().copied().collect(),
+        &small,
+        Some(&lgate_cluster::ScreenedJudge),
+    );
     assert_eq!(f.refine.len(), 5);
     assert!(f.doubts[0].contains("the budget spent"), "{:?}", f.doubts);
     let none = StagedPlan::new(&t, 24, 1, &options(0)).unwrap();
-    let f = choose_follow_up(&mut screened.iter().copied().collect(), &none);
+    let f = choose_follow_up(
+        &mut screened.iter().copied().collect(),
+        &none,
+        Some(&lgate_cluster::ScreenedJudge),
+    );
     assert!(f.refine.is_empty() && f.doubts.is_empty());
 }
 
@@ -341,7 +353,11 @@ fn a_level_only_the_smallest_size_nearly_decides_gets_its_pairs_too() {
             }
         }
     }
-    let f = choose_follow_up(&mut screened.iter().copied().collect(), &plan);
+    let f = choose_follow_up(
+        &mut screened.iter().copied().collect(),
+        &plan,
+        Some(&lgate_cluster::ScreenedJudge),
+    );
     assert_eq!(f.doubts.len(), 1, "{:?}", f.doubts);
     assert!(
         f.doubts[0].contains("6 groups nearly fall into 3 ("),
@@ -353,7 +369,11 @@ fn a_level_only_the_smallest_size_nearly_decides_gets_its_pairs_too() {
     for s in &mut screened {
         s.smallest = f64::NAN;
     }
-    let f = choose_follow_up(&mut screened.iter().copied().collect(), &plan);
+    let f = choose_follow_up(
+        &mut screened.iter().copied().collect(),
+        &plan,
+        Some(&lgate_cluster::ScreenedJudge),
+    );
     assert!(f.doubts.is_empty(), "{:?}", f.doubts);
 }
 
@@ -380,7 +400,11 @@ fn follow_up_spreads_over_distances_and_takes_the_slowest() {
     }
     let two = tree("cluster { group { 0-29 } group { 30-59 } }");
     let plan = StagedPlan::new(&two, 60, 1, &StagedOptions::default()).unwrap();
-    let f = choose_follow_up(&mut screened.iter().copied().collect(), &plan);
+    let f = choose_follow_up(
+        &mut screened.iter().copied().collect(),
+        &plan,
+        Some(&lgate_cluster::ScreenedJudge),
+    );
     assert!(
         f.refine.is_empty(),
         "one pair of groups: nothing to compare it with"
@@ -401,7 +425,11 @@ fn follow_up_spreads_over_distances_and_takes_the_slowest() {
     let mut shuffled = screened.clone();
     shuffled.reverse();
     assert_eq!(
-        choose_follow_up(&mut shuffled.into_iter().collect(), &plan),
+        choose_follow_up(
+            &mut shuffled.into_iter().collect(),
+            &plan,
+            Some(&lgate_cluster::ScreenedJudge)
+        ),
         f
     );
     let members = f.members();
