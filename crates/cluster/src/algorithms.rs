@@ -500,19 +500,12 @@ impl MedianAtLeast {
     }
 }
 
-/// Every item under a tree, in order.
-fn items_of(tree: &Tree, out: &mut Vec<usize>) {
-    match tree {
-        Tree::Leaf(items) => out.extend(items),
-        Tree::Node { children, .. } => children.iter().for_each(|c| items_of(c, out)),
-    }
-}
-
 /// `tree` with every split whose parts do not stand apart ([`stands_apart`]) undone: the node
 /// becomes one group of all its items. For hierarchies whose splits follow density alone
 /// (HDBSCAN's condensed tree), which split a flat matrix of 128 ranks with 1-5 % noise into
 /// groups of 91, 33 and 4.
 pub(crate) fn prune_weak_splits(d: &Array2<f64>, tree: Tree) -> Tree {
+    let (mut members, labels) = tree.ranks_by_child();
     let Tree::Node {
         children,
         separation,
@@ -520,13 +513,6 @@ pub(crate) fn prune_weak_splits(d: &Array2<f64>, tree: Tree) -> Tree {
     else {
         return tree;
     };
-    let mut members = Vec::new();
-    let mut labels = Vec::new();
-    for (k, child) in children.iter().enumerate() {
-        let before = members.len();
-        items_of(child, &mut members);
-        labels.extend(std::iter::repeat_n(k, members.len() - before));
-    }
     if children.len() < 2 || !stands_apart_in(d.view(), &members, &labels) {
         members.sort_unstable();
         return Tree::Leaf(members);

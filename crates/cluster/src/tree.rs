@@ -42,6 +42,23 @@ impl Tree {
         }
     }
 
+    /// Every rank under this tree, children in order, with the number of the child of the
+    /// root it is under (0 for every rank of a leaf).
+    pub fn ranks_by_child(&self) -> (Vec<usize>, Vec<usize>) {
+        match self {
+            Tree::Leaf(r) => (r.clone(), vec![0; r.len()]),
+            Tree::Node { children, .. } => {
+                let (mut ranks, mut labels) = (Vec::new(), Vec::new());
+                for (k, child) in children.iter().enumerate() {
+                    let of = child.ranks();
+                    labels.extend(std::iter::repeat_n(k, of.len()));
+                    ranks.extend(of);
+                }
+                (ranks, labels)
+            }
+        }
+    }
+
     /// The least separation of the splits in this tree that have one (`None` when none has).
     pub fn weakest_separation(&self) -> Option<f64> {
         match self {

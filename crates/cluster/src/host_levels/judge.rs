@@ -12,18 +12,9 @@ pub(super) fn best_grouping(
     values: &BetweenValues,
     p: &AutoParams,
 ) -> Option<Candidate> {
+    let medians = HostMedians::of(hosts, g)?;
     let n = hosts.len();
-    let m = Array2::from_shape_fn((n, n), |(a, b)| g[[hosts[a], hosts[b]]]);
-    if m.iter().any(|x| !x.is_finite()) {
-        return None;
-    }
-    let raw = m;
-    let (m, effects) = without_host_effects(&raw);
-    // The medians' logs, once for every cut (none when a median is not positive: the medians
-    // are then judged as they are).
-    let positive = (raw.indexed_iter()).all(|((a, b), &x)| a == b || x > 0.0);
-    let logs = positive.then(|| raw.mapv(f64::ln));
-    let dendrogram = Dendrogram::new(&m, Linkage::Average);
+    let dendrogram = Dendrogram::new(&medians.m, Linkage::Average);
     let mut best: Option<Candidate> = None;
     let mut coarsest: Option<Candidate> = None;
     let mut ks = cut_sizes(&dendrogram, p);
@@ -34,8 +25,7 @@ pub(super) fn best_grouping(
             continue;
         }
         let labels = dendrogram.cut(k);
-        let judged = judge_cut(&labels, hosts, &raw, &m, &effects, logs.as_ref(), values, p);
-        let Some(c) = judged else {
+        let Some(c) = medians.judge_cut(&labels, hosts, values, p) else {
             continue;
         };
         if coarsest.is_none() && c.z >= p.pairs_decide {
@@ -51,29 +41,55 @@ pub(super) fn best_grouping(
     coarsest.or(best)
 }
 
-/// The test of one grouping `labels` of `hosts` (`raw` their medians; `m` and `effects` the
-/// medians without each host's own effect, `logs` the medians' logs when all are positive):
-/// each host's own effect taken out over all hosts, else around this grouping's blocks (in
-/// groups of unequal sizes, the hosts of the smaller group have more far pairs, and their
-/// effects over all hosts are partly the grouping's).
-#[allow(clippy::too_many_arguments)]
-fn judge_cut(
-    labels: &[usize],
-    hosts: &[usize],
-    raw: &Array2<f64>,
-    m: &Array2<f64>,
-    effects: &[f64],
-    logs: Option<&Array2<f64>>,
-    values: &BetweenValues,
-    p: &AutoParams,
-) -> Option<Candidate> {
-    judge(labels, hosts, m, values, effects, p).or_else(|| {
-        let (m, effects) = match logs {
-            Some(logs) => without_block_effects(logs, labels),
-            None => (raw.clone(), vec![1.0; labels.len()]),
-        };
-        judge(labels, hosts, &m, values, &effects, p)
-    })
+/// The host x host medians of some hosts, as every grouping of them is judged: as measured
+/// (`raw`), without each host's own effect (`m`, `effects`), and in logs when all are positive.
+struct HostMedians {
+    raw: Array2<f64>,
+    m: Array2<f64>,
+    effects: Vec<f64>,
+    logs: Option<Array2<f64>>,
+}
+
+impl HostMedians {
+    /// The medians among `hosts` of the host x host medians `g`; `None` if one is not finite.
+    fn of(hosts: &[usize], g: &Array2<f64>) -> Option<Self> {
+        let n = hosts.len();
+        let raw = Array2::from_shape_fn((n, n), |(a, b)| g[[hosts[a], hosts[b]]]);
+        if raw.iter().any(|x| !x.is_finite()) {
+            return None;
+        }
+        let (m, effects) = without_host_effects(&raw);
+        // The logs, once for every cut (none when a median is not positive: the medians are
+        // then judged as they are).
+        let positive = (raw.indexed_iter()).all(|((a, b), &x)| a == b || x > 0.0);
+        let logs = positive.then(|| raw.mapv(f64::ln));
+        Some(HostMedians {
+            raw,
+            m,
+            effects,
+            logs,
+        })
+    }
+
+    /// The test of one grouping `labels` of `hosts`: each host's own effect taken out over all
+    /// hosts, else around this grouping's blocks (in groups of unequal sizes, the hosts of the
+    /// smaller group have more far pairs, and their effects over all hosts are partly the
+    /// grouping's).
+    fn judge_cut(
+        &self,
+        labels: &[usize],
+        hosts: &[usize],
+        values: &BetweenValues,
+        p: &AutoParams,
+    ) -> Option<Candidate> {
+        judge(labels, hosts, &self.m, values, &self.effects, p).or_else(|| {
+            let (m, effects) = match &self.logs {
+                Some(logs) => without_block_effects(logs, labels),
+                None => (self.raw.clone(), vec![1.0; labels.len()]),
+            };
+            judge(labels, hosts, &m, values, &effects, p)
+        })
+    }
 }
 
 /// The test of the grouping `labels` of `hosts` (a level of the host medians' own tree) on the
@@ -86,17 +102,10 @@ pub(super) fn judge_grouping(
     values: &BetweenValues,
     p: &AutoParams,
 ) -> Option<Candidate> {
-    let n = hosts.len();
-    let raw = Array2::from_shape_fn((n, n), |(a, b)| g[[hosts[a], hosts[b]]]);
-    if raw.iter().any(|x| !x.is_finite()) {
-        return None;
-    }
-    let (m, effects) = without_host_effects(&raw);
-    let positive = (raw.indexed_iter()).all(|((a, b), &x)| a == b || x > 0.0);
-    let logs = positive.then(|| raw.mapv(f64::ln));
-    judge_cut(labels, hosts, &raw, &m, &effects, logs.as_ref(), values, p).or_else(|| {
+    let medians = HostMedians::of(hosts, g)?;
+    medians.judge_cut(labels, hosts, values, p).or_else(|| {
         // Pairs with no gap between them bear the grouping out even less: judged as they are.
-        let c = judge_any_gap(labels, hosts, &m, values, &effects, p)?;
+        let c = judge_any_gap(labels, hosts, &medians.m, values, &medians.effects, p)?;
         Some(Candidate {
             z: c.z.min(0.0),
             ..c

@@ -59,6 +59,7 @@ pub fn refine_sizes(tree: Tree, sets: &[Evidence<'_>], p: &AutoParams) -> (Tree,
 /// inside its groups nearer than every pair between them would still fall short) stays as the
 /// medians found it.
 pub fn judged_by_pairs(tree: Tree, sets: &[Evidence<'_>], p: &AutoParams) -> Tree {
+    let (hosts, labels) = tree.ranks_by_child();
     let Tree::Node {
         children,
         separation,
@@ -66,13 +67,6 @@ pub fn judged_by_pairs(tree: Tree, sets: &[Evidence<'_>], p: &AutoParams) -> Tre
     else {
         return tree;
     };
-    let mut hosts = Vec::new();
-    let mut labels = Vec::new();
-    for (l, child) in children.iter().enumerate() {
-        let of = child.ranks();
-        labels.extend(std::iter::repeat_n(l, of.len()));
-        hosts.extend(of);
-    }
     let judged: Vec<Candidate> = (sets.iter())
         .filter_map(|&(g, values)| judge::judge_grouping(&hosts, &labels, g, values, p))
         .collect();
