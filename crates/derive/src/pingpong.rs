@@ -21,13 +21,16 @@ pub(crate) fn round_trips_of(
     e: &JournalEntry,
     journal: &str,
 ) -> Result<PingPongResult, OutputError> {
-    serde_json::from_value(e.result.clone()).map_err(|err| OutputError::BadEntry {
-        path: journal.to_string(),
-        sweep: e.sweep,
-        i: e.i,
-        j: e.j,
-        message: format!("not a ping-pong result: {err}"),
-    })
+    e.result
+        .pingpong()
+        .cloned()
+        .ok_or_else(|| OutputError::BadEntry {
+            path: journal.to_string(),
+            sweep: e.sweep,
+            i: e.i,
+            j: e.j,
+            message: format!("a {} result, not a ping-pong one", e.result.test_name()),
+        })
 }
 
 /// The table of round trips, a row per pair, sweep and size (and stage, when rows have one),

@@ -128,12 +128,15 @@ pub fn write_outputs(
         },
         |e: &&JournalEntry| {
             let measurement: PairMeasurement =
-                serde_json::from_value(e.result.clone()).map_err(|err| OutputError::BadPair {
-                    sweep: e.sweep,
-                    i: e.i,
-                    j: e.j,
-                    message: format!("not a PLogP measurement: {err}"),
-                })?;
+                e.result
+                    .plogp()
+                    .cloned()
+                    .ok_or_else(|| OutputError::BadPair {
+                        sweep: e.sweep,
+                        i: e.i,
+                        j: e.j,
+                        message: format!("a {} result, not a PLogP one", e.result.test_name()),
+                    })?;
             Ok(MeasuredPair {
                 sweep: e.sweep,
                 pair: Pair::new(e.i, e.j),

@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use crate::schedule::Pair;
 use crate::HarnessError;
-pub use lgate_rundir::{PingPongResult, RoundTrips};
+pub use lgate_rundir::{PairResult, PingPongResult, RoundTrips};
 use lgate_stats::Summary;
 use lgate_transport::{Tag, Transport, TransportError};
 
@@ -23,14 +23,14 @@ pub trait PairTest {
     fn name(&self) -> &str;
     /// The test's parameters, recorded in meta.json and compared when a run is resumed.
     fn parameters(&self) -> serde_json::Value;
-    /// Runs the test of `pair` on one of its ranks; the sender returns the result (any JSON),
-    /// the receiver `null`. Both ranks are called at about the same time.
+    /// Runs the test of `pair` on one of its ranks; the sender returns the result, the
+    /// receiver `None`. Both ranks are called at about the same time.
     fn run(
         &mut self,
         transport: &dyn Transport,
         pair: Pair,
         role: Role,
-    ) -> Result<serde_json::Value, TransportError>;
+    ) -> Result<Option<PairResult>, TransportError>;
 }
 
 /// Round-trip times for a list of message sizes: the sender sends m bytes, the receiver
@@ -125,7 +125,7 @@ impl PairTest for PingPong {
         t: &dyn Transport,
         pair: Pair,
         role: Role,
-    ) -> Result<serde_json::Value, TransportError> {
+    ) -> Result<Option<PairResult>, TransportError> {
         let mut out = Vec::with_capacity(self.sizes.len());
         for &size in &self.sizes {
             let clock = crate::clock::clock_overhead();
@@ -150,11 +150,6 @@ impl PairTest for PingPong {
                 out.push(RoundTrips { size, rtt });
             }
         }
-        Ok(match role {
-            Role::Sender => {
-                serde_json::to_value(PingPongResult { sizes: out }).expect("results serialise")
-            }
-            Role::Receiver => serde_json::Value::Null,
-        })
+        Ok((role == Role::Sender).then(|| PingPongResult { sizes: out }.into()))
     }
 }

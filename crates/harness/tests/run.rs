@@ -6,10 +6,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use lgate_harness::{
-    run, HarnessError, InProcessWorld, Pair, PairTest, ProgressStyle, Role, RunOptions,
-    TopologySource, Transport, TransportError,
+    run, HarnessError, InProcessWorld, Pair, PairResult, PairTest, ProgressStyle, Role, RunOptions,
+    Summary, TopologySource, Transport, TransportError,
 };
-use lgate_rundir::{RunDir, RunStatus};
+use lgate_rundir::{PingPongResult, RoundTrips, RunDir, RunStatus};
 
 /// When each rank was inside which test.
 #[derive(Debug, Clone, Copy)]
@@ -50,7 +50,7 @@ impl PairTest for Recorder {
         t: &dyn Transport,
         pair: Pair,
         role: Role,
-    ) -> Result<serde_json::Value, TransportError> {
+    ) -> Result<Option<PairResult>, TransportError> {
         if self.fail_on == Some(pair) && role == Role::Sender {
             return Err(TransportError::Protocol {
                 rank: t.rank(),
@@ -74,10 +74,15 @@ impl PairTest for Recorder {
             start,
             end: Instant::now(),
         });
-        Ok(match role {
-            Role::Sender => serde_json::json!({"i": pair.i, "j": pair.j}),
-            Role::Receiver => serde_json::Value::Null,
-        })
+        // The sender's result: a round trip of no bytes, the hold.
+        Ok((role == Role::Sender).then(|| {
+            let s = self.hold.as_secs_f64();
+            let rtt = Summary::of(&[s]).expect("one sample");
+            PingPongResult {
+                sizes: vec![RoundTrips { size: 0, rtt }],
+            }
+            .into()
+        }))
     }
 }
 

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lgate_harness::{
-    run, InProcessWorld, Pair, PairTest, PlanKind, ProgressStyle, Role, RunOptions,
+    run, InProcessWorld, Pair, PairResult, PairTest, PlanKind, ProgressStyle, Role, RunOptions,
     StagedPlanOptions, TopologySource, Transport, TransportError,
 };
 use lgate_rundir::{RunDir, RunStatus, Stage};
@@ -29,17 +29,23 @@ impl PairTest for Full {
         t: &dyn Transport,
         pair: Pair,
         role: Role,
-    ) -> Result<serde_json::Value, TransportError> {
+    ) -> Result<Option<PairResult>, TransportError> {
         let peer = if role == Role::Sender { pair.j } else { pair.i };
         if role == Role::Sender {
             t.send(peer, lgate_harness::Tag::TEST, b"full")?;
             t.recv_vec(peer, lgate_harness::Tag::TEST)?;
             self.pairs.lock().unwrap().push(pair);
-            Ok(serde_json::json!({"full": true}))
+            Ok(Some(
+                lgate_rundir::PairMeasurement {
+                    clock_overhead_s: 0.0,
+                    sizes: Vec::new(),
+                }
+                .into(),
+            ))
         } else {
             t.recv_vec(peer, lgate_harness::Tag::TEST)?;
             t.send(peer, lgate_harness::Tag::TEST, b"done")?;
-            Ok(serde_json::Value::Null)
+            Ok(None)
         }
     }
 }

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use lgate_harness::{Pair, PairTest, Role, Summary, Tag, Transport, TransportError};
 use serde::{Deserialize, Serialize};
 
-pub use lgate_rundir::{PairMeasurement, RawSamples, Saturation, SizeResult};
+pub use lgate_rundir::{PairMeasurement, PairResult, RawSamples, Saturation, SizeResult};
 
 use crate::clock::{clock_overhead, spin_until};
 
@@ -759,15 +759,12 @@ impl PairTest for PLogP {
         t: &dyn Transport,
         pair: Pair,
         role: Role,
-    ) -> Result<serde_json::Value, TransportError> {
+    ) -> Result<Option<PairResult>, TransportError> {
         match role {
-            Role::Sender => {
-                let m = self.sender(t, pair.j)?;
-                Ok(serde_json::to_value(m).expect("results serialise"))
-            }
+            Role::Sender => Ok(Some(self.sender(t, pair.j)?.into())),
             Role::Receiver => {
                 self.receiver(t, pair.i)?;
-                Ok(serde_json::Value::Null)
+                Ok(None)
             }
         }
     }

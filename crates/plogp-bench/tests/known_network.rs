@@ -93,7 +93,7 @@ fn measure(options: &PLogPOptions) -> (PairMeasurement, PairParams) {
         };
         test.run(&t, Pair::new(0, 1), role).unwrap()
     });
-    let m: PairMeasurement = serde_json::from_value(results[0].clone()).unwrap();
+    let m: PairMeasurement = results[0].as_ref().and_then(|r| r.plogp()).unwrap().clone();
     let p = PairParams::from_measurement(0, Pair::new(0, 1), &m).unwrap();
     (m, p)
 }

@@ -53,8 +53,8 @@ pub use mpi::{MpiInfo, MpiSettings, SettingValue, YieldSetting};
 pub use placement::KnownPlacement;
 pub use plan::StagedChoices;
 pub use records::{
-    Estimator, MessageSize, Pair, PairMeasurement, PingPongParameters, PingPongResult, RawSamples,
-    RoundTrips, Saturation, SizeError, SizeResult, UnknownEstimator,
+    Estimator, MessageSize, Pair, PairMeasurement, PairResult, PingPongParameters, PingPongResult,
+    RawSamples, RoundTrips, Saturation, SizeError, SizeResult, UnknownEstimator,
 };
 pub use report::{
     FoundLevel, FoundLevels, Report, RetestedPair, StagedReport, UndecidedFound, SLOW_PAIR_FACTOR,

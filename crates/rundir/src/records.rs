@@ -134,6 +134,74 @@ pub struct PairMeasurement {
     pub sizes: Vec<SizeResult>,
 }
 
+/// What one pair test measured of a pair: the result of one of the pair tests (in JSON, the
+/// test's own record as it is: a PLogP measurement has the clock's overhead, a ping-pong result
+/// has not).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum PairResult {
+    /// The PLogP procedures' timings.
+    PLogP(PairMeasurement),
+    /// The ping-pong's round trips.
+    PingPong(PingPongResult),
+}
+
+impl PairResult {
+    /// The test's name, as meta.json's `test.name` says it.
+    pub fn test_name(&self) -> &'static str {
+        match self {
+            PairResult::PLogP(_) => "plogp",
+            PairResult::PingPong(_) => "pingpong",
+        }
+    }
+
+    /// The ping-pong result, if it is one.
+    pub fn pingpong(&self) -> Option<&PingPongResult> {
+        match self {
+            PairResult::PingPong(r) => Some(r),
+            PairResult::PLogP(_) => None,
+        }
+    }
+
+    /// The PLogP measurement, if it is one.
+    pub fn plogp(&self) -> Option<&PairMeasurement> {
+        match self {
+            PairResult::PLogP(m) => Some(m),
+            PairResult::PingPong(_) => None,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for PairResult {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        // The record once, read as the test its fields say it is, so that an error names that
+        // test's field rather than "no variant matched".
+        let record = serde_json::Value::deserialize(d)?;
+        if record.get("clock_overhead_s").is_some() {
+            PairMeasurement::deserialize(record)
+                .map(PairResult::PLogP)
+                .map_err(|e| D::Error::custom(format!("not a PLogP measurement: {e}")))
+        } else {
+            PingPongResult::deserialize(record)
+                .map(PairResult::PingPong)
+                .map_err(|e| D::Error::custom(format!("not a ping-pong result: {e}")))
+        }
+    }
+}
+
+impl From<PairMeasurement> for PairResult {
+    fn from(m: PairMeasurement) -> Self {
+        PairResult::PLogP(m)
+    }
+}
+
+impl From<PingPongResult> for PairResult {
+    fn from(r: PingPongResult) -> Self {
+        PairResult::PingPong(r)
+    }
+}
+
 /// Which statistic of the repetitions stands for a value in matrices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

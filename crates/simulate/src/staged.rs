@@ -191,8 +191,7 @@ impl Simulation<'_> {
             for (stage, pair) in follow_up.tests() {
                 counts[stage as usize] += 1;
                 if stage == Stage::Sample {
-                    let result =
-                        serde_json::to_value(self.measure(pair, sweep)).expect("results serialise");
+                    let result = self.measure(pair, sweep).into();
                     sampled.push(JournalEntry {
                         sweep,
                         i: pair.i,

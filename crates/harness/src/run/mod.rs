@@ -17,7 +17,7 @@ use lgate_transport::{
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::pair_test::{PairTest, PingPong, PingPongResult, Role};
+use crate::pair_test::{PairResult, PairTest, PingPong, Role};
 use crate::placement;
 use crate::schedule::{Pair, Schedule, Step, SweepPair};
 use crate::staged::{
@@ -291,7 +291,7 @@ impl Walker<'_> {
                         // rank 0 and relays take their own in as collecting.
                         self.clock.charge(Activity::Busy);
                     }
-                    if role == Role::Sender {
+                    if let Some(result) = result.filter(|_| role == Role::Sender) {
                         let entry = JournalEntry {
                             sweep: sp.sweep,
                             i: sp.pair.i,
@@ -456,9 +456,8 @@ fn follow_up_tests(f: &FollowUp, sweep: u32) -> impl Iterator<Item = StagedTest>
 }
 
 /// The screening distance of a screening result: the median round trip at its largest size.
-pub fn screening_value(result: &serde_json::Value) -> Option<f64> {
-    let r: PingPongResult = serde_json::from_value(result.clone()).ok()?;
-    r.screening_value()
+pub fn screening_value(result: &PairResult) -> Option<f64> {
+    result.pingpong()?.screening_value()
 }
 
 pub use lgate_transport::rank_times;

@@ -354,8 +354,7 @@ pub(super) fn screened_pair(e: &JournalEntry) -> Option<ScreenedPair> {
     let stage = e
         .stage
         .filter(|s| matches!(s, Stage::Hosts | Stage::Between))?;
-    let result: lgate_rundir::PingPongResult = serde_json::from_value(e.result.clone()).ok()?;
-    ScreenedPair::of(stage, Pair::new(e.i, e.j), &result)
+    ScreenedPair::of(stage, Pair::new(e.i, e.j), e.result.pingpong()?)
 }
 
 /// One group per host, in the order hosts first appear; a single host is one group.

@@ -273,7 +273,26 @@ mod tests {
     use super::*;
     use lgate_transport::InProcessWorld;
 
-    fn entry(i: usize, j: usize, stage: Option<Stage>, result: serde_json::Value) -> JournalEntry {
+    /// A ping-pong result of one time at each size.
+    fn pingpong(sizes: &[(usize, f64)]) -> PairResult {
+        let rtt = |t: f64| lgate_stats::Summary {
+            min: t,
+            p10: t,
+            median: t,
+            mean: t,
+            p90: t,
+            max: t,
+            count: 8,
+            warmup: 5,
+            outliers: 0,
+        };
+        let sizes = (sizes.iter())
+            .map(|&(size, t)| lgate_rundir::RoundTrips { size, rtt: rtt(t) })
+            .collect();
+        lgate_rundir::PingPongResult { sizes }.into()
+    }
+
+    fn entry(i: usize, j: usize, stage: Option<Stage>, result: PairResult) -> JournalEntry {
         JournalEntry {
             sweep: 2,
             i,
@@ -287,14 +306,14 @@ mod tests {
 
     #[test]
     fn records_carry_what_rank_0_keeps_and_the_journal_record() {
-        let size = |size: usize, t: f64| {
-            serde_json::json!({"size": size, "count": 8, "warmup": 5, "outliers": 0,
-                "min": t, "p10": t, "median": t, "mean": t, "p90": t, "max": t})
-        };
         // Times a float holds exactly, so the binary record gives them back as they were.
-        let screening = serde_json::json!({"sizes": [size(0, 0.5), size(65536, 0.75)]});
+        let screening = pingpong(&[(0, 0.5), (65536, 0.75)]);
         let a = entry(3, 7, Some(Stage::Hosts), screening);
-        let b = entry(0, 1, None, serde_json::json!({"full": true}));
+        let full = lgate_rundir::PairMeasurement {
+            clock_overhead_s: 0.125,
+            sizes: Vec::new(),
+        };
+        let b = entry(0, 1, None, full.into());
         for format in JournalFormat::ALL {
             let mut bytes = Vec::new();
             encode(&a, format, &mut bytes);
@@ -325,7 +344,7 @@ mod tests {
     fn cut_or_foreign_bytes_are_errors_not_records() {
         let mut bytes = Vec::new();
         encode(
-            &entry(1, 2, Some(Stage::Sample), serde_json::json!(1)),
+            &entry(1, 2, Some(Stage::Sample), pingpong(&[(0, 1.0)])),
             JournalFormat::Binary,
             &mut bytes,
         );
@@ -348,7 +367,7 @@ mod tests {
             let record = |i, j| {
                 let mut bytes = Vec::new();
                 encode(
-                    &entry(i, j, Some(Stage::Hosts), serde_json::json!(1)),
+                    &entry(i, j, Some(Stage::Hosts), pingpong(&[(0, 1.0)])),
                     JournalFormat::Binary,
                     &mut bytes,
                 );
@@ -367,7 +386,7 @@ mod tests {
                     std::thread::sleep(Duration::from_millis(50));
                     let mut relay = Relay::new(1, &relays, JournalFormat::Binary);
                     let mut clock = RankClock::start(t.cpu_scope());
-                    relay.keep(&t, &entry(1, 2, None, serde_json::json!(2)))?;
+                    relay.keep(&t, &entry(1, 2, None, pingpong(&[(0, 2.0)])))?;
                     relay.end_part(&t, &mut clock)?;
                     relay.end_part(&t, &mut clock)?;
                     relay.finish(&t)?;

@@ -22,13 +22,13 @@
 //! measured and in the same order (min <= p10 <= median <= p90 <= max); the median keeps
 //! float precision (7 digits). A PLogP summary this cannot hold (a statistic at or below zero,
 //! or more than 256 times from its median) is stored exactly (its size's flags say which); any
-//! other result it cannot hold (such a ping-pong value, raw samples, a shape of another test) is
-//! kept whole as JSON (kind 0), so nothing is ever lost to the encoding.
-
-use serde::{Deserialize, Serialize};
+//! other result it cannot hold (such a ping-pong value, raw samples) is kept whole as JSON
+//! (kind 0), so nothing is ever lost to the encoding.
 
 use super::{JournalEntry, Stage};
-use crate::records::{PairMeasurement, PingPongResult, RoundTrips, Saturation, SizeResult};
+use crate::records::{
+    PairMeasurement, PairResult, PingPongResult, RoundTrips, Saturation, SizeResult,
+};
 use lgate_stats::Summary;
 
 /// The first bytes of a binary journal: its name and format version.
@@ -107,8 +107,8 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Next, String> {
     }
     let result = match kind {
         KIND_JSON => serde_json::from_slice(b.rest()).map_err(|e| format!("its result: {e}"))?,
-        KIND_PINGPONG => to_value(&b.pingpong()?)?,
-        KIND_PLOGP => to_value(&b.plogp()?)?,
+        KIND_PINGPONG => PairResult::PingPong(b.pingpong()?),
+        KIND_PLOGP => PairResult::PLogP(b.plogp()?),
         k => return Err(format!("record kind {k} is none of the kinds")),
     };
     if b.at != end {
@@ -124,10 +124,6 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Next, String> {
         stage,
     };
     Ok(Next::Record(entry, end))
-}
-
-fn to_value<T: Serialize>(t: &T) -> Result<serde_json::Value, String> {
-    serde_json::to_value(t).map_err(|e| e.to_string())
 }
 
 /// The stage's code in a record's first byte.
@@ -147,19 +143,22 @@ fn stage_of(code: u8) -> Result<Option<Stage>, String> {
     }
 }
 
-/// The result as a compact payload when it is one of the known shapes and every number fits;
-/// the shape is checked by its fields, so that none is dropped (an extra one keeps it JSON).
-fn compact_payload(result: &serde_json::Value) -> Option<(u8, Vec<u8>)> {
+/// The result as a compact payload when every number fits and a PLogP result keeps no raw
+/// samples.
+fn compact_payload(result: &PairResult) -> Option<(u8, Vec<u8>)> {
     let mut out = Vec::with_capacity(48);
-    if let Some(p) = pingpong_of(result) {
-        put_varint(&mut out, p.sizes.len() as u64);
-        for s in &p.sizes {
-            put_varint(&mut out, s.size as u64);
-            put_summary(&mut out, &s.rtt)?;
+    let m = match result {
+        PairResult::PingPong(p) => {
+            put_varint(&mut out, p.sizes.len() as u64);
+            for s in &p.sizes {
+                put_varint(&mut out, s.size as u64);
+                put_summary(&mut out, &s.rtt)?;
+            }
+            return Some((KIND_PINGPONG, out));
         }
-        return Some((KIND_PINGPONG, out));
-    }
-    let m = plogp_of(result)?;
+        PairResult::PLogP(m) if m.sizes.iter().all(|s| s.raw.is_none()) => m,
+        PairResult::PLogP(_) => return None,
+    };
     out.extend_from_slice(&m.clock_overhead_s.to_le_bytes());
     put_varint(&mut out, m.sizes.len() as u64);
     for s in &m.sizes {
@@ -193,41 +192,6 @@ fn compact_payload(result: &serde_json::Value) -> Option<(u8, Vec<u8>)> {
         }
     }
     Some((KIND_PLOGP, out))
-}
-
-/// The fields of a [`Summary`] as JSON writes it.
-const SUMMARY_FIELDS: usize = 9;
-
-/// The number of fields of a JSON object, `None` for anything else.
-fn fields(value: &serde_json::Value) -> Option<usize> {
-    value.as_object().map(serde_json::Map::len)
-}
-
-/// `value` as a ping-pong result when it has just that result's fields.
-fn pingpong_of(value: &serde_json::Value) -> Option<PingPongResult> {
-    let sizes = value.get("sizes")?.as_array()?;
-    let exact =
-        fields(value)? == 1 && (sizes.iter()).all(|s| fields(s) == Some(1 + SUMMARY_FIELDS));
-    exact.then(|| PingPongResult::deserialize(value).ok())?
-}
-
-/// `value` as a PLogP measurement when it has just that measurement's fields and no raw
-/// samples.
-fn plogp_of(value: &serde_json::Value) -> Option<PairMeasurement> {
-    let sizes = value.get("sizes")?.as_array()?;
-    let summary = |v: Option<&serde_json::Value>| v.and_then(fields) == Some(SUMMARY_FIELDS);
-    let size_exact = |s: &serde_json::Value| {
-        let g = s.get("g");
-        let gap = g.is_none_or(|g| fields(g) == Some(SUMMARY_FIELDS + 2));
-        fields(s) == Some(5 + usize::from(g.is_some()))
-            && summary(s.get("rtt"))
-            && summary(s.get("os"))
-            && summary(s.get("or"))
-            && s.get("adaptive").is_some()
-            && gap
-    };
-    let exact = fields(value)? == 2 && sizes.iter().all(size_exact);
-    exact.then(|| PairMeasurement::deserialize(value).ok())?
 }
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
@@ -463,7 +427,8 @@ mod tests {
         }
     }
 
-    fn entry(result: serde_json::Value) -> JournalEntry {
+    fn entry(result: impl Into<PairResult>) -> JournalEntry {
+        let result = result.into();
         JournalEntry {
             sweep: 3,
             i: 70_000,
@@ -523,7 +488,7 @@ mod tests {
                 },
             ],
         };
-        let e = entry(serde_json::to_value(&result).unwrap());
+        let e = entry(result.clone());
         let (back, len) = round_trip(&e);
         // Ranks past 65 536 take three bytes each; a 64-rank run's take one.
         assert!(len <= 64, "{len} bytes");
@@ -533,7 +498,7 @@ mod tests {
         );
         assert_eq!(back.start_s, e.start_s);
         assert!((back.end_s - e.end_s).abs() < 1e-9);
-        let back: PingPongResult = serde_json::from_value(back.result).unwrap();
+        let back = back.result.pingpong().expect("a ping-pong result").clone();
         assert_eq!(back.sizes.len(), 2);
         for (a, b) in back.sizes.iter().zip(&result.sizes) {
             assert_eq!(a.size, b.size);
@@ -560,8 +525,8 @@ mod tests {
             clock_overhead_s: 2.6748e-8,
             sizes: vec![size(0, true), size(3, true), size(1 << 20, false)],
         };
-        let (back, _) = round_trip(&entry(serde_json::to_value(&m).unwrap()));
-        let back: PairMeasurement = serde_json::from_value(back.result).unwrap();
+        let (back, _) = round_trip(&entry(m.clone()));
+        let back = back.result.plogp().expect("a PLogP result").clone();
         assert_eq!(back.clock_overhead_s, m.clock_overhead_s);
         for (a, b) in back.sizes.iter().zip(&m.sizes) {
             assert_eq!(
@@ -600,11 +565,11 @@ mod tests {
                 raw: None,
             }],
         };
-        let value = serde_json::to_value(&m).unwrap();
+        let value = PairResult::from(m.clone());
         let (kind, _) = compact_payload(&value).expect("a compact record");
         assert_eq!(kind, KIND_PLOGP);
         let (back, _) = round_trip(&entry(value));
-        let back: PairMeasurement = serde_json::from_value(back.result).unwrap();
+        let back = back.result.plogp().expect("a PLogP result").clone();
         assert_eq!(back.sizes[0].or, or);
         assert_eq!(back.sizes[0].g.as_ref().unwrap().gap.min, 0.0);
         assert_summary_close(&back.sizes[0].rtt, &m.sizes[0].rtt);
@@ -617,20 +582,55 @@ mod tests {
         let result = PingPongResult {
             sizes: vec![RoundTrips { size: 8, rtt: odd }],
         };
-        for value in [
-            serde_json::to_value(&result).unwrap(),
-            serde_json::json!({"sizes": [], "extra": 1}),
-            serde_json::json!({"bcast_s": [1e-6, 2e-6]}),
-        ] {
+        let raw = PairMeasurement {
+            clock_overhead_s: 2.6748e-8,
+            sizes: vec![SizeResult {
+                size: 0,
+                rtt: summary(2e-6),
+                os: summary(1e-6),
+                or: summary(5e-7),
+                g: None,
+                adaptive: false,
+                raw: Some(crate::records::RawSamples {
+                    rtt: vec![2e-6, 2.1e-6],
+                    ..Default::default()
+                }),
+            }],
+        };
+        for value in [PairResult::from(result), PairResult::from(raw)] {
+            assert_eq!(compact_payload(&value), None);
             let (back, _) = round_trip(&entry(value.clone()));
             assert_eq!(back.result, value);
         }
     }
 
     #[test]
+    fn a_record_whose_json_is_no_pair_result_is_an_error() {
+        let mut body = vec![KIND_JSON];
+        for v in [1, 2, 0] {
+            put_varint(&mut body, v);
+        }
+        body.extend_from_slice(&1.0f64.to_le_bytes());
+        body.extend_from_slice(&0.5f32.to_le_bytes());
+        body.extend_from_slice(br#"{"x": 1}"#);
+        let mut bytes = Vec::new();
+        put_varint(&mut bytes, body.len() as u64);
+        bytes.extend_from_slice(&body);
+        assert!(decode(&bytes).unwrap_err().contains("its result"));
+    }
+
+    #[test]
     fn a_cut_record_is_short_and_a_bad_one_an_error() {
         let mut bytes = Vec::new();
-        encode(&entry(serde_json::json!({"x": 1})), &mut bytes);
+        let screening = PingPongResult {
+            sizes: vec![RoundTrips {
+                size: 8,
+                rtt: summary(1e-6),
+            }],
+        };
+        encode(&entry(screening), &mut bytes);
+        // A record under 128 bytes: one byte of length, then the kind and stage.
+        assert!(bytes.len() < 128);
         for cut in 0..bytes.len() {
             assert!(
                 matches!(decode(&bytes[..cut]), Ok(Next::Short)),

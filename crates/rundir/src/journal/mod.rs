@@ -72,8 +72,8 @@ pub struct JournalEntry {
     pub start_s: f64,
     /// When the test ended, seconds since the run's common start (sender's clock).
     pub end_s: f64,
-    /// What the pair test measured; its shape belongs to the test.
-    pub result: serde_json::Value,
+    /// What the pair test measured.
+    pub result: crate::PairResult,
     /// The stage of a staged run the test belongs to; absent in a full run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stage: Option<Stage>,
@@ -353,16 +353,26 @@ fn each_line<E: From<RunDirError>>(
             break;
         }
         let entry: JournalEntry = serde_json::from_slice(&buf).map_err(|e| {
+            // The pair, when the line says which, before what is wrong with it.
+            let pair = serde_json::from_slice::<LineHead>(&buf)
+                .map_or(String::new(), |h| format!("pair {}-{}: ", h.i, h.j));
             E::from(RunDirError::BadJournal {
                 path: path.to_path_buf(),
                 line: number,
-                message: e.to_string(),
+                message: format!("{pair}{e}"),
             })
         })?;
         each(entry)?;
         out.complete_len += n as u64;
     }
     Ok(out)
+}
+
+/// The pair a journal line is of, read alone to name it when the rest does not read.
+#[derive(Deserialize)]
+struct LineHead {
+    i: usize,
+    j: usize,
 }
 
 /// Cuts an unfinished last line off a journal so appending can go on after it.
@@ -395,7 +405,10 @@ mod tests {
             j,
             start_s: 0.5,
             end_s: 0.75,
-            result: serde_json::json!({"rtt_s": [1e-6]}),
+            result: crate::PairResult::PLogP(crate::PairMeasurement {
+                clock_overhead_s: 2.5e-8,
+                sizes: Vec::new(),
+            }),
             stage: None,
         }
     }
