@@ -5,7 +5,10 @@ use std::path::Path;
 
 use lgate_matrix::mpigraph::MpiGraphRun;
 use lgate_matrix::{DistanceMatrix, PairTable};
-use lgate_rundir::{Estimator, MatrixEntry, MessageSize, RunDir, RunMeta, TestInfo};
+use lgate_rundir::{
+    Estimator, ImportedParameters, MatrixEntry, MessageSize, MpiGraphParameters, RunDir, RunMeta,
+    TestInfo,
+};
 use ndarray::Array2;
 
 use crate::outputs::{write_matrix_set_with, OutputError};
@@ -128,67 +131,19 @@ pub fn write_imported_pairs(table: &PairTable, origin: &ImportOrigin) -> Result<
         ));
     }
     let default = name("imported", table.sizes.first().and_then(|m| m.size_bytes));
-    let test = TestInfo {
-        name: "imported".into(),
-        parameters: parameters(ImportedParameters {
-            source: origin.source.display().to_string(),
-            layout: table.layout,
-            ranks: table.ranks,
-            sizes: table.sizes.iter().map(|m| m.size_bytes).collect(),
-            most_repeats_of_a_pair: most_repeats(table),
-            hosts_named: table.hosts.is_some(),
-        }),
-    };
+    let test = TestInfo::Imported(ImportedParameters {
+        source: origin.source.display().to_string(),
+        layout: table.layout.to_string(),
+        ranks: table.ranks,
+        sizes: table.sizes.iter().map(|m| m.size_bytes).collect(),
+        most_repeats_of_a_pair: most_repeats(table),
+        hosts_named: table.hosts.is_some(),
+    });
     let hosts = match &table.hosts {
         Some(h) => h.clone(),
         None => (0..table.ranks).map(|r| format!("rank{r}")).collect(),
     };
     write_run(test, hosts, &entries, default, origin)
-}
-
-/// What meta.json's test parameters say of an imported pair list or matrix.
-#[derive(Debug, serde::Serialize)]
-struct ImportedParameters {
-    /// The file imported.
-    source: String,
-    /// Its layout (`pairs`, `matrix`, ...).
-    layout: &'static str,
-    /// Its ranks.
-    ranks: usize,
-    /// Its message sizes in bytes (`null` where it names none).
-    sizes: Vec<Option<usize>>,
-    /// The most repeats of one pair at any size.
-    most_repeats_of_a_pair: usize,
-    /// Whether it names the ranks' hosts.
-    hosts_named: bool,
-}
-
-/// What meta.json's test parameters say of an imported mpiGraph run.
-#[derive(Debug, serde::Serialize)]
-struct MpiGraphParameters {
-    /// The file imported.
-    source: String,
-    /// `mpigraph`.
-    layout: &'static str,
-    /// Its ranks (one a host).
-    ranks: usize,
-    /// Its message size in bytes.
-    message_bytes: usize,
-    /// Its iterations.
-    times: usize,
-    /// Its window of messages in flight.
-    window: usize,
-    /// The table (`Send` or `Recv`) the distances come from.
-    distance_from: &'static str,
-    /// The mean send bandwidth, MB/s.
-    send_mean_mb_per_s: f64,
-    /// The mean receive bandwidth, MB/s.
-    recv_mean_mb_per_s: f64,
-}
-
-/// Test parameters as meta.json holds them (a JSON object, its keys sorted).
-fn parameters(p: impl serde::Serialize) -> serde_json::Value {
-    serde_json::to_value(p).expect("import parameters serialise")
 }
 
 /// The most repeats of one pair at any size of a pair list.
@@ -286,20 +241,17 @@ pub fn write_imported_mpigraph(
             &send,
         ),
     ];
-    let test = TestInfo {
-        name: "mpigraph".into(),
-        parameters: parameters(MpiGraphParameters {
-            source: origin.source.display().to_string(),
-            layout: "mpigraph",
-            ranks: mg.hosts.len(),
-            message_bytes: mg.message_bytes,
-            times: mg.times,
-            window: mg.window,
-            distance_from: table_name,
-            send_mean_mb_per_s: mean_bandwidth(&mg.send),
-            recv_mean_mb_per_s: mean_bandwidth(&mg.recv),
-        }),
-    };
+    let test = TestInfo::MpiGraph(MpiGraphParameters {
+        source: origin.source.display().to_string(),
+        layout: "mpigraph".into(),
+        ranks: mg.hosts.len(),
+        message_bytes: mg.message_bytes,
+        times: mg.times,
+        window: mg.window,
+        distance_from: table_name.into(),
+        send_mean_mb_per_s: mean_bandwidth(&mg.send),
+        recv_mean_mb_per_s: mean_bandwidth(&mg.recv),
+    });
     let default = format!("imported:{size}");
     write_run(test, mg.hosts.clone(), &entries, default, origin)
 }

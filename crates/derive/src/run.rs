@@ -2,7 +2,7 @@
 //! by its plan and pair test. `measure` calls it on rank 0 after the run, `measure --resume`
 //! on a finished run calls it again.
 
-use lgate_rundir::RunDir;
+use lgate_rundir::{RunDir, TestInfo};
 
 use crate::outputs::{OutputError, OutputOptions};
 use crate::pingpong::write_pingpong_outputs;
@@ -17,12 +17,12 @@ pub fn derive(run: &RunDir, options: &OutputOptions) -> Result<Vec<String>, Outp
         return derive_staged(run, &meta, options);
     }
     let journal = run.read_journal()?;
-    match meta.test.name.as_str() {
-        "plogp" => write_outputs(run, &journal.entries, options),
-        "pingpong" => write_pingpong_outputs(run, &journal.entries, options),
+    match &meta.test {
+        TestInfo::PLogP(_) => write_outputs(run, &journal.entries, options),
+        TestInfo::PingPong(_) => write_pingpong_outputs(run, &journal.entries, options),
         other => Err(OutputError::UnknownTest {
             path: run.file(lgate_rundir::META_FILE).display().to_string(),
-            test: other.to_string(),
+            test: other.name().to_string(),
         }),
     }
 }

@@ -16,7 +16,7 @@ use lgate_matrix::DistanceMatrix;
 use lgate_rundir::files::{HOSTS_DIR, MASK_FILE, PINGPONG_TABLE, REPORT_FILE, SCREEN_TABLE};
 use lgate_rundir::report::{Interference, PairCounts, SampledPair, StagedPlanName, StagedReport};
 use lgate_rundir::{JournalEntry, MatrixEntry, MeasuredMask, RunDir, RunMeta, Stage};
-use lgate_rundir::{Pair, PingPongParameters, Report, RoundTrips};
+use lgate_rundir::{Pair, Report, RoundTrips, TestInfo};
 
 use crate::host_blocks::{dense, ByHosts, HostBlocksBuilder};
 use crate::outputs::{write_matrix_set_with, OutputError, OutputOptions};
@@ -40,11 +40,12 @@ pub fn derive_staged(
     let path = run.journal_file();
     let journal = path.display().to_string();
     let sizes = (meta.schedule.plan.as_ref())
-        .and_then(|p| {
-            serde_json::from_value::<PingPongParameters>(p.screen.parameters.clone()).ok()
+        .and_then(|p| match &p.screen {
+            TestInfo::PingPong(p) => Some(p),
+            _ => None,
         })
         .map(|p| {
-            let mut s = p.sizes;
+            let mut s = p.sizes.clone();
             s.sort_unstable();
             s.dedup();
             s
@@ -270,7 +271,7 @@ impl StagedScreening {
         drop(by);
 
         // The full test's outputs for the sampled pairs.
-        if !sampled.is_empty() && meta.test.name == "plogp" {
+        if !sampled.is_empty() && matches!(meta.test, TestInfo::PLogP(_)) {
             let table_only = OutputOptions {
                 matrices: false,
                 ..options.clone()

@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use crate::schedule::Pair;
 use crate::HarnessError;
-pub use lgate_rundir::{PairResult, PingPongResult, RoundTrips};
+pub use lgate_rundir::{PairResult, PingPongResult, RoundTrips, TestInfo};
 use lgate_stats::Summary;
 use lgate_transport::{Tag, Transport, TransportError};
 
@@ -19,10 +19,8 @@ pub enum Role {
 
 /// A test between two ranks that the harness runs for every pair.
 pub trait PairTest {
-    /// The test's name, recorded in meta.json.
-    fn name(&self) -> &str;
-    /// The test's parameters, recorded in meta.json and compared when a run is resumed.
-    fn parameters(&self) -> serde_json::Value;
+    /// The test and its parameters, recorded in meta.json and compared when a run is resumed.
+    fn info(&self) -> TestInfo;
     /// Runs the test of `pair` on one of its ranks; the sender returns the result, the
     /// receiver `None`. Both ranks are called at about the same time.
     fn run(
@@ -108,16 +106,11 @@ impl PingPong {
 }
 
 impl PairTest for PingPong {
-    fn name(&self) -> &str {
-        "pingpong"
-    }
-
-    fn parameters(&self) -> serde_json::Value {
-        let parameters = lgate_rundir::PingPongParameters {
+    fn info(&self) -> TestInfo {
+        TestInfo::PingPong(lgate_rundir::PingPongParameters {
             sizes: self.sizes.clone(),
             reps: self.reps,
-        };
-        serde_json::to_value(parameters).expect("ping-pong parameters serialise")
+        })
     }
 
     fn run(

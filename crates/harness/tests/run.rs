@@ -39,11 +39,12 @@ impl Recorder {
 }
 
 impl PairTest for Recorder {
-    fn name(&self) -> &str {
-        "recorder"
-    }
-    fn parameters(&self) -> serde_json::Value {
-        serde_json::json!({"hold_ms": self.hold.as_millis() as u64})
+    /// A ping-pong of no bytes, once, as far as meta.json is told.
+    fn info(&self) -> lgate_rundir::TestInfo {
+        lgate_rundir::TestInfo::PingPong(lgate_rundir::PingPongParameters {
+            sizes: vec![0],
+            reps: 1,
+        })
     }
     fn run(
         &mut self,
@@ -145,7 +146,7 @@ fn every_pair_once_per_sweep_and_meta_complete() {
         .all(|(k, r)| r.rank == k && r.host == "localhost"));
     assert_eq!(meta.schedule.seed, 11);
     assert_eq!(meta.schedule.pairs_per_sweep, 10);
-    assert_eq!(meta.test.name, "recorder");
+    assert_eq!(meta.test, test.info());
     assert!(meta.end.is_some() && meta.summary.is_some());
 }
 

@@ -18,11 +18,8 @@ struct Full {
 }
 
 impl PairTest for Full {
-    fn name(&self) -> &str {
-        "full"
-    }
-    fn parameters(&self) -> serde_json::Value {
-        serde_json::json!({})
+    fn info(&self) -> lgate_rundir::TestInfo {
+        lgate_rundir::TestInfo::PLogP(lgate_rundir::PLogPOptions::new(0))
     }
     fn run(
         &mut self,

@@ -78,10 +78,10 @@ impl Curves {
         let meta = lgate_rundir::RunMeta::read(&run.join(lgate_rundir::META_FILE));
         if !table.is_file() {
             return Err(err(match &meta {
-                Ok(m) if m.test.name != "plogp" => format!(
+                Ok(m) if m.test.name() != "plogp" => format!(
                     "no such file: the curves are PLogP's parameters per message size, and this \
                      run's pair test is {} (only a PLogP run writes them)",
-                    m.test.name
+                    m.test.name()
                 ),
                 _ => "no such file (a run written with --no-table has no curves to draw)".into(),
             }));

@@ -53,8 +53,9 @@ pub use mpi::{MpiInfo, MpiSettings, SettingValue, YieldSetting};
 pub use placement::KnownPlacement;
 pub use plan::StagedChoices;
 pub use records::{
-    Estimator, MessageSize, Pair, PairMeasurement, PairResult, PingPongParameters, PingPongResult,
-    RawSamples, RoundTrips, Saturation, SizeError, SizeResult, UnknownEstimator,
+    Estimator, ImportedParameters, MessageSize, MpiGraphParameters, PLogPOptions, Pair,
+    PairMeasurement, PairResult, PingPongParameters, PingPongResult, RawSamples, RoundTrips,
+    Saturation, SizeError, SizeResult, UnknownEstimator,
 };
 pub use report::{
     FoundLevel, FoundLevels, Report, RetestedPair, StagedReport, UndecidedFound, SLOW_PAIR_FACTOR,

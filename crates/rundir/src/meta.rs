@@ -28,6 +28,7 @@ pub struct RunMeta {
     #[serde(default)]
     pub command_line: Vec<String>,
     /// The pair test and its parameters.
+    #[serde(serialize_with = "sorted")]
     pub test: TestInfo,
     /// How pairs were scheduled.
     pub schedule: ScheduleInfo,
@@ -72,13 +73,64 @@ pub enum RunStatus {
     Complete,
 }
 
-/// The pair test.
+/// The pair test and its parameters: in meta.json `{"name": .., "parameters": {..}}`, the
+/// parameters' keys sorted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TestInfo {
-    /// Its name, e.g. `pingpong`.
-    pub name: String,
-    /// Its parameters, as the test reports them.
-    pub parameters: serde_json::Value,
+#[serde(tag = "name", content = "parameters")]
+pub enum TestInfo {
+    /// The ping-pong test (a full run's, or a staged run's screening).
+    #[serde(rename = "pingpong")]
+    PingPong(crate::PingPongParameters),
+    /// The PLogP procedures.
+    #[serde(rename = "plogp")]
+    PLogP(crate::PLogPOptions),
+    /// An imported pair list or matrix.
+    #[serde(rename = "imported")]
+    Imported(crate::records::ImportedParameters),
+    /// An imported mpiGraph run.
+    #[serde(rename = "mpigraph")]
+    MpiGraph(crate::records::MpiGraphParameters),
+}
+
+impl TestInfo {
+    /// The test's name, as meta.json writes it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            TestInfo::PingPong(_) => "pingpong",
+            TestInfo::PLogP(_) => "plogp",
+            TestInfo::Imported(_) => "imported",
+            TestInfo::MpiGraph(_) => "mpigraph",
+        }
+    }
+
+    /// Each parameter's name and value as meta.json writes it, by name: for showing them.
+    pub fn parameters(&self) -> Vec<(String, serde_json::Value)> {
+        let object = match sorted_value(self) {
+            Ok(serde_json::Value::Object(mut o)) => o.remove("parameters"),
+            _ => None,
+        };
+        match object {
+            Some(serde_json::Value::Object(o)) => o.into_iter().collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The parameters as one line of JSON, keys sorted.
+    pub fn parameters_text(&self) -> String {
+        sorted_value(self).map_or_else(|e| e.to_string(), |v| v["parameters"].to_string())
+    }
+}
+
+/// `t` as a JSON value: its objects' keys sorted (serde_json's maps are ordered by key).
+fn sorted_value<T: Serialize>(t: &T) -> Result<serde_json::Value, serde_json::Error> {
+    serde_json::to_value(t)
+}
+
+/// Writes `t` with its objects' keys sorted, as meta.json has always held the test's parameters.
+fn sorted<T: Serialize, S: serde::Serializer>(t: &T, s: S) -> Result<S::Ok, S::Error> {
+    sorted_value(t)
+        .map_err(serde::ser::Error::custom)?
+        .serialize(s)
 }
 
 /// How pairs were scheduled.
@@ -115,9 +167,11 @@ pub struct ScheduleInfo {
 pub struct PlanInfo {
     /// The plan: `staged`.
     pub name: String,
-    /// Its choices (pairs between groups, samples, concurrency, ...).
+    /// Its choices (pairs between groups, samples, concurrency, ...), keys sorted.
+    #[serde(serialize_with = "sorted")]
     pub parameters: crate::StagedChoices,
     /// The screening test of stages hosts, between and alone.
+    #[serde(serialize_with = "sorted")]
     pub screen: TestInfo,
     /// Screening tests per sweep inside groups and between them.
     pub screening_tests: [usize; 2],
@@ -669,25 +723,24 @@ impl RunMeta {
             self.ranks.len().to_string(),
             other.ranks.len().to_string(),
         );
-        differ("test", self.test.name.clone(), other.test.name.clone());
-        match (
-            self.test.parameters.as_object(),
-            other.test.parameters.as_object(),
-        ) {
-            (Some(a), Some(b)) => {
-                let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
-                for key in keys {
-                    let value = |m: &serde_json::Map<String, serde_json::Value>| {
-                        m.get(key).map_or("none".to_string(), |v| v.to_string())
-                    };
-                    differ(&parameter_name(key), value(a), value(b));
-                }
+        differ(
+            "test",
+            self.test.name().to_string(),
+            other.test.name().to_string(),
+        );
+        if self.test.name() == other.test.name() {
+            let text = |t: &TestInfo| -> BTreeMap<String, String> {
+                (t.parameters().into_iter())
+                    .map(|(k, v)| (k, v.to_string()))
+                    .collect()
+            };
+            let (a, b) = (text(&self.test), text(&other.test));
+            let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+            for key in keys {
+                let value =
+                    |m: &BTreeMap<String, String>| m.get(key).cloned().unwrap_or("none".into());
+                differ(&parameter_name(key), value(&a), value(&b));
             }
-            _ => differ(
-                "test parameters",
-                self.test.parameters.to_string(),
-                other.test.parameters.to_string(),
-            ),
         }
         let (a, b) = (&self.schedule, &other.schedule);
         differ("sweeps", a.sweeps.to_string(), b.sweeps.to_string());
@@ -714,7 +767,9 @@ impl RunMeta {
             p.as_ref().map_or("full".to_string(), |p| {
                 format!(
                     "{} ({}) screen {}",
-                    p.name, p.parameters, p.screen.parameters
+                    p.name,
+                    p.parameters,
+                    p.screen.parameters_text()
                 )
             })
         };
@@ -760,10 +815,10 @@ mod tests {
             tool: "lgate-plogp 0.1.0".into(),
             status: RunStatus::Running,
             command_line: vec!["lgate-plogp".into(), "measure".into()],
-            test: TestInfo {
-                name: "pingpong".into(),
-                parameters: serde_json::json!({"reps": 8}),
-            },
+            test: TestInfo::PingPong(crate::PingPongParameters {
+                sizes: vec![0],
+                reps: 8,
+            }),
             schedule: ScheduleInfo {
                 topology_source: "none".into(),
                 topology: None,
@@ -850,12 +905,34 @@ mod tests {
     }
 
     #[test]
+    fn measured_runs_meta_json_is_written_back_byte_for_byte() {
+        // Two real staged PLogP runs of the emulated testbed: the test, the plan's choices and
+        // the screening test typed, their keys sorted as they were written.
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/testbed");
+        for run in ["one-rank-a-host", "three-ranks-a-host"] {
+            let path = fixtures.join(run).join(META_FILE);
+            let text = std::fs::read(&path).unwrap();
+            let meta = RunMeta::read(&path).unwrap();
+            assert!(matches!(meta.test, TestInfo::PLogP(_)), "{run}");
+            let screen = &meta.schedule.plan.as_ref().unwrap().screen;
+            assert!(matches!(screen, TestInfo::PingPong(_)), "{run}");
+            assert!(
+                meta.to_json() == text,
+                "{run}: meta.json written back differs"
+            );
+        }
+    }
+
+    #[test]
     fn plan_differences_name_what_changed() {
         let a = sample();
         let mut b = sample();
         assert!(a.plan_differences(&b).is_empty());
         b.schedule.seed = 8;
-        b.test.parameters = serde_json::json!({"reps": 16});
+        b.test = TestInfo::PingPong(crate::PingPongParameters {
+            sizes: vec![0],
+            reps: 16,
+        });
         let d = a.plan_differences(&b);
         assert_eq!(d.len(), 2, "{d:?}");
         assert!(d.iter().any(|s| s.starts_with("seed: 7 in the run, 8 now")));

@@ -60,6 +60,117 @@ pub struct PingPongParameters {
     pub reps: usize,
 }
 
+/// The parameters of the PLogP measurement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PLogPOptions {
+    /// The base message sizes, ascending: 0 and powers of two up to the largest.
+    pub sizes: Vec<usize>,
+    /// Repetitions per size and procedure.
+    pub reps: usize,
+    /// The sender waits this many RTT(m) before timing the receive of o_r(m) (k).
+    pub or_wait: f64,
+    /// Relative tolerance of link saturation and of the adaptive refinement.
+    pub epsilon: f64,
+    /// g(m) by link saturation up to this size; derived from RTT above it.
+    pub saturation_max_size: usize,
+    /// The most messages one saturation batch sends.
+    pub saturation_cap: usize,
+    /// Samples of g(m) taken once saturation is reached.
+    pub saturation_reps: usize,
+    /// Measure midpoints where a size's values miss the linear interpolation of its neighbours.
+    pub adaptive: bool,
+    /// The most midpoints added per pair.
+    pub adaptive_budget: usize,
+    /// Midpoints stop when neighbouring sizes are this close (bytes).
+    pub adaptive_min_gap: usize,
+    /// Keep every repetition in the result.
+    pub raw: bool,
+    /// The pair test's time budget in seconds, shared evenly by the base sizes and their
+    /// procedures: a procedure stops repeating (after at least 3 repetitions) and saturation
+    /// stops doubling once its share is spent. `None`: every repetition, whatever it costs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_s: Option<f64>,
+}
+
+impl PLogPOptions {
+    /// Sizes 0 and 1 B to `max_size` in powers of two (`max_size` itself included).
+    pub fn sizes_up_to(max_size: usize) -> Vec<usize> {
+        let mut sizes = vec![0];
+        let mut m = 1;
+        while m < max_size {
+            sizes.push(m);
+            m *= 2;
+        }
+        if max_size > 0 {
+            sizes.push(max_size);
+        }
+        sizes
+    }
+
+    /// The pair test's budget unless told otherwise, seconds.
+    pub const DEFAULT_BUDGET_S: f64 = 0.3;
+
+    /// The defaults of section 3.1.2 for sizes up to `max_size`: 32 repetitions, k = 1.3,
+    /// epsilon 1 %, saturation up to 64 KiB and at most 37500 messages, adaptive on; and a
+    /// budget of 0.3 s a pair.
+    pub fn new(max_size: usize) -> Self {
+        PLogPOptions {
+            sizes: Self::sizes_up_to(max_size),
+            reps: 32,
+            or_wait: 1.3,
+            epsilon: 0.01,
+            saturation_max_size: 64 << 10,
+            saturation_cap: 37_500,
+            saturation_reps: 4,
+            adaptive: true,
+            adaptive_budget: 16,
+            adaptive_min_gap: 32,
+            raw: false,
+            budget_s: Some(Self::DEFAULT_BUDGET_S),
+        }
+    }
+}
+
+/// What meta.json's test parameters say of an imported pair list or matrix.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImportedParameters {
+    /// The file imported.
+    pub source: String,
+    /// Its layout (`pairs`, `matrix`, ...).
+    pub layout: String,
+    /// Its ranks.
+    pub ranks: usize,
+    /// Its message sizes in bytes (`null` where it names none).
+    pub sizes: Vec<Option<usize>>,
+    /// The most repeats of one pair at any size.
+    pub most_repeats_of_a_pair: usize,
+    /// Whether it names the ranks' hosts.
+    pub hosts_named: bool,
+}
+
+/// What meta.json's test parameters say of an imported mpiGraph run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MpiGraphParameters {
+    /// The file imported.
+    pub source: String,
+    /// `mpigraph`.
+    pub layout: String,
+    /// Its ranks (one a host).
+    pub ranks: usize,
+    /// Its message size in bytes.
+    pub message_bytes: usize,
+    /// Its iterations.
+    pub times: usize,
+    /// Its window of messages in flight.
+    pub window: usize,
+    /// The table (`Send` or `Recv`) the distances come from.
+    pub distance_from: String,
+    /// The mean send bandwidth, MB/s.
+    pub send_mean_mb_per_s: f64,
+    /// The mean receive bandwidth, MB/s.
+    pub recv_mean_mb_per_s: f64,
+}
+
 impl PingPongResult {
     /// The value a staged plan chooses its follow-up by: the median round trip at the largest
     /// size, in seconds.

@@ -853,10 +853,7 @@ impl<'a> Simulation<'a> {
         let (start, end) = simulated_times(predicted.wall_s);
         let ranks = schedule.tested_ranks();
         let o = self.options;
-        let test = TestInfo {
-            name: "plogp".into(),
-            parameters: serde_json::to_value(self.plogp_options()).expect("options serialise"),
-        };
+        let test = TestInfo::PLogP(self.plogp_options());
         let schedule_info = ScheduleInfo {
             topology_source: o.topology.describe(),
             topology: Some(topology.clone()),

@@ -131,19 +131,13 @@ impl Simulation<'_> {
             plan: Some(PlanInfo {
                 name: "staged".into(),
                 parameters: staged.plan.clone(),
-                screen: TestInfo {
-                    name: "pingpong".into(),
-                    parameters: lgate_harness::PairTest::parameters(&screen_test),
-                },
+                screen: lgate_harness::PairTest::info(&screen_test),
                 screening_tests: [inside, between],
                 notes: Vec::new(),
             }),
             pinned_hosts: Vec::new(),
         };
-        let test = TestInfo {
-            name: "plogp".into(),
-            parameters: serde_json::to_value(&plogp).expect("options serialise"),
-        };
+        let test = TestInfo::PLogP(plogp.clone());
         let mut meta = self.simulated_meta(test, schedule_info, start);
         run.write_meta(&meta)?;
 

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use lgate_rundir::{
     JournalEntry, JournalFormat, PlanInfo, RankTime, RunDir, RunMeta, RunPart, RunStatus,
-    RunSummary, ScheduleInfo, Stage, StageSummary, TestInfo,
+    RunSummary, ScheduleInfo, Stage, StageSummary,
 };
 use lgate_topology::{format, Rank, Topology, TopologyFormat, TopologyNode};
 use lgate_transport::{

@@ -117,10 +117,7 @@ pub(super) fn prepare(
         control_variables: t.library_settings(),
         library_version: Some(t.library_version()),
     };
-    let test_info = TestInfo {
-        name: test.name().to_string(),
-        parameters: test.parameters(),
-    };
+    let test_info = test.info();
     let mut settled = None;
     let (pairs_per_sweep, tested_ranks, plan_info, scheduled) = match &options.plan {
         PlanKind::Full => {
@@ -152,10 +149,7 @@ pub(super) fn prepare(
             let info = PlanInfo {
                 name: "staged".into(),
                 parameters: choices.clone(),
-                screen: TestInfo {
-                    name: screen.name().to_string(),
-                    parameters: screen.parameters(),
-                },
+                screen: screen.info(),
                 screening_tests: [inside, between],
                 notes,
             };

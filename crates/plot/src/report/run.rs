@@ -58,7 +58,7 @@ pub(super) fn run_section(
             meta.schedule.tested_ranks.len()
         ),
     );
-    row(html, "test", &meta.test.name);
+    row(html, "test", &meta.test.name());
     row(
         html,
         "schedule",
@@ -116,7 +116,7 @@ pub(super) fn run_section(
         row(html, "kernel", k);
     }
     html.push_str("</table>\n");
-    parameters_table(html, &meta.test.parameters);
+    parameters_table(html, &meta.test);
     placement_table(html, &meta.ranks);
     protocol_table(html, &meta.mpi);
 }
@@ -153,12 +153,13 @@ fn protocol_table(html: &mut String, mpi: &lgate_rundir::MpiInfo) {
 }
 
 /// The pair test's parameters, one row each (objects and lists as compact JSON).
-fn parameters_table(html: &mut String, parameters: &Value) {
-    let Some(map) = parameters.as_object().filter(|m| !m.is_empty()) else {
+fn parameters_table(html: &mut String, test: &lgate_rundir::TestInfo) {
+    let parameters = test.parameters();
+    if parameters.is_empty() {
         return;
-    };
+    }
     html.push_str("<h3>Test parameters</h3>\n<table>\n");
-    for (key, value) in map {
+    for (key, value) in &parameters {
         let text = match value {
             Value::String(s) => s.clone(),
             // A list with a space after each comma, so that a long one wraps.
@@ -227,7 +228,7 @@ pub(super) fn hosts_section(html: &mut String, meta: &lgate_rundir::RunMeta) {
     html.push_str("<h2>Hosts (meta.json)</h2>\n");
     let hosts = &meta.hosts;
     if hosts.is_empty() {
-        html.push_str(if meta.test.name == "imported" {
+        html.push_str(if meta.test.name() == "imported" {
             "<p>An imported run has no host facts: the tool that measured it did not record \
              them.</p>\n"
         } else {
