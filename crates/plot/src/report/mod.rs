@@ -414,7 +414,7 @@ fn lead(html: &mut String, meta: &lgate_rundir::RunMeta) {
         "<p class=\"lead\">{} ranks on {} host(s), {} test{plan}{}; {}.</p>",
         meta.ranks.len(),
         hosts.len(),
-        escape(&meta.test.name()),
+        escape(meta.test.name()),
         if meta.simulation.is_some() {
             ", simulated"
         } else {

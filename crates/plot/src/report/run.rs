@@ -58,7 +58,7 @@ pub(super) fn run_section(
             meta.schedule.tested_ranks.len()
         ),
     );
-    row(html, "test", &meta.test.name());
+    row(html, "test", meta.test.name());
     row(
         html,
         "schedule",
