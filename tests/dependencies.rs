@@ -198,6 +198,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("lgate-output", 0),
     ("lgate-topology", 0),
     ("lgate-testbed-hop", 0),
+    ("lgate-model", 0),
     ("lgate-rundir", 1),
     ("lgate-matrix", 1),
     ("lgate-transport", 2),

@@ -26,6 +26,7 @@ mod plan;
 pub mod records;
 pub mod report;
 mod screen;
+mod simulation;
 pub mod table;
 pub mod table_layout;
 
@@ -61,6 +62,7 @@ pub use report::{
     FoundLevel, FoundLevels, Report, RetestedPair, StagedReport, UndecidedFound, SLOW_PAIR_FACTOR,
 };
 pub use screen::{parse_screen_table, read_screen_table, ScreenRow, ScreenTableError};
+pub use simulation::{DegradedRecord, SimulationRecord, SlowPairRecord, SlowRankRecord};
 
 /// An error of creating, reading or writing a run directory.
 #[derive(Debug, thiserror::Error)]

@@ -59,8 +59,12 @@ pub struct RunMeta {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<RunPart>,
     /// For a run written by `simulate`: the machine model and what was drawn from the seed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub simulation: Option<serde_json::Value>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "sorted"
+    )]
+    pub simulation: Option<crate::SimulationRecord>,
 }
 
 /// Whether a run finished.
@@ -212,9 +216,10 @@ pub struct RankInfo {
     /// machine's CPUs (containers, network namespaces, an emulated cluster).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<String>,
-    /// Further placement, such as the `switch` of a simulated machine.
+    /// The levels above the host the rank sits in, by name: the item's index (such as the
+    /// `switch` of a simulated machine).
     #[serde(flatten)]
-    pub extra: BTreeMap<String, serde_json::Value>,
+    pub extra: BTreeMap<String, usize>,
 }
 
 /// How the job was launched.
@@ -842,7 +847,7 @@ mod tests {
                     numa: None,
                     governor: None,
                     machine: None,
-                    extra: BTreeMap::from([("switch".to_string(), serde_json::json!(0))]),
+                    extra: BTreeMap::from([("switch".to_string(), 0)]),
                 })
                 .collect(),
             mpi: Default::default(),

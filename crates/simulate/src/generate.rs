@@ -8,14 +8,16 @@ use lgate_derive::{derive_plogp, MeasuredPair, OutputError, OutputOptions};
 use lgate_harness::{Pair, Schedule, Summary, TopologySource};
 use lgate_plogp_bench::PLogPOptions;
 use lgate_rundir::{
+    DegradedRecord, PairMeasurement, Saturation, SimulationRecord, SizeResult, SlowPairRecord,
+    SlowRankRecord,
+};
+use lgate_rundir::{
     LauncherInfo, RunDir, RunDirError, RunMeta, RunStatus, RunSummary, ScheduleInfo, TestInfo,
 };
-use lgate_rundir::{PairMeasurement, Saturation, SizeResult};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
 use rayon::prelude::*;
-use serde::Serialize;
 
 use crate::layout::Layout;
 use crate::model::{MachineModel, TrueParams};
@@ -976,7 +978,7 @@ impl<'a> Simulation<'a> {
     }
 
     /// What `meta.json` keeps of the simulation: the model and the artifacts drawn.
-    pub(crate) fn record(&self) -> serde_json::Value {
+    pub(crate) fn record(&self) -> SimulationRecord {
         let mut rank_of = vec![0; self.layout.size()];
         for r in 0..self.layout.size() {
             rank_of[self.layout.slot(r)] = r;
@@ -990,12 +992,14 @@ impl<'a> Simulation<'a> {
         let hosts = |nodes: &[usize]| -> Vec<String> {
             nodes.iter().map(|&n| self.layout.host_name(n)).collect()
         };
-        let record = SimulationRecord {
-            model: self.model,
+        SimulationRecord {
+            model: self.model.clone(),
             machine: self.model.to_string(),
             reps: self.options.reps,
-            artifacts: self.model.artifacts.names(),
-            band_offsets: self.effects.bands(),
+            artifacts: (self.model.artifacts.names().into_iter())
+                .map(String::from)
+                .collect(),
+            band_offsets: self.effects.bands().to_vec(),
             slow_pairs: slow.iter().map(|p| [p.i, p.j]).collect(),
             slow_node: (self.effects.slow_nodes().first()).map(|&n| self.layout.host_name(n)),
             slow_nodes: hosts(self.effects.slow_nodes()),
@@ -1018,74 +1022,14 @@ impl<'a> Simulation<'a> {
                 })
                 .collect(),
             rerun: self.options.rerun,
-            times: SIMULATED_TIMES,
-        };
-        serde_json::to_value(record).expect("a simulation record serialises")
+            times: SIMULATED_TIMES.into(),
+        }
     }
 }
 
 /// How meta.json says a simulated run's times were made.
 const SIMULATED_TIMES: &str =
     "simulated: start from SOURCE_DATE_EPOCH (or the Unix epoch), wall time as estimated for a real run";
-
-/// What meta.json's `simulation` keeps of a simulated run: the model and what was drawn from
-/// the seed (held in meta.json as a JSON object: its keys sorted).
-#[derive(Debug, Serialize)]
-struct SimulationRecord<'a> {
-    /// The machine model.
-    model: &'a MachineModel,
-    /// The model in words.
-    machine: String,
-    /// Repetitions of each measurement.
-    reps: usize,
-    /// The artifacts drawn into the measurements.
-    artifacts: Vec<&'static str>,
-    /// The band each rank's measurements were shifted by (the `bands` artifact).
-    band_offsets: &'a [usize],
-    /// The pairs of ranks made slow, as rank pairs.
-    slow_pairs: Vec<[usize; 2]>,
-    /// The first slow node's host, if any.
-    slow_node: Option<String>,
-    /// Every slow node's host.
-    slow_nodes: Vec<String>,
-    /// Hosts and links made slower (`--slow-host`, `--slow-link`).
-    degraded: Vec<DegradedRecord>,
-    /// Ranks made slower in all their pairs (`--slow-rank RANK=F`).
-    slow_ranks: Vec<SlowRankRecord>,
-    /// Single pairs made slower (`--slow-rank RANK:RANK=F`).
-    slow_rank_pairs: Vec<SlowPairRecord>,
-    /// Which measurement of the same machine this is.
-    rerun: u64,
-    /// How the run's times were made.
-    times: &'static str,
-}
-
-/// A host, or a link between two, made slower.
-#[derive(Debug, Serialize)]
-struct DegradedRecord {
-    /// The host, or the link's two hosts.
-    hosts: Vec<String>,
-    /// How many times as long its pairs take.
-    factor: f64,
-}
-
-/// A rank made slower in all its pairs.
-#[derive(Debug, Serialize)]
-struct SlowRankRecord {
-    /// The rank.
-    rank: usize,
-    /// How many times as long its pairs take.
-    factor: f64,
-}
-
-/// One pair of ranks made slower.
-#[derive(Debug, Serialize)]
-struct SlowPairRecord {
-    /// The two ranks, the smaller first.
-    ranks: [usize; 2],
-    /// How many times as long the pair takes.
-    factor: f64,
-}
 
 /// The start and end of a simulated run: from `SOURCE_DATE_EPOCH` when set (the reproducible
 /// builds convention), else the Unix epoch, and `wall_s` later; never the clock, so that the

@@ -195,7 +195,7 @@ impl Layout {
                         && Some(l) != numa
                         && l != leaf
                     {
-                        extra.insert(name.clone(), serde_json::Value::from(self.groups[r][l]));
+                        extra.insert(name.clone(), self.groups[r][l] as usize);
                     }
                 }
                 RankInfo {

@@ -24,7 +24,7 @@ mod describe;
 pub mod estimate;
 pub mod generate;
 pub mod layout;
-pub mod model;
+pub use lgate_model as model;
 pub mod presets;
 pub mod staged;
 

@@ -171,6 +171,36 @@ pub fn preset(name: &str) -> Option<MachineModel> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{parse_levels, MachineModel};
+
+    #[test]
+    fn fan_outs_may_differ_between_items() {
+        // A hybrid CPU: 8 P-cores of two threads, then 2 clusters of 4 E-cores.
+        let l = parse_levels("cluster=10,cpu=2x8/4x2").unwrap();
+        assert_eq!(l[1].fanout.of(7), 2);
+        assert_eq!(l[1].fanout.of(8), 4);
+        assert_eq!(l[1].fanout.of(18), 4, "taken in turn over the items above");
+        let m = preset("arm1").unwrap();
+        let mut hybrid = m.clone();
+        hybrid.links = [("cluster", "core"), ("cpu", "core")]
+            .iter()
+            .map(|(n, from)| (n.to_string(), m.links[*from].clone()))
+            .collect();
+        hybrid.levels = l;
+        hybrid.check().unwrap();
+        assert_eq!(hybrid.ranks(), 24);
+        assert_eq!(hybrid.to_string(), "cluster=10,cpu=2x8/4x2");
+        let json = hybrid.to_json();
+        assert!(json.contains("\"fanout\": 10"), "one number stays a number");
+        assert_eq!(serde_json::from_str::<MachineModel>(&json).unwrap(), hybrid);
+        // A node with fewer cores.
+        let small = preset("betzy")
+            .unwrap()
+            .with_machine("node=2,socket=2,core=64/64/64/32")
+            .unwrap();
+        assert_eq!(small.ranks(), 224);
+        assert_eq!(small.node_count(), 2);
+    }
 
     #[test]
     fn presets_are_valid_and_match_the_thesis() {

@@ -86,7 +86,10 @@ fn a_slow_node_is_reported_and_is_not_a_level() {
         "{latency:#}"
     );
     let meta = RunDir::open(&run).unwrap().read_meta().unwrap();
-    assert_eq!(meta.simulation.unwrap()["slow_node"], "betzy-n2");
+    assert_eq!(
+        meta.simulation.unwrap().slow_node.as_deref(),
+        Some("betzy-n2")
+    );
 }
 
 #[test]
