@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use lgate_matrix::{read_matrix, DistanceMatrix};
 pub use lgate_rundir::KnownPlacement as Truth;
-use lgate_rundir::{HostBlocks, MessageSize, DENSE_LIMIT};
+use lgate_rundir::MessageSize;
+use lgate_tables::{HostBlocks, DENSE_LIMIT};
 
 /// An error of reading the input of a clustering.
 #[derive(Debug, thiserror::Error)]
@@ -64,7 +65,7 @@ pub enum Distances {
         k: usize,
         /// The pairs measured between hosts (`hosts/between.parquet`), which decide the levels
         /// above the host with the medians; `None` when the run has none.
-        between: Option<Arc<lgate_rundir::BetweenPairs>>,
+        between: Option<Arc<lgate_tables::BetweenPairs>>,
     },
 }
 

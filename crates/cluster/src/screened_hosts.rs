@@ -12,7 +12,8 @@
 
 use std::collections::BTreeMap;
 
-use lgate_rundir::{BetweenPairs, Estimator, HostEntry, HostIndex};
+use lgate_rundir::Estimator;
+use lgate_tables::{BetweenPairs, HostEntry, HostIndex};
 
 use crate::auto::AutoParams;
 use crate::by_hosts::{hosts_part, links_of, ByHostsError, PairTests};

@@ -8,10 +8,8 @@
 
 use std::collections::HashMap;
 
-use lgate_rundir::{
-    BetweenPairs, Estimator, HostBlock, HostBlocks, HostEntry, HostIndex, HostLinks, Pair,
-    RankInfo, RoundTrips,
-};
+use lgate_rundir::{Estimator, Pair, RankInfo, RoundTrips};
+use lgate_tables::{BetweenPairs, HostBlock, HostBlocks, HostEntry, HostIndex, HostLinks};
 use ndarray::Array2;
 
 /// Seconds to microseconds, the unit of every output.

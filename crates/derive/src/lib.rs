@@ -41,7 +41,7 @@ pub mod slow;
 mod slow_pairs;
 pub mod staged;
 /// Long-format tables (CSV and Parquet), from the run directory's crate.
-pub use lgate_rundir::table;
+pub use lgate_tables::table;
 
 pub use host_blocks::{by_hosts, ByHosts, HostBlocksBuilder, ScreenedTest};
 pub use import::{

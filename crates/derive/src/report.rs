@@ -829,7 +829,7 @@ mod tests {
         h: usize,
         m: impl Fn(usize, usize) -> f64,
     ) -> (crate::host_blocks::ByHosts, Vec<RankInfo>) {
-        use lgate_rundir::{BetweenPairs, HostBlock, HostEntry, HostIndex};
+        use lgate_tables::{BetweenPairs, HostBlock, HostEntry, HostIndex};
         let placement = hosts_of_four(4 * h);
         let hosts = (0..h)
             .map(|x| HostEntry {
@@ -873,7 +873,7 @@ mod tests {
             }
         }
         let by = crate::host_blocks::ByHosts {
-            blocks: lgate_rundir::HostBlocks {
+            blocks: lgate_tables::HostBlocks {
                 index: HostIndex::new(4 * h, Estimator::Median, vec![0, 65536], hosts),
                 blocks: (0..h).map(block).collect(),
                 links: Default::default(),

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use lgate_cluster::input::InputError;
 use lgate_matrix::DistanceMatrix;
-use lgate_rundir::table_layout::MEASUREMENTS_FILE;
-use lgate_rundir::HostBlocks;
+use lgate_tables::table_layout::MEASUREMENTS_FILE;
+use lgate_tables::HostBlocks;
 
 use crate::matching::RankPlace;
 use crate::DiffError;
@@ -223,7 +223,7 @@ fn read_hosts(
     let mut sampled: HashMap<(u64, usize), f32> = HashMap::new();
     let table = run.file(MEASUREMENTS_FILE);
     if table.is_file() {
-        lgate_rundir::for_each_measurement(&table, |row| {
+        lgate_tables::for_each_measurement(&table, |row| {
             let range = row.p90_us - row.p10_us;
             if row.parameter == "rtt" && range.is_finite() && range >= 0.0 {
                 sampled.insert(
@@ -452,7 +452,7 @@ fn read_noise(
     // Per sweep: the pairs measured in it (their L row).
     let mut seen = vec![vec![false; n * n]; sweeps];
     let mut bad = None;
-    lgate_rundir::for_each_measurement(table, |row| {
+    lgate_tables::for_each_measurement(table, |row| {
         let (Some(&a), Some(&b)) = (row_of.get(&row.i), row_of.get(&row.j)) else {
             return;
         };

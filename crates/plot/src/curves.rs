@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use lgate_rundir::table_layout as col;
+use lgate_tables::table_layout as col;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
@@ -108,7 +108,7 @@ impl Curves {
             line_names = classes.names.clone();
             line_pairs = vec![Default::default(); line_names.len()];
         }
-        lgate_rundir::for_each_measurement(&table, |row| {
+        lgate_tables::for_each_measurement(&table, |row| {
             let (a, b) = (row.i, row.j);
             let line = match &chosen {
                 Some(c) => match c.get(&(a.min(b), a.max(b))) {

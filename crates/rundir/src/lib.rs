@@ -14,11 +14,9 @@
 pub mod bcast_tuning;
 pub mod clustered;
 pub mod files;
-mod host_blocks;
 mod hosts;
 mod journal;
 mod matrices;
-mod measurements;
 mod meta;
 pub mod mpi;
 mod placement;
@@ -27,15 +25,9 @@ pub mod records;
 pub mod report;
 mod screen;
 mod simulation;
-pub mod table;
-pub mod table_layout;
 
 use std::path::{Path, PathBuf};
 
-pub use host_blocks::{
-    BetweenPairs, HostBlock, HostBlocks, HostEntry, HostIndex, HostLinks, HostPairCounts,
-    DENSE_LIMIT, HOST_BLOCKS_FORMAT,
-};
 pub use hosts::{
     odd_host_lines, odd_hosts, parse_cpu_list, placement_mismatches, CacheFacts, FactError,
     FrequencyFacts, HostFacts, OddFact, FACT_NAMES,
@@ -45,7 +37,6 @@ pub use journal::{
     JournalEntry, JournalFormat, JournalRead, Stage, JOURNAL_FILE, JOURNAL_JSON_FILE,
 };
 pub use matrices::{MatrixEntry, MatrixIndex, MeasuredMask, MATRICES_DIR, MATRIX_INDEX_FILE};
-pub use measurements::{for_each_measurement, MeasurementRow};
 pub use meta::{
     LauncherInfo, PlanInfo, RankInfo, RankTime, RunMeta, RunPart, RunStatus, RunSummary,
     ScheduleInfo, StageSummary, SystemInfo, TestInfo, META_FILE, RUN_FORMAT, RUN_VERSION,
@@ -115,7 +106,8 @@ pub enum RunDirError {
     },
 }
 
-pub(crate) fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> RunDirError + '_ {
+/// Turns an I/O error on `path` into the run directory's error naming the path.
+pub fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> RunDirError + '_ {
     move |error| RunDirError::Io {
         path: path.to_path_buf(),
         error,

@@ -17,9 +17,8 @@
 //! Memory: the host x host matrix and one block per host at a time per core; time: `auto` on
 //! H hosts and on each block.
 
-use lgate_rundir::{
-    BetweenPairs, Estimator, HostBlock, HostBlocks, HostEntry, HostIndex, HostLinks,
-};
+use lgate_rundir::Estimator;
+use lgate_tables::{BetweenPairs, HostBlock, HostBlocks, HostEntry, HostIndex, HostLinks};
 use ndarray::Array2;
 use rayon::prelude::*;
 

@@ -218,7 +218,7 @@ pub(super) fn join(t: &Tree, kids: &[Tree], hosts: f64) -> Tree {
 pub(super) fn host_separation(
     g: &Array2<f64>,
     hosts_tree: &Tree,
-    links: &lgate_rundir::HostLinks,
+    links: &lgate_tables::HostLinks,
     factor: &[f64],
     k: usize,
 ) -> f64 {
@@ -270,7 +270,7 @@ pub(super) fn leaves_of(t: &Tree, out: &mut Vec<Vec<usize>>) {
 pub(super) fn slow_hosts(
     g: &Array2<f64>,
     inside: &[f64],
-    links: &lgate_rundir::HostLinks,
+    links: &lgate_tables::HostLinks,
     sizes: &[usize],
     k: usize,
 ) -> Vec<(usize, f64)> {

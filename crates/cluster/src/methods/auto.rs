@@ -50,9 +50,9 @@ impl ClusterMethod for Auto {
     }
     fn fit_by_hosts(
         &self,
-        blocks: &lgate_rundir::HostBlocks,
+        blocks: &lgate_tables::HostBlocks,
         k: usize,
-        between: Option<&lgate_rundir::BetweenPairs>,
+        between: Option<&lgate_tables::BetweenPairs>,
     ) -> Option<Result<crate::HostClustering, crate::ByHostsError>> {
         Some(crate::auto_by_hosts(blocks, k, between, &self.0))
     }

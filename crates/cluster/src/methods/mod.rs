@@ -187,9 +187,9 @@ pub trait ClusterMethod: Send + Sync + std::fmt::Debug {
     /// methods that work by hosts; `None` for those that need the dense matrix.
     fn fit_by_hosts(
         &self,
-        _blocks: &lgate_rundir::HostBlocks,
+        _blocks: &lgate_tables::HostBlocks,
         _k: usize,
-        _between: Option<&lgate_rundir::BetweenPairs>,
+        _between: Option<&lgate_tables::BetweenPairs>,
     ) -> Option<Result<crate::HostClustering, crate::ByHostsError>> {
         None
     }

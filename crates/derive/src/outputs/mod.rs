@@ -2,11 +2,11 @@
 //! the report of slow ranks and pairs.
 
 use lgate_matrix::DistanceMatrix;
-use lgate_rundir::table_layout as col;
 use lgate_rundir::Pair;
 use lgate_rundir::{MatrixEntry, MatrixIndex, MeasuredMask, RunDir, RunDirError};
 use lgate_stats::quantile_of_sorted;
 use lgate_stats::Summary;
+use lgate_tables::table_layout as col;
 use ndarray::Array2;
 use rayon::prelude::*;
 
@@ -51,7 +51,7 @@ pub enum DenseMatrices {
 
 impl DenseMatrices {
     /// The most ranks whose dense matrices a staged run writes unless asked.
-    pub const LIMIT: usize = lgate_rundir::DENSE_LIMIT;
+    pub const LIMIT: usize = lgate_tables::DENSE_LIMIT;
 
     /// Whether a run of `ranks` ranks writes them.
     pub fn wanted(self, ranks: usize) -> bool {

@@ -16,7 +16,7 @@ use parquet::file::reader::{FileReader, RowGroupReader, SerializedFileReader};
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::Type;
 
-use crate::RunDirError;
+use lgate_rundir::{io_error, RunDirError};
 
 /// One column of a table.
 #[derive(Debug, Clone, PartialEq)]
@@ -276,7 +276,7 @@ pub struct TableReader {
 impl TableReader {
     /// Opens the Parquet table at `path`.
     pub fn open(path: &Path) -> Result<Self, RunDirError> {
-        let file = std::fs::File::open(path).map_err(crate::io_error(path))?;
+        let file = std::fs::File::open(path).map_err(io_error(path))?;
         let reader = SerializedFileReader::new(file).map_err(|e| RunDirError::BadFile {
             path: path.to_path_buf(),
             message: format!("not a Parquet table: {e}"),

@@ -1,7 +1,7 @@
 //! The columns of a run's tables (`measurements.parquet`/`.csv`, `raw.parquet`): one name per
 //! column, shared by the writers and every reader.
 
-pub use crate::files::{MEASUREMENTS_CSV_FILE, MEASUREMENTS_FILE, RAW_CSV_FILE, RAW_FILE};
+pub use lgate_rundir::files::{MEASUREMENTS_CSV_FILE, MEASUREMENTS_FILE, RAW_CSV_FILE, RAW_FILE};
 
 /// The sweep, from 0.
 pub const SWEEP: &str = "sweep";

@@ -9,10 +9,12 @@
 use ndarray::Array2;
 use serde::{Deserialize, Serialize};
 
-use crate::files::{BETWEEN_FILE, BLOCKS_FILE, HOSTS_DIR, HOST_INDEX_FILE, HOST_MATRIX_FILE};
 use crate::table::{Column, ColumnValues, Table, TableReader, TableWriter};
 use crate::table_layout as col;
-use crate::{Estimator, RunDir, RunDirError};
+use lgate_rundir::files::{
+    BETWEEN_FILE, BLOCKS_FILE, HOSTS_DIR, HOST_INDEX_FILE, HOST_MATRIX_FILE,
+};
+use lgate_rundir::{io_error, Estimator, RunDir, RunDirError};
 
 /// The `format` of `hosts/index.json`.
 pub const HOST_BLOCKS_FORMAT: &str = "lgate-host-blocks";
@@ -169,7 +171,7 @@ impl HostIndex {
             path: path.clone(),
             message,
         };
-        let text = std::fs::read_to_string(&path).map_err(crate::io_error(&path))?;
+        let text = std::fs::read_to_string(&path).map_err(io_error(&path))?;
         let index: HostIndex = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
         if index.format != HOST_BLOCKS_FORMAT {
             return Err(bad(format!(
@@ -296,7 +298,7 @@ impl HostBlocks {
     /// Writes `hosts/`: the index, the blocks, the host x host summary and `between`.
     pub fn write(&self, run: &RunDir, between: &BetweenPairs) -> Result<(), RunDirError> {
         let dir = run.file(HOSTS_DIR);
-        std::fs::create_dir_all(&dir).map_err(crate::io_error(&dir))?;
+        std::fs::create_dir_all(&dir).map_err(io_error(&dir))?;
         self.write_blocks(run)?;
         self.write_links(run)?;
         self.write_between(run, between)?;

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use crate::table::{ColumnValues, TableReader};
 use crate::table_layout as col;
-use crate::RunDirError;
+use lgate_rundir::RunDirError;
 
 /// One row of a measurements table: a pair, sweep, size and parameter, and the quantiles of
 /// its repetitions in microseconds.
