@@ -1,7 +1,7 @@
 //! What the journal holds for each pair: the pair, and the result of its pair test (the
 //! ping-pong's round trips, the PLogP procedures' timings), with the message sizes they are
-//! measured at. The harness and the pair tests write these; the derive stage and every reader
-//! read them.
+//! measured at; and each test's parameters, as meta.json records them. The harness and the pair
+//! tests write these; the derive stage and every reader read them.
 
 use std::fmt;
 use std::str::FromStr;

@@ -7,6 +7,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::RunDirError;
 
+mod resume;
+mod summary;
+mod test_info;
+
+pub use summary::{RankTime, RunPart, RunSummary, StageSummary};
+use test_info::sorted;
+pub use test_info::TestInfo;
+
 pub use crate::files::META_FILE;
 /// The value of meta.json's `format` field.
 pub const RUN_FORMAT: &str = "lgate-plogp-run";
@@ -75,66 +83,6 @@ pub enum RunStatus {
     Running,
     /// Every scheduled pair was measured.
     Complete,
-}
-
-/// The pair test and its parameters: in meta.json `{"name": .., "parameters": {..}}`, the
-/// parameters' keys sorted.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "name", content = "parameters")]
-pub enum TestInfo {
-    /// The ping-pong test (a full run's, or a staged run's screening).
-    #[serde(rename = "pingpong")]
-    PingPong(crate::PingPongParameters),
-    /// The PLogP procedures.
-    #[serde(rename = "plogp")]
-    PLogP(crate::PLogPOptions),
-    /// An imported pair list or matrix.
-    #[serde(rename = "imported")]
-    Imported(crate::records::ImportedParameters),
-    /// An imported mpiGraph run.
-    #[serde(rename = "mpigraph")]
-    MpiGraph(crate::records::MpiGraphParameters),
-}
-
-impl TestInfo {
-    /// The test's name, as meta.json writes it.
-    pub fn name(&self) -> &'static str {
-        match self {
-            TestInfo::PingPong(_) => "pingpong",
-            TestInfo::PLogP(_) => "plogp",
-            TestInfo::Imported(_) => "imported",
-            TestInfo::MpiGraph(_) => "mpigraph",
-        }
-    }
-
-    /// Each parameter's name and value as meta.json writes it, by name: for showing them.
-    pub fn parameters(&self) -> Vec<(String, serde_json::Value)> {
-        let object = match sorted_value(self) {
-            Ok(serde_json::Value::Object(mut o)) => o.remove("parameters"),
-            _ => None,
-        };
-        match object {
-            Some(serde_json::Value::Object(o)) => o.into_iter().collect(),
-            _ => Vec::new(),
-        }
-    }
-
-    /// The parameters as one line of JSON, keys sorted.
-    pub fn parameters_text(&self) -> String {
-        sorted_value(self).map_or_else(|e| e.to_string(), |v| v["parameters"].to_string())
-    }
-}
-
-/// `t` as a JSON value: its objects' keys sorted (serde_json's maps are ordered by key).
-fn sorted_value<T: Serialize>(t: &T) -> Result<serde_json::Value, serde_json::Error> {
-    serde_json::to_value(t)
-}
-
-/// Writes `t` with its objects' keys sorted, as meta.json has always held the test's parameters.
-fn sorted<T: Serialize, S: serde::Serializer>(t: &T, s: S) -> Result<S::Ok, S::Error> {
-    sorted_value(t)
-        .map_err(serde::ser::Error::custom)?
-        .serialize(s)
 }
 
 /// How pairs were scheduled.
@@ -268,144 +216,6 @@ pub struct SystemInfo {
     /// Operating system name.
     #[serde(default)]
     pub os: Option<String>,
-}
-
-/// One invocation of a run that measured: its first start, or a resume.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunPart {
-    /// When it started (RFC 3339, UTC).
-    pub start: String,
-    /// When it ended; none while it runs or when it was killed.
-    #[serde(default)]
-    pub end: Option<String>,
-    /// Tests it measured (for a killed part: the journal's entries it left).
-    pub pairs_measured: usize,
-    /// Its wall time, seconds, when it ended.
-    #[serde(default)]
-    pub wall_s: Option<f64>,
-    /// Time during which one of its pair tests was running, seconds, when it ended.
-    #[serde(default)]
-    pub testing_s: Option<f64>,
-    /// The command line of rank 0 that ran it (the run's own is [`RunMeta::command_line`]).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub command_line: Vec<String>,
-}
-
-impl RunPart {
-    /// A part starting now that has measured nothing yet.
-    pub fn starting(start: String) -> Self {
-        RunPart {
-            start,
-            end: None,
-            pairs_measured: 0,
-            wall_s: None,
-            testing_s: None,
-            command_line: Vec::new(),
-        }
-    }
-}
-
-/// Totals of a finished run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunSummary {
-    /// Pairs measured, over every part of the run (first start and resumes).
-    pub pairs_measured: usize,
-    /// Pairs in the journal, all sweeps.
-    pub pairs_total: usize,
-    /// Wall time, summed over the parts whose wall time is known, seconds.
-    pub wall_s: f64,
-    /// Time during which at least one pair test was running, summed like `wall_s`, seconds.
-    pub testing_s: f64,
-    /// Share of wall time with no pair test running: barriers, bookkeeping, I/O.
-    pub overhead_share: f64,
-    /// How each rank spent the last part: waiting for its next test or testing.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub rank_time: Vec<RankTime>,
-    /// A staged run's stages: tests and the wall time each took in the last part.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub stages: Vec<StageSummary>,
-    /// What rank 0 chose while measuring, for people: the levels in doubt after the screening
-    /// and the tests added to decide them (`measure --confidence`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
-}
-
-/// One stage of a staged run in one invocation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StageSummary {
-    /// The stage.
-    pub stage: crate::Stage,
-    /// Tests run in this invocation.
-    pub tests: usize,
-    /// From its first test's start to its last test's end, seconds.
-    pub wall_s: f64,
-}
-
-/// One rank's wall and CPU time while waiting for its next test and while testing.
-///
-/// CPU time is the whole process's (every thread, user and system) from getrusage, read
-/// between steps, never inside timed code.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct RankTime {
-    /// The rank.
-    pub rank: usize,
-    /// Wall time spent waiting (barriers, handoffs, the final gathering), seconds.
-    pub waiting_s: f64,
-    /// CPU time used while waiting, seconds.
-    pub waiting_cpu_s: f64,
-    /// Wall time spent in pair tests (a sender's sending its result to rank 0 included),
-    /// seconds.
-    pub testing_s: f64,
-    /// CPU time used in pair tests, seconds.
-    pub testing_cpu_s: f64,
-    /// Rank 0 and each host's first rank: wall time spent collecting the others' results
-    /// (receiving and journalling them, or relaying them to rank 0), seconds; absent on other
-    /// ranks.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub collecting_s: f64,
-    /// Rank 0 and each host's first rank: CPU time used collecting, seconds.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub collecting_cpu_s: f64,
-}
-
-fn is_zero(x: &f64) -> bool {
-    *x == 0.0
-}
-
-impl RankTime {
-    /// The share of one core this rank used while waiting (0 when it never waited).
-    pub fn waiting_cpu_share(&self) -> f64 {
-        if self.waiting_s > 0.0 {
-            self.waiting_cpu_s / self.waiting_s
-        } else {
-            0.0
-        }
-    }
-}
-
-impl RunSummary {
-    /// The mean and the largest share of a core that ranks used while waiting, if recorded.
-    pub fn waiting_cpu_share(&self) -> Option<(f64, f64)> {
-        RankTime::waiting_share(&self.rank_time)
-    }
-}
-
-impl RankTime {
-    /// Over the ranks that waited: the mean and the largest share of a core used while
-    /// waiting; `None` when none waited.
-    pub fn waiting_share(times: &[RankTime]) -> Option<(f64, f64)> {
-        let waited: Vec<f64> = times
-            .iter()
-            .filter(|t| t.waiting_s > 0.0)
-            .map(RankTime::waiting_cpu_share)
-            .collect();
-        if waited.is_empty() {
-            return None;
-        }
-        let mean = waited.iter().sum::<f64>() / waited.len() as f64;
-        let max = waited.iter().copied().fold(0.0, f64::max);
-        Some((mean, max))
-    }
 }
 
 impl RankInfo {
@@ -611,31 +421,6 @@ impl RunMeta {
     }
 }
 
-impl RunSummary {
-    /// Totals over `parts`, with the last part's `rank_time` and `stages`.
-    pub fn over_parts(parts: &[RunPart], pairs_total: usize, last: RunSummary) -> RunSummary {
-        let wall_s: f64 = parts.iter().filter_map(|p| p.wall_s).sum();
-        let testing_s: f64 = parts.iter().filter_map(|p| p.testing_s).sum();
-        RunSummary {
-            pairs_measured: parts.iter().map(|p| p.pairs_measured).sum(),
-            pairs_total,
-            wall_s,
-            testing_s,
-            overhead_share: Self::overhead_share(wall_s, testing_s),
-            ..last
-        }
-    }
-
-    /// The share of `wall_s` when no test ran (testing took `testing_s` of it).
-    pub fn overhead_share(wall_s: f64, testing_s: f64) -> f64 {
-        if wall_s > 0.0 {
-            (1.0 - testing_s / wall_s).max(0.0)
-        } else {
-            0.0
-        }
-    }
-}
-
 impl RunMeta {
     /// Reads and checks meta.json.
     pub fn read(path: &Path) -> Result<Self, RunDirError> {
@@ -685,128 +470,6 @@ impl RunMeta {
         text.push(b'\n');
         text
     }
-
-    /// How the ranks of `other` (a resume) sit differently from this run's: the first rank on
-    /// another host or with other CPUs to run on, and how many differ; `None` when all agree.
-    pub fn placement_difference(&self, other: &RunMeta) -> Option<String> {
-        let place = |r: &RankInfo| {
-            format!(
-                "on {} with CPUs {}",
-                r.host,
-                r.cpuset.as_deref().unwrap_or("unknown")
-            )
-        };
-        let differ: Vec<(&RankInfo, &RankInfo)> = self
-            .ranks
-            .iter()
-            .zip(&other.ranks)
-            .filter(|(a, b)| a.host != b.host || a.cpuset != b.cpuset)
-            .collect();
-        let &(a, b) = differ.first()?;
-        let more = match differ.len() {
-            1 => String::new(),
-            n => format!(" ({n} ranks differ)"),
-        };
-        Some(format!(
-            "rank {} ran {} in the run, {} now{more}",
-            a.rank,
-            place(a),
-            place(b)
-        ))
-    }
-
-    /// Why a run with `other`'s plan cannot continue this one, if it cannot.
-    pub fn plan_differences(&self, other: &RunMeta) -> Vec<String> {
-        let mut out = Vec::new();
-        let mut differ = |what: &str, a: String, b: String| {
-            if a != b {
-                out.push(format!("{what}: {a} in the run, {b} now"));
-            }
-        };
-        differ(
-            "ranks",
-            self.ranks.len().to_string(),
-            other.ranks.len().to_string(),
-        );
-        differ(
-            "test",
-            self.test.name().to_string(),
-            other.test.name().to_string(),
-        );
-        if self.test.name() == other.test.name() {
-            let text = |t: &TestInfo| -> BTreeMap<String, String> {
-                (t.parameters().into_iter())
-                    .map(|(k, v)| (k, v.to_string()))
-                    .collect()
-            };
-            let (a, b) = (text(&self.test), text(&other.test));
-            let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
-            for key in keys {
-                let value =
-                    |m: &BTreeMap<String, String>| m.get(key).cloned().unwrap_or("none".into());
-                differ(&parameter_name(key), value(&a), value(&b));
-            }
-        }
-        let (a, b) = (&self.schedule, &other.schedule);
-        differ("sweeps", a.sweeps.to_string(), b.sweeps.to_string());
-        differ("seed", a.seed.to_string(), b.seed.to_string());
-        differ(
-            "fast",
-            format!("{:?}", a.fast_fraction),
-            format!("{:?}", b.fast_fraction),
-        );
-        // A topology in words: its ranks are said above, and differ with them.
-        if self.ranks.len() == other.ranks.len() && a.topology != b.topology {
-            let (then, now) = (topology_words(&a.topology), topology_words(&b.topology));
-            if then == now {
-                differ(
-                    "topology",
-                    format!("{then} ({})", a.topology_source),
-                    format!("other groups ({})", b.topology_source),
-                );
-            } else {
-                differ("topology", then, now);
-            }
-        }
-        let plan = |p: &Option<PlanInfo>| {
-            p.as_ref().map_or("full".to_string(), |p| {
-                format!(
-                    "{} ({}) screen {}",
-                    p.name,
-                    p.parameters,
-                    p.screen.parameters_text()
-                )
-            })
-        };
-        differ("plan", plan(&a.plan), plan(&b.plan));
-        out
-    }
-}
-
-/// A topology as the schedule records it, in words: its levels and their groups.
-fn topology_words(t: &Option<lgate_topology::Topology>) -> String {
-    let levels: Vec<String> = (t.iter().flat_map(|t| t.levels()))
-        .map(|l| format!("{} of {} groups", l.name, l.groups.len()))
-        .collect();
-    if levels.is_empty() {
-        "no level above the ranks".into()
-    } else {
-        format!("levels {}", levels.join(", "))
-    }
-}
-
-/// A pair test parameter as `measure` sets it: the flag's name where one sets it alone.
-fn parameter_name(key: &str) -> String {
-    let flag = match key {
-        "reps" => "--reps",
-        "or_wait" => "--or-wait",
-        "budget_s" => "--pair-budget",
-        "adaptive" => "--no-adaptive",
-        "raw" => "--raw",
-        "sizes" => "--max-size or --sizes",
-        _ => return format!("test parameter {key}"),
-    };
-    format!("{key} ({flag})")
 }
 
 #[cfg(test)]
