@@ -128,6 +128,23 @@ impl Doorbells {
         self.is_local(rank) || self.remote.as_ref().is_some_and(|r| r.heard(rank))
     }
 
+    /// Whether a message from `rank` may still be on its way after a wake-up: not from a rank
+    /// on this host (its message is in shared memory before it rings), and from another only
+    /// when it rang since this was last asked (its datagram may overtake the message).
+    pub fn may_trail_its_ring(&self, rank: Rank) -> bool {
+        if self.is_local(rank) {
+            return false;
+        }
+        self.remote.as_ref().is_none_or(|r| r.rang(rank))
+    }
+
+    /// A sleep for `rank`'s wake-up ran out without it (see [`RemoteBells::missed`]).
+    pub fn missed(&self, rank: Rank) {
+        if let Some(r) = self.remote.as_ref().filter(|_| !self.is_local(rank)) {
+            r.missed(rank);
+        }
+    }
+
     /// Rings `to`'s bell: a futex on this host, a datagram to another; never blocks, never
     /// fails.
     pub fn ring(&self, to: Rank) {

@@ -273,21 +273,30 @@ impl Transport for MpiTransport {
 
     fn send_polite(&self, to: Rank, tag: Tag, data: &[u8]) -> Result<(), TransportError> {
         let peer = self.peer(to)?;
-        mpi::request::scope(|scope| {
+        let held_up = mpi::request::scope(|scope| {
             let mut request = peer.immediate_send_with_tag(scope, data, tag.0);
-            // Wake the receiver now: a message above the eager limit completes only once it
+            // Wake the receiver now: the message is on its way ahead of the wake-up, or (above
+            // the eager limit) its envelope, and such a send completes only once the receiver
             // has started receiving it.
             self.notify(to);
             let mut wait = PoliteWait::new(None);
+            let mut held_up = false;
             loop {
                 match request.test() {
-                    Ok(_) => return,
+                    Ok(_) => return held_up,
                     Err(pending) => request = pending,
                 }
+                held_up = true;
                 wait.nap();
             }
         });
-        self.notify(to);
+        // A send that did not complete at once (a first message that waited for its
+        // connection, a long one) may have reached the receiver only after its wake-up: wake
+        // it again. One that did (most: short ones) is not rung twice, which would only wake
+        // the receiver again in its next wait.
+        if held_up {
+            self.notify(to);
+        }
         Ok(())
     }
 
@@ -437,6 +446,18 @@ impl Transport for MpiTransport {
 
     fn notified_by_all(&self) -> bool {
         self.doorbells.as_ref().is_some_and(|d| d.whole_job())
+    }
+
+    fn may_trail_its_ring(&self, from: Rank) -> bool {
+        self.doorbells
+            .as_ref()
+            .is_none_or(|d| d.may_trail_its_ring(from))
+    }
+
+    fn not_woken_by(&self, from: Rank) {
+        if let Some(d) = &self.doorbells {
+            d.missed(from);
+        }
     }
 
     fn notify(&self, to: Rank) {

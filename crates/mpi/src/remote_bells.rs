@@ -7,11 +7,15 @@
 //! socket on its host's address (its host name's, else its first interface's) and a thread
 //! blocked on it; a sender, after an untimed MPI send to a rank on another host, sends that
 //! rank a datagram (the job's token and the sender's rank), and the thread rings the rank's
-//! own bell, which wakes its futex sleep. A peer counts as one that wakes this rank only once
-//! one of its datagrams has arrived, so that where datagrams cannot pass (a firewall, hosts
-//! without an address of their own) waits keep their sleeps that grow with the time waited.
-//! A lost datagram costs one safety-net sleep.
+//! own bell, which wakes its futex sleep. A host's ranks count as ones that wake this rank once
+//! a datagram from any of them has arrived (they send from the same address), and the ranks
+//! of every host with a socket once one from any host has (datagrams pass between the hosts),
+//! until a sleep for one of them runs out without its wake-up: its host then waits for a
+//! datagram of its own. Where none pass (a firewall, hosts without an address of their own),
+//! waits keep their sleeps that grow with the time waited. A lost datagram costs one
+//! safety-net sleep.
 
+use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4, ToSocketAddrs, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -35,9 +39,84 @@ pub struct RemoteBells {
     /// Per world rank: its address packed as (IPv4 << 16 | port), 0 when it has none or is on
     /// this host (its bell is a futex).
     addresses: Vec<u64>,
-    /// Per world rank: whether a datagram from it has arrived.
-    heard: Arc<Vec<AtomicBool>>,
+    /// Which datagrams have arrived and which are expected.
+    heard: Arc<Heard>,
     thread: Option<JoinHandle<()>>,
+}
+
+/// Per host of the job (told by its address), whether a datagram from one of its ranks has
+/// arrived, and whether its ranks' wake-ups are doubted.
+#[derive(Debug)]
+struct Heard {
+    /// Per world rank: its host's index, `None` when it has no socket or is on this host.
+    host_of: Vec<Option<u32>>,
+    /// Per host: a datagram from it has arrived.
+    host: Vec<AtomicBool>,
+    /// Per host: a sleep for one of its ranks ran out without the expected wake-up.
+    doubted: Vec<AtomicBool>,
+    /// A datagram from any host has arrived.
+    any: AtomicBool,
+    /// Per world rank: a datagram from it has arrived since [`Heard::take_rang`] last asked.
+    rang: Vec<AtomicBool>,
+}
+
+impl Heard {
+    /// Hosts told apart by the address (IPv4) of each rank's socket; 0 is no socket.
+    fn new(addresses: &[u64]) -> Self {
+        let mut hosts: HashMap<u64, u32> = HashMap::new();
+        let host_of: Vec<Option<u32>> = addresses
+            .iter()
+            .map(|&a| {
+                (a != 0).then(|| {
+                    let n = hosts.len() as u32;
+                    *hosts.entry(a >> 16).or_insert(n)
+                })
+            })
+            .collect();
+        let flags = || (0..hosts.len()).map(|_| AtomicBool::new(false)).collect();
+        Heard {
+            rang: (0..host_of.len()).map(|_| AtomicBool::new(false)).collect(),
+            host_of,
+            host: flags(),
+            doubted: flags(),
+            any: AtomicBool::new(false),
+        }
+    }
+
+    /// Marks `rank`'s host heard; false when `rank` is none of the job's other hosts' ranks.
+    fn mark(&self, rank: usize) -> bool {
+        let Some(&Some(h)) = self.host_of.get(rank) else {
+            return false;
+        };
+        self.rang[rank].store(true, Ordering::Relaxed);
+        self.host[h as usize].store(true, Ordering::Relaxed);
+        self.any.store(true, Ordering::Relaxed);
+        true
+    }
+
+    /// Whether a datagram from `rank` has arrived since the last time this was asked.
+    fn take_rang(&self, rank: usize) -> bool {
+        self.rang
+            .get(rank)
+            .is_some_and(|r| r.swap(false, Ordering::Relaxed))
+    }
+
+    /// Whether `rank`'s wake-ups are expected.
+    fn wakes(&self, rank: usize) -> bool {
+        let Some(&Some(h)) = self.host_of.get(rank) else {
+            return false;
+        };
+        let h = h as usize;
+        self.host[h].load(Ordering::Relaxed)
+            || (self.any.load(Ordering::Relaxed) && !self.doubted[h].load(Ordering::Relaxed))
+    }
+
+    /// Expects `rank`'s wake-ups no longer, unless its host has been heard.
+    fn doubt(&self, rank: usize) {
+        if let Some(&Some(h)) = self.host_of.get(rank) {
+            self.doubted[h as usize].store(true, Ordering::Relaxed);
+        }
+    }
 }
 
 impl RemoteBells {
@@ -76,11 +155,7 @@ impl RemoteBells {
         if addresses.iter().all(|&a| a == 0) {
             return None;
         }
-        let heard: Arc<Vec<AtomicBool>> = Arc::new(
-            (0..addresses.len())
-                .map(|_| AtomicBool::new(false))
-                .collect(),
-        );
+        let heard = Arc::new(Heard::new(&addresses));
         let thread = {
             let socket = Arc::clone(&socket);
             let heard = Arc::clone(&heard);
@@ -109,11 +184,21 @@ impl RemoteBells {
         }
     }
 
-    /// Whether `from`'s wake-ups reach this rank (one has arrived).
+    /// Whether `from`'s wake-ups reach this rank: one from its host has arrived, or one from
+    /// another host and none from its host has been missed.
     pub fn heard(&self, from: Rank) -> bool {
-        self.heard
-            .get(from)
-            .is_some_and(|h| h.load(Ordering::Relaxed))
+        self.heard.wakes(from)
+    }
+
+    /// Whether `from` has rung since this was last asked.
+    pub fn rang(&self, from: Rank) -> bool {
+        self.heard.take_rang(from)
+    }
+
+    /// A sleep for `from`'s wake-up ran out without it: expect its host's no longer until one
+    /// of them arrives.
+    pub fn missed(&self, from: Rank) {
+        self.heard.doubt(from);
     }
 }
 
@@ -130,7 +215,7 @@ impl Drop for RemoteBells {
 }
 
 /// The thread's loop: each datagram of this job marks its sender heard and rings the rank.
-fn listen(socket: &UdpSocket, token: u64, heard: &[AtomicBool], ring_me: impl Fn()) {
+fn listen(socket: &UdpSocket, token: u64, heard: &Heard, ring_me: impl Fn()) {
     let own = socket.local_addr().ok();
     let mut buf = [0u8; 64];
     while let Ok((n, source)) = socket.recv_from(&mut buf) {
@@ -140,8 +225,7 @@ fn listen(socket: &UdpSocket, token: u64, heard: &[AtomicBool], ring_me: impl Fn
         if from == STOP && Some(source) == own {
             return;
         }
-        if let Some(h) = usize::try_from(from).ok().and_then(|f| heard.get(f)) {
-            h.store(true, Ordering::Relaxed);
+        if usize::try_from(from).is_ok_and(|f| heard.mark(f)) {
             ring_me();
         }
     }
@@ -250,8 +334,14 @@ mod tests {
     #[test]
     fn a_datagram_wakes_the_listener_and_marks_its_sender() {
         let socket = Arc::new(UdpSocket::bind("127.0.0.1:0").unwrap());
-        let heard: Arc<Vec<AtomicBool>> =
-            Arc::new((0..4).map(|_| AtomicBool::new(false)).collect());
+        // Rank 0 on this host, 1 on one other, 2 and 3 on another.
+        let a = |ip: [u8; 4], port| pack(SocketAddrV4::new(Ipv4Addr::from(ip), port));
+        let heard = Arc::new(Heard::new(&[
+            0,
+            a([10, 0, 0, 1], 7000),
+            a([10, 0, 0, 2], 7000),
+            a([10, 0, 0, 2], 7001),
+        ]));
         let (tx, rx) = std::sync::mpsc::channel();
         let thread = {
             let (socket, heard) = (Arc::clone(&socket), Arc::clone(&heard));
@@ -262,11 +352,44 @@ mod tests {
         peer.send_to(&datagram(8, 1), own).unwrap(); // another job's: ignored
         peer.send_to(&datagram(9, 2), own).unwrap();
         rx.recv_timeout(std::time::Duration::from_secs(20)).unwrap();
-        assert!(heard[2].load(Ordering::Relaxed));
-        assert!(!heard[1].load(Ordering::Relaxed));
+        assert!(heard.host[1].load(Ordering::Relaxed));
+        assert!(!heard.host[0].load(Ordering::Relaxed));
         // A stop from another socket is not obeyed; from its own, it is.
         peer.send_to(&datagram(9, STOP), own).unwrap();
         socket.send_to(&datagram(9, STOP), own).unwrap();
         thread.join().unwrap();
+    }
+
+    #[test]
+    fn a_hosts_ranks_wake_once_it_is_heard_the_others_until_one_is_missed() {
+        let a = |ip: [u8; 4], port| pack(SocketAddrV4::new(Ipv4Addr::from(ip), port));
+        // Rank 0 on this host, 1 on one other, 2 and 3 on another, 4 with no socket.
+        let heard = Heard::new(&[
+            0,
+            a([10, 0, 0, 1], 7000),
+            a([10, 0, 0, 2], 7000),
+            a([10, 0, 0, 2], 7001),
+            0,
+        ]);
+        // Nothing heard yet: no wake-up is expected.
+        assert!((0..5).all(|r| !heard.wakes(r)));
+        assert!(!heard.mark(0) && !heard.mark(4) && !heard.mark(9));
+        assert!((0..5).all(|r| !heard.wakes(r)));
+        // Rank 2's datagram: its host's ranks wake this one, and so, expected, does rank 1.
+        assert!(heard.mark(2));
+        assert_eq!(
+            (0..5).map(|r| heard.wakes(r)).collect::<Vec<_>>(),
+            [false, true, true, true, false]
+        );
+        // A sleep for rank 1 ran out: its host is expected no longer, rank 3's still is.
+        heard.doubt(1);
+        heard.doubt(3);
+        assert!(!heard.wakes(1) && heard.wakes(3) && heard.wakes(2));
+        // Until rank 1's own datagram comes.
+        assert!(heard.mark(1));
+        assert!(heard.wakes(1));
+        // Who rang is told once.
+        assert!(heard.take_rang(1) && !heard.take_rang(1));
+        assert!(heard.take_rang(2) && !heard.take_rang(3) && !heard.take_rang(0));
     }
 }

@@ -169,6 +169,16 @@ pub trait Transport {
     /// Wakes `to` if it sleeps in [`Transport::sleep`] and can be woken from here; call it
     /// after an untimed send, never in timed code.
     fn notify(&self, _to: Rank) {}
+    /// Whether, after a wake-up, a message from `from` may still be on its way (its wake-up
+    /// can overtake it): true unless the transport knows `from` did not ring since this was
+    /// last asked, or that its messages are there before it rings.
+    fn may_trail_its_ring(&self, _from: Rank) -> bool {
+        true
+    }
+    /// Says that a sleep until `from`'s wake-up ([`Transport::notifies`]) ran its full length
+    /// without one: where its wake-ups were only expected, not yet seen, they are expected no
+    /// longer until one comes.
+    fn not_woken_by(&self, _from: Rank) {}
     /// Whether the message library's own blocking waits hand the core to other processes
     /// (Open MPI's `mpi_yield_when_idle`): on for a pair of ranks that can only run by turns
     /// (bound to one CPU), off otherwise, where yielding only adds noise. A no-op where the
@@ -221,11 +231,12 @@ pub trait Transport {
 /// the idle rank uses little CPU (six processes waking every 100 us made 2-rank pair tests here
 /// 10-40x slower; every millisecond, no slower). So a waiting rank sleeps:
 /// - until woken, when the peer it waits for wakes it after sending ([`Transport::notify`]:
-///   ranks on the same host through a futex, on other hosts through a datagram once one has
-///   come through), with [`PoliteWait::NOTIFIED_SLEEP`] as a safety net; once woken, the
+///   ranks on the same host through a futex, on other hosts through a datagram once one from
+///   any host has come through and none from the peer's host has been missed), with
+///   [`PoliteWait::NOTIFIED_SLEEP`] as a safety net; once woken by the awaited peer, its
 ///   message may still be on its way (a datagram can overtake it), so a few short sleeps
-///   that double ([`PoliteWait::AFTER_WAKE`]) look for it before the long sleep again (the
-///   wake-up may have been for another message);
+///   that double ([`PoliteWait::AFTER_WAKE`]) look for it before the long sleep again; once
+///   woken by another rank, the next sleep is long;
 /// - otherwise for a share of the time it has already waited ([`PoliteWait::SLACK`]): a wait
 ///   of T wakes about ln(T) / SLACK times, not T / constant times, and notices the awaited
 ///   message at most SLACK x T late.
@@ -276,6 +287,45 @@ impl PoliteWait {
         peer: Option<Rank>,
         tag: Tag,
     ) -> Result<(), TransportError> {
+        let notified = || match peer {
+            Some(p) => t.notifies(p),
+            None => t.notified_by_all(),
+        };
+        self.pause_notified(t, notified, peer, tag)
+    }
+
+    /// Pauses before the next poll for a message with `tag` from any of `senders` (the only
+    /// ranks that send one): a sleep until woken when every one of them wakes this rank.
+    pub fn pause_for_any<T: Transport + ?Sized>(
+        &mut self,
+        t: &T,
+        senders: &[Rank],
+        tag: Tag,
+    ) -> Result<(), TransportError> {
+        let notified = || {
+            t.notified_by_all() || (!senders.is_empty() && senders.iter().all(|&p| t.notifies(p)))
+        };
+        self.pause_notified(t, notified, None, tag)
+    }
+
+    /// Pauses before the next look at something no peer wakes this rank for, such as its own
+    /// sends to `peer` completing: sleeps that grow with the time waited.
+    pub fn pause_unannounced<T: Transport + ?Sized>(
+        &mut self,
+        t: &T,
+        peer: Rank,
+        tag: Tag,
+    ) -> Result<(), TransportError> {
+        self.pause_notified(t, || false, Some(peer), tag)
+    }
+
+    fn pause_notified<T: Transport + ?Sized>(
+        &mut self,
+        t: &T,
+        notified: impl FnOnce() -> bool,
+        peer: Option<Rank>,
+        tag: Tag,
+    ) -> Result<(), TransportError> {
         let waited = self.started.elapsed();
         if self.limit.is_some_and(|limit| waited > limit) {
             return Err(TransportError::Timeout {
@@ -288,10 +338,7 @@ impl PoliteWait {
         if self.quick_poll() {
             return Ok(());
         }
-        let notified = match peer {
-            Some(p) => t.notifies(p),
-            None => t.notified_by_all(),
-        };
+        let notified = notified();
         let sleep = match (notified, self.since_woken) {
             (true, Some(k)) if k < Self::AFTER_WAKE_SLEEPS => {
                 self.since_woken = Some(k + 1);
@@ -300,11 +347,22 @@ impl PoliteWait {
             (true, _) => Self::NOTIFIED_SLEEP,
             (false, _) => self.proportional_sleep(),
         };
-        if t.sleep(sleep) {
-            // Woken: the message is on its way. A poll may need a second look before it sees
-            // it (MPI_Iprobe can pull a message in without reporting it), so poll quickly again.
+        let woke = t.sleep(sleep);
+        if let (false, true, Some(p)) = (woke, sleep == Self::NOTIFIED_SLEEP, peer) {
+            t.not_woken_by(p);
+        }
+        if woke {
+            // Woken: the message may be on its way. A poll may need a second look before it
+            // sees it (MPI_Iprobe can pull a message in without reporting it), so poll quickly
+            // again; and when the awaited peer's own wake-up may have overtaken its message,
+            // sleep shortly a few times. A wake-up by another rank (in a barrier, a later
+            // round's token; at a relay, a result) tells nothing of the awaited message, whose
+            // own wake-up is still to come: the next sleep is long.
             self.polls = 0;
-            self.since_woken = Some(0);
+            self.since_woken = match peer {
+                Some(p) if notified && !t.may_trail_its_ring(p) => None,
+                _ => Some(0),
+            };
         }
         Ok(())
     }
@@ -362,6 +420,22 @@ mod tests {
         asked: std::cell::RefCell<Vec<Duration>>,
         /// Whether the first sleep is ended by a wake-up.
         woken_once: bool,
+        /// What `may_trail_its_ring` answers.
+        trails: bool,
+        /// The peers whose wake-up a sleep waited for in vain.
+        missed: std::cell::RefCell<Vec<Rank>>,
+    }
+
+    impl Sleeper {
+        fn new(all_notify: bool, woken_once: bool, trails: bool) -> Self {
+            Sleeper {
+                all_notify,
+                asked: Default::default(),
+                woken_once,
+                trails,
+                missed: Default::default(),
+            }
+        }
     }
 
     impl Transport for Sleeper {
@@ -398,6 +472,15 @@ mod tests {
         fn notified_by_all(&self) -> bool {
             self.all_notify
         }
+        fn notifies(&self, _: Rank) -> bool {
+            self.all_notify
+        }
+        fn may_trail_its_ring(&self, _: Rank) -> bool {
+            self.trails
+        }
+        fn not_woken_by(&self, from: Rank) {
+            self.missed.borrow_mut().push(from);
+        }
         fn sleep(&self, duration: Duration) -> bool {
             let mut asked = self.asked.borrow_mut();
             asked.push(duration);
@@ -408,11 +491,7 @@ mod tests {
     #[test]
     fn a_wait_for_anyone_sleeps_until_woken_only_when_everyone_wakes_this_rank() {
         for all_notify in [false, true] {
-            let t = Sleeper {
-                all_notify,
-                asked: Default::default(),
-                woken_once: false,
-            };
+            let t = Sleeper::new(all_notify, false, true);
             let mut wait = PoliteWait::new(None);
             for _ in 0..=PoliteWait::QUICK_POLLS {
                 wait.pause(&t, None, Tag::RESULT).unwrap();
@@ -434,21 +513,50 @@ mod tests {
 
     #[test]
     fn after_a_wake_up_the_sleeps_start_short_again() {
-        let t = Sleeper {
-            all_notify: true,
-            asked: Default::default(),
-            woken_once: true,
-        };
-        let mut wait = PoliteWait::new(None);
-        // Quick polls, the long sleep a wake-up ends, quick polls again, then short sleeps
-        // that double (the message the wake-up announced may not show at once), then the
-        // long sleep again (it may have been another message's).
-        for _ in 0..(2 * PoliteWait::QUICK_POLLS + 5) {
-            wait.pause(&t, None, Tag::RESULT).unwrap();
-        }
-        let asked = t.asked.borrow();
         let a = PoliteWait::AFTER_WAKE;
         let n = PoliteWait::NOTIFIED_SLEEP;
-        assert_eq!(*asked, [n, a, 2 * a, 4 * a, n]);
+        // Quick polls, the long sleep a wake-up ends, quick polls again, then short sleeps
+        // that double (the message the wake-up announced may not show at once), then the
+        // long sleep again (it may have been another message's): for a message from anyone,
+        // and from a peer whose wake-up may have overtaken its message.
+        for peer in [None, Some(1)] {
+            let t = Sleeper::new(true, true, true);
+            let mut wait = PoliteWait::new(None);
+            for _ in 0..(2 * PoliteWait::QUICK_POLLS + 5) {
+                wait.pause(&t, peer, Tag::RESULT).unwrap();
+            }
+            assert_eq!(*t.asked.borrow(), [n, a, 2 * a, 4 * a, n]);
+        }
+        // Woken by another rank than the awaited peer (or by one whose message is there before
+        // its wake-up): nothing to look for soon, the next sleep is long again.
+        let t = Sleeper::new(true, true, false);
+        let mut wait = PoliteWait::new(None);
+        for _ in 0..(2 * PoliteWait::QUICK_POLLS + 2) {
+            wait.pause(&t, Some(1), Tag::RESULT).unwrap();
+        }
+        assert_eq!(*t.asked.borrow(), [n, n]);
+        // The second long sleep ran out without the peer's wake-up: the transport is told,
+        // for the peer; the first, ended by one, told nothing.
+        assert_eq!(*t.missed.borrow(), [1]);
+    }
+
+    #[test]
+    fn a_wait_for_any_of_some_senders_sleeps_until_woken_when_each_of_them_wakes_this_rank() {
+        for all_notify in [false, true] {
+            let t = Sleeper::new(all_notify, false, true);
+            let mut wait = PoliteWait::new(None);
+            for _ in 0..=PoliteWait::QUICK_POLLS {
+                wait.pause_for_any(&t, &[1, 2], Tag::RESULT).unwrap();
+            }
+            let asked = t.asked.borrow();
+            assert_eq!(asked.len(), 1, "{asked:?}");
+            assert_eq!(
+                asked[0] == PoliteWait::NOTIFIED_SLEEP,
+                all_notify,
+                "{asked:?}"
+            );
+            // Waits for anyone tell the transport of no missed peer.
+            assert!(t.missed.borrow().is_empty());
+        }
     }
 }

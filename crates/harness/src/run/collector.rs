@@ -19,6 +19,8 @@ pub(super) struct Collector {
     notes: Vec<String>,
     /// Journal records taken in and not yet written: written once per message drained.
     pending: Vec<u8>,
+    /// The ranks that send results to rank 0 (its host's ranks and the relays).
+    pub(super) senders: Vec<Rank>,
 }
 
 impl Collector {
@@ -55,6 +57,7 @@ impl Collector {
             stop_after,
             notes: Vec::new(),
             pending: Vec::new(),
+            senders: Vec::new(),
         })
     }
 
@@ -160,7 +163,7 @@ impl Collector {
         while self.received < self.expected {
             collect(t, Some(self), clock)?;
             if self.received < self.expected {
-                wait.pause(t, None, Tag::RESULT)?;
+                wait.pause_for_any(t, &self.senders, Tag::RESULT)?;
             }
         }
         Ok(())

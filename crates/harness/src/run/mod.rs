@@ -350,7 +350,8 @@ fn measure(
     };
     let mut sink = match prepared {
         Some(p) => {
-            let c = Collector::new(p, options.progress, options.stop_after)?;
+            let mut c = Collector::new(p, options.progress, options.stop_after)?;
+            c.senders = relay::result_senders(0, &go.relays);
             walker.clock.charge(Activity::Collecting);
             Sink::Root(Box::new(c))
         }

@@ -148,11 +148,22 @@ pub(super) fn relays(ranks: &[lgate_rundir::RankInfo]) -> Vec<Rank> {
         .collect()
 }
 
+/// The ranks that send results to `rank` (`relays` as [`relays`] makes them): the members of
+/// its host when it relays, and every relay when it is rank 0.
+pub(super) fn result_senders(rank: Rank, relays: &[Rank]) -> Vec<Rank> {
+    relays
+        .iter()
+        .enumerate()
+        .filter(|&(r, &to)| r != rank && (to == rank || (rank == 0 && to == r)))
+        .map(|(r, _)| r)
+        .collect()
+}
+
 /// A host's first rank (other than rank 0): its host's results in, batches out to rank 0.
 #[derive(Debug)]
 pub(super) struct Relay {
-    /// Ranks whose results come here, this one not counted.
-    members: usize,
+    /// Ranks whose results come here, this one not among them.
+    members: Vec<Rank>,
     /// How the journal records are written.
     format: JournalFormat,
     /// Ends of parts of the program the members have said, not yet waited for.
@@ -165,13 +176,8 @@ pub(super) struct Relay {
 impl Relay {
     /// The relay of `rank`, whose results `relays` say where to go.
     pub(super) fn new(rank: Rank, relays: &[Rank], format: JournalFormat) -> Self {
-        let members = relays
-            .iter()
-            .enumerate()
-            .filter(|&(r, &to)| to == rank && r != rank)
-            .count();
         Relay {
-            members,
+            members: result_senders(rank, relays),
             format,
             ended: 0,
             batch: Vec::new(),
@@ -243,15 +249,14 @@ impl Relay {
                 self.drain(t)?;
                 clock.charge(Activity::Collecting);
             }
-            if self.ended >= self.members {
+            if self.ended >= self.members.len() {
                 break;
             }
-
-            wait.pause(t, None, Tag::RESULT)?;
+            wait.pause_for_any(t, &self.members, Tag::RESULT)?;
         }
         // A member may be a part ahead already (the follow-up needs only that rank 0 has
         // every result, which batches sent on time give it): its next end stays counted.
-        self.ended -= self.members;
+        self.ended -= self.members.len();
         self.forward(t)?;
         t.detached_sent()?;
         clock.charge(Activity::Collecting);
@@ -262,7 +267,8 @@ impl Relay {
     pub(super) fn finish(&mut self, t: &dyn Transport) -> Result<(), HarnessError> {
         let mut wait = PoliteWait::new(t.wait_limit());
         while !t.detached_sent()? {
-            wait.pause(t, Some(0), Tag::RESULT)?;
+            // Rank 0 does not wake this rank when it takes a batch.
+            wait.pause_unannounced(t, 0, Tag::RESULT)?;
         }
         Ok(())
     }
@@ -420,11 +426,13 @@ mod tests {
         assert_eq!(relays(&ranks), vec![0, 1, 0, 3, 1, 3]);
         assert_eq!(
             Relay::new(1, &relays(&ranks), JournalFormat::Json).members,
-            1
+            [4]
         );
         assert_eq!(
             Relay::new(3, &relays(&ranks), JournalFormat::Json).members,
-            1
+            [5]
         );
+        // Rank 0 hears from its host's other rank and from the relays.
+        assert_eq!(result_senders(0, &relays(&ranks)), [1, 2, 3]);
     }
 }

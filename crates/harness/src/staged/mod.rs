@@ -322,8 +322,14 @@ impl StagedPlan {
                     id: barrier_id(0, sweep, 0xff_ffff, 0),
                 }))
                 .chain(
-                    (!self.options.sweep)
+                    (!self.options.sweep && !self.one_at_a_time())
                         .then(|| self.between_program(rank, sweep, done))
+                        .into_iter()
+                        .flatten(),
+                )
+                .chain(
+                    (!self.options.sweep && self.one_at_a_time())
+                        .then(|| self.between_one_at_a_time(rank, sweep, done))
                         .into_iter()
                         .flatten(),
                 )
@@ -396,6 +402,52 @@ impl StagedPlan {
         })
     }
 
+    /// Whether one pair test runs at a time (`--concurrency 1`, as on a machine of a few
+    /// cores).
+    fn one_at_a_time(&self) -> bool {
+        self.options.concurrency == Some(1)
+    }
+
+    /// Stage 2 for one sweep when one test runs at a time: the meetings' tests, round by
+    /// round, one after another, each passing the turn to the next ([`Turn::Handoff`]; the
+    /// first follows the barrier of every rank that closes stage 1). A rank takes part in its
+    /// own tests and in the handoffs before and after them only: four tokens a test, where
+    /// barriers between meetings would wake each of their ranks log2(n) times a meeting.
+    fn between_one_at_a_time<'a>(
+        &'a self,
+        rank: Rank,
+        sweep: u32,
+        done: &'a HashSet<StagedTest>,
+    ) -> impl Iterator<Item = StagedStep<'a>> + 'a {
+        (0..self.rounds())
+            .flat_map(move |round| {
+                self.meetings(round)
+                    .into_iter()
+                    .flat_map(move |(a, b)| self.meeting_pairs(a, b))
+            })
+            .map(move |pair| StagedTest {
+                stage: Stage::Between,
+                test: SweepPair { sweep, pair },
+            })
+            .filter(move |test| !done.contains(test))
+            .enumerate()
+            .scan(None, |previous: &mut Option<Pair>, (k, test)| {
+                Some((k, previous.replace(test.test.pair), test))
+            })
+            .flat_map(move |(k, previous, test)| {
+                let pair = test.test.pair;
+                let handoff = previous
+                    .filter(|p| p.contains(rank) || pair.contains(rank))
+                    .map(|p| {
+                        let id = barrier_id(1, sweep, 0xfe_0000 | (k >> 24) as u64, k as u64);
+                        StagedStep::of_turn(Turn::Handoff(p, pair), id)
+                    });
+                handoff
+                    .into_iter()
+                    .chain(pair.contains(rank).then_some(StagedStep::Test(test)))
+            })
+    }
+
     /// Stage 2 for one sweep: the rank's group's meetings round by round, if the rank is one
     /// of its ambassadors (or the group's pairs with the other group are all tested).
     fn between_program<'a>(
@@ -448,7 +500,11 @@ impl StagedPlan {
                         continue;
                     }
                     let turn = turn(&members, previous.replace(pair), pair);
-                    if turn.involves(rank) {
+                    // A wave's barrier has just held every rank of its meetings, and none of
+                    // them has anything else to do before its meeting: the meeting's own
+                    // opening barrier would only wake them again.
+                    let opened = waves > 1 && matches!(turn, Turn::Barrier(_));
+                    if turn.involves(rank) && !opened {
                         let id = barrier_id(1, sweep, round as u64, k as u64);
                         steps.push(StagedStep::of_turn(turn, id).into_owned());
                     }
@@ -573,18 +629,37 @@ impl StagedPlan {
             return (inside, between + barrier_time(self.size()));
         }
         let mut between = 0.0;
+        if self.one_at_a_time() {
+            // One test after another, each handing the turn to the next.
+            let tests = (0..self.rounds())
+                .flat_map(|round| self.meetings(round))
+                .flat_map(|(a, b)| self.meeting_pairs(a, b));
+            let (time, count) = tests.fold((0.0, 0u64), |(t, c), p| {
+                (t + pair_time(Stage::Between, p), c + 1)
+            });
+            let handoffs = count.saturating_sub(1) as f64 * barrier_time(2);
+            return (inside, time + handoffs + barrier_time(self.size()));
+        }
         for round in 0..self.rounds() {
             let meetings = self.meetings(round);
+            // A meeting opened by its wave's barrier has no barrier of its own.
+            let opened = self.waves(meetings.len()) > 1;
             let times: Vec<f64> = meetings
                 .iter()
                 .map(|&(a, b)| {
                     let pairs = self.meeting_pairs(a, b);
                     let n = 2 * pairs.len().min(self.options.pairs_between);
+                    let barriers = unit_barrier_time(pairs.len() as u64, n, &barrier_time)
+                        - if opened && !pairs.is_empty() {
+                            barrier_time(n)
+                        } else {
+                            0.0
+                        };
                     pairs
                         .iter()
                         .map(|&p| pair_time(Stage::Between, p))
                         .sum::<f64>()
-                        + unit_barrier_time(pairs.len() as u64, n, &barrier_time)
+                        + barriers
                 })
                 .collect();
             between += times

@@ -502,3 +502,53 @@ fn groups_whose_samples_disagree_get_more_pairs() {
     assert_eq!(refinement(&screened, &with_budget(2)).len(), 2);
     assert!(refinement(&screened, &with_budget(0)).is_empty());
 }
+
+#[test]
+fn one_test_at_a_time_between_groups_wakes_a_rank_only_next_to_its_own_tests() {
+    // 6 hosts of 3 ranks, 2 pairs sampled between two hosts, one test at a time.
+    let options = StagedOptions {
+        concurrency: Some(1),
+        pairs_between: 2,
+        ..StagedOptions::default()
+    };
+    let plan = StagedPlan::new(&hosts(6, 3), 18, 5, &options).unwrap();
+    let done = HashSet::new();
+    let closing = barrier_id(0, 0, 0xff_ffff, 0);
+    let mut handoffs = HashSet::new();
+    for rank in 0..18 {
+        let between: Vec<StagedStep> = plan
+            .screening_program(rank, 1, &done)
+            .skip_while(|s| !matches!(s, StagedStep::Barrier { id, .. } if *id == closing))
+            .skip(1)
+            .collect();
+        let mut own = 0;
+        for (k, step) in between.iter().enumerate() {
+            match step {
+                StagedStep::Test(t) => {
+                    assert_eq!(t.stage, Stage::Between);
+                    own += 1;
+                }
+                // Every handoff the rank takes part in leads into or out of its own test.
+                StagedStep::Handoff { from, to, id } => {
+                    assert!(from.contains(rank) || to.contains(rank), "{rank}: {step:?}");
+                    let next_is_own = matches!(between.get(k + 1), Some(StagedStep::Test(t)) if t.test.pair == *to);
+                    assert_eq!(to.contains(rank), next_is_own, "{rank}: {step:?}");
+                    handoffs.insert((*from, *to, *id));
+                }
+                StagedStep::Barrier { .. } => panic!("{rank}: a barrier between groups: {step:?}"),
+            }
+        }
+        let expected = (0..plan.rounds())
+            .flat_map(|round| plan.meetings(round))
+            .flat_map(|(a, b)| plan.meeting_pairs(a, b))
+            .filter(|p| p.contains(rank))
+            .count();
+        assert_eq!(own, expected, "rank {rank}");
+    }
+    // One handoff between each two tests that follow each other, the same on every rank.
+    let tests: usize = (0..plan.rounds())
+        .flat_map(|round| plan.meetings(round))
+        .map(|(a, b)| plan.meeting_pairs(a, b).len())
+        .sum();
+    assert_eq!(handoffs.len(), tests - 1);
+}
