@@ -21,18 +21,21 @@
 #![deny(missing_docs)]
 
 mod describe;
+pub mod effects;
 pub mod estimate;
 pub mod generate;
 pub mod layout;
+pub mod options;
 pub use lgate_model as model;
 pub mod presets;
 pub mod staged;
 
 pub use estimate::{estimate, estimate_staged, Estimate, ScreenTest};
-pub use generate::{
-    untested_slow_pairs, Degradation, DegradationError, HostChange, HostChangeError, RankSlowdown,
-    SimulateError, SimulateOptions, Simulation, SimulationReport,
-};
+pub use generate::Simulation;
 pub use layout::Layout;
 pub use model::{MachineModel, ModelError, Placement, UnknownArtifact};
+pub use options::{
+    untested_slow_pairs, Degradation, DegradationError, HostChange, HostChangeError, RankSlowdown,
+    SimulateError, SimulateOptions, SimulationReport,
+};
 pub use presets::{preset, PRESETS};
