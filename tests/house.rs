@@ -1,5 +1,5 @@
-//! Guards of the house: the binary's command files stay thin, no public function returns a
-//! `String` for its error, the paths the README and docs/ cite exist, and a test that cannot
+//! Guards of the house: the binary's command files stay thin, no product file holds more than
+//! 600 lines, no public function returns a `String` for its error, the paths the README and docs/ cite exist, and a test that cannot
 //! run says so as a skip.
 
 mod common;
@@ -45,6 +45,53 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
             out.push(path);
         }
     }
+}
+
+/// The most lines of product code (what comes before its `#[cfg(test)]` module) a library or
+/// binary source file may have: past it a file holds several jobs.
+const PRODUCT_FILE_LINES: usize = 600;
+
+/// The lines of `code` before its first `#[cfg(test)]` item (all of them when it has none).
+fn product_lines(code: &str) -> usize {
+    code.lines()
+        .take_while(|line| line.trim() != "#[cfg(test)]")
+        .count()
+}
+
+#[test]
+fn no_product_file_holds_more_than_one_job() {
+    let mut files = Vec::new();
+    rust_files(&root().join("src"), &mut files);
+    rust_files(&root().join("crates"), &mut files);
+    // Tests, benches and examples are not product code.
+    files.retain(|f| {
+        let s = f.to_string_lossy();
+        !s.contains("/tests/")
+            && !s.contains("/benches/")
+            && !s.contains("/examples/")
+            && !s.ends_with("/tests.rs")
+            && !s.contains("/fuzz/")
+    });
+    assert!(files.len() > 100, "only {} source files found", files.len());
+    let long: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            let n = product_lines(&std::fs::read_to_string(f).unwrap());
+            let name = f.strip_prefix(root()).unwrap().display().to_string();
+            (n > PRODUCT_FILE_LINES).then(|| format!("{name}: {n} lines"))
+        })
+        .collect();
+    assert!(
+        long.is_empty(),
+        "product files over {PRODUCT_FILE_LINES} lines (split them by job): {long:?}"
+    );
+}
+
+#[test]
+fn the_long_file_check_counts_product_lines_only() {
+    let code = "fn a() {}\nfn b() {}\n\n#[cfg(test)]\nmod tests {\n    fn t() {}\n}\n";
+    assert_eq!(product_lines(code), 3);
+    assert_eq!(product_lines("fn a() {}\nfn b() {}\n"), 2);
 }
 
 /// The public functions of `code` (before its tests) whose signature returns an error as a
