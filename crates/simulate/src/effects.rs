@@ -8,10 +8,10 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
 
-use crate::generate::splitmix;
 use crate::layout::Layout;
 use crate::model::MachineModel;
 use crate::options::{SimulateError, SimulateOptions};
+use crate::seed::splitmix;
 
 /// The seeded, fixed choices of a simulation: which pairs and nodes are slow.
 #[derive(Debug, Clone)]

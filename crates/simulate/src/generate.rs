@@ -20,6 +20,7 @@ use crate::effects::Effects;
 use crate::layout::Layout;
 use crate::model::{MachineModel, TrueParams};
 use crate::options::{SimulateError, SimulateOptions, SimulationReport};
+use crate::seed::splitmix;
 
 /// Seconds per microsecond.
 const S_PER_US: f64 = 1e-6;
@@ -540,12 +541,4 @@ pub(crate) fn simulated_times(wall_s: f64) -> (String, String) {
     };
     let end = start.saturating_add(wall_s.ceil().min(1e15) as u64);
     (at(start), at(end))
-}
-
-/// SplitMix64: a well-mixed 64-bit value from any 64-bit value.
-pub(crate) fn splitmix(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }

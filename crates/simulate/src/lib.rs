@@ -28,6 +28,7 @@ pub mod layout;
 pub mod options;
 pub use lgate_model as model;
 pub mod presets;
+mod seed;
 pub mod staged;
 
 pub use estimate::{estimate, estimate_staged, Estimate, ScreenTest};

@@ -8,8 +8,8 @@ use lgate_harness::TopologySource;
 use lgate_plogp_bench::PLogPOptions;
 use lgate_rundir::RunDirError;
 
-use crate::generate::splitmix;
 use crate::model::MachineModel;
+use crate::seed::splitmix;
 
 /// How to simulate a run: what `measure` would be asked.
 #[derive(Debug, Clone)]

@@ -28,8 +28,9 @@ use rayon::prelude::*;
 const CHUNK: usize = 1 << 16;
 
 use crate::estimate::{estimate_staged, Estimate, ScreenTest};
-use crate::generate::{scaled, simulated_times, splitmix, Simulation};
+use crate::generate::{scaled, simulated_times, Simulation};
 use crate::options::{SimulateError, SimulationReport};
+use crate::seed::splitmix;
 
 impl Simulation<'_> {
     /// One pair's screening result (round trips of m bytes each way at each of `sizes`,
