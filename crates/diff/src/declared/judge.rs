@@ -35,7 +35,7 @@ pub(super) fn joined_above(
 
 /// One declared level against each matrix's pairs: its hosts measured nearer another group
 /// (each where the evidence is surest), then, without them, whether its groups stand apart
-/// (where they stand apart most).
+/// (where they stand apart most, [`stands_apart_more`]).
 pub(super) fn check_level(
     level: &DeclaredLevel,
     values: &HostPairValues,
@@ -92,7 +92,7 @@ pub(super) fn check_level(
             misplaced: Vec::new(),
             together: Vec::new(),
         };
-        if best.as_ref().is_none_or(|x| check.z > x.z) {
+        if best.as_ref().is_none_or(|x| stands_apart_more(&check, x)) {
             best = Some(check);
         }
     }
@@ -113,6 +113,18 @@ pub(super) fn check_level(
     }
     check.misplaced = moved.into_values().collect();
     check
+}
+
+/// Whether `a` shows its level better than `b`: seen where `b` is not; both seen, its groups
+/// further apart (the ratio of the medians between and inside: a z is at its most whenever
+/// the pairs stand fully apart, at 0 B 39 % apart as at 64 KiB 11 times); neither seen, surer.
+fn stands_apart_more(a: &LevelCheck, b: &LevelCheck) -> bool {
+    match (a.seen, b.seen) {
+        (true, false) => true,
+        (false, true) => false,
+        (true, true) => a.between_us / a.inside_us > b.between_us / b.inside_us,
+        (false, false) => a.z > b.z,
+    }
 }
 
 /// The groups of `level` declared apart whose pairs with each other measure as those inside

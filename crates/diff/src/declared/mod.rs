@@ -9,8 +9,8 @@
 //!   pair at z >= 3, in the compared matrix where it is surest): it is named with the group it
 //!   was measured with and both medians;
 //! - a declared level is **seen** when, the misplaced hosts left out, the pairs between hosts
-//!   of one group are shorter than those between groups (the same test, in the matrix where it
-//!   is surest);
+//!   of one group are shorter than those between groups (the same test, in the matrix where
+//!   its groups stand apart most: a z is at its most wherever the pairs stand fully apart);
 //! - two groups are **declared apart, measured as one** when the pairs between them are no
 //!   longer than those inside them (medians within 3 %, no z of 3 where the pairs could give
 //!   one) and no coarser declared level joins them: a switch declared as two, a host declared
