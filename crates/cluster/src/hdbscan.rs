@@ -222,16 +222,36 @@ pub fn hdbscan(d: &Array2<f64>, p: HdbscanParams) -> Hdbscan {
     Hdbscan { labels, tree }
 }
 
+/// The condensed tree from cluster `c` down as a hierarchy. A child cluster that splits again
+/// within `auto`'s least separation of where it was born (its children born at a distance
+/// above its own over 1.2) is a link of a chain, not a group: single linkage joins groups
+/// equally far apart one at a time, eight groups of 64 at one distance are seven nested
+/// splits, which are one split of eight. Its parts take its place.
 fn tree_of(clusters: &[Condensed], c: usize) -> Tree {
     let own: Vec<usize> = clusters[c].fell.iter().map(|&(i, _)| i).collect();
     if clusters[c].children.is_empty() {
         return Tree::Leaf(own);
     }
-    let mut children: Vec<Tree> = clusters[c]
-        .children
-        .iter()
-        .map(|&ch| tree_of(clusters, ch))
-        .collect();
+    let ratio = crate::auto::AutoParams::default().min_ratio;
+    // Lambdas are 1 / distance: a split within the ratio is born below the ratio times later.
+    let link = |ch: usize| {
+        let split = (clusters[ch].children.iter()).map(|&g| clusters[g].birth);
+        let born = clusters[ch].birth;
+        split.fold(f64::NAN, f64::min) < born * ratio
+    };
+    let mut children: Vec<Tree> = Vec::new();
+    let mut stack: Vec<usize> = clusters[c].children.iter().rev().copied().collect();
+    while let Some(ch) = stack.pop() {
+        if link(ch) {
+            let own: Vec<usize> = clusters[ch].fell.iter().map(|&(i, _)| i).collect();
+            if !own.is_empty() {
+                children.push(Tree::Leaf(own));
+            }
+            stack.extend(clusters[ch].children.iter().rev());
+        } else {
+            children.push(tree_of(clusters, ch));
+        }
+    }
     if !own.is_empty() {
         // Items that left before the split: a group of their own at this level.
         children.push(Tree::Leaf(own));

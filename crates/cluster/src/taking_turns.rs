@@ -7,6 +7,8 @@
 //! other cores of their cache) the matrix alone can show them: ranks that are each other's
 //! slowest partner in their group, standing clearly above the group's other pairs.
 
+use std::borrow::Cow;
+
 use lgate_topology::{Level, Topology, TopologyError};
 
 use crate::input::ClusterInput;
@@ -187,18 +189,27 @@ fn slowest_partners(
     let at = |a: usize, b: usize| d[[group[a], group[b]]];
     // Row by row on every core (a group may be the whole matrix): each position's slowest
     // partner (the last of equals, as `max_by` takes it), kept where mutual.
+    // Compared by `f64::total_cmp`'s key (NaN above every number), as integers: no branch.
+    let key = |x: f64| {
+        let bits = x.to_bits() as i64;
+        bits ^ (((bits >> 63) as u64) >> 1) as i64
+    };
     let partner: Vec<usize> = (0..g)
         .into_par_iter()
         .map(|a| {
             let row = d.row(group[a]);
-            let mut slowest: Option<(usize, f64)> = None;
+            let row = row
+                .as_slice()
+                .map_or_else(|| Cow::Owned(row.to_vec()), Cow::Borrowed);
+            // None yet: any key is at least i64::MIN.
+            let (mut slowest, mut at_least) = (usize::MAX, i64::MIN);
             for (b, &x) in group.iter().enumerate() {
-                let v = row[x];
-                if b != a && slowest.is_none_or(|(_, s)| v.total_cmp(&s).is_ge()) {
-                    slowest = Some((b, v));
+                let k = key(row[x]);
+                if b != a && k >= at_least {
+                    (slowest, at_least) = (b, k);
                 }
             }
-            slowest.map(|(b, _)| b)
+            (slowest != usize::MAX).then_some(slowest)
         })
         .collect::<Option<_>>()?;
     let mut mate: Vec<Option<usize>> = (0..g)
@@ -214,9 +225,26 @@ fn slowest_partners(
             .filter(move |&b| mate != Some(b))
             .map(move |b| row[group[b]])
     };
+    // The highest pair of position a with those before it but its mate (NaN left out), as
+    // `others_of(..).fold(f64::NEG_INFINITY, f64::max)` without its branches.
+    let highest_of = |mate: &[Option<usize>], a: usize| {
+        let row = d.row(group[a]);
+        let row = row
+            .as_slice()
+            .map_or_else(|| Cow::Owned(row.to_vec()), Cow::Borrowed);
+        let mate = mate[a].unwrap_or(usize::MAX);
+        let mut high = f64::NEG_INFINITY;
+        for (b, &x) in group[..a].iter().enumerate() {
+            let v = row[x];
+            if b != mate && v > high {
+                high = v;
+            }
+        }
+        high
+    };
     let highest = (0..g)
         .into_par_iter()
-        .map(|a| others_of(&mate, a).fold(f64::NEG_INFINITY, f64::max))
+        .map(|a| highest_of(&mate, a))
         .reduce(|| f64::NEG_INFINITY, f64::max);
     for (a, m) in mate.iter_mut().enumerate() {
         if m.is_some_and(|b| at(a, b).is_nan() || at(a, b) <= highest) {

@@ -31,6 +31,61 @@ fn slot_stats(slot: &[f64]) -> (usize, bool) {
     })
 }
 
+/// The cells of a line (after its first) into `out` when every one is a plain decimal with no
+/// blank, sign or exponent and the line is no wider than `out` (a distance matrix's usual line):
+/// one tight pass with nothing else to look for, then the values in a second. `None` for any
+/// other line, which the general reading takes from its start.
+fn plain_cells(b: &[u8], out: &mut [f64]) -> Option<usize> {
+    let (mut any, mut all) = (0u8, u8::MAX);
+    let (mut start, mut c, mut at) = (0, 0, 0);
+    let mut put = |c: usize, d: super::number::PlainDecimal| -> Option<()> {
+        *out.get_mut(c)? = f64::from_bits(d.stored());
+        any |= d.decimals;
+        all &= d.decimals;
+        Some(())
+    };
+    while let Some(word) = b.get(at..at + 8) {
+        let mut commas = zero_bytes(
+            u64::from_le_bytes(word.try_into().expect("eight bytes")) ^ (u64::from(b',') * ONES),
+        );
+        while commas != 0 {
+            let end = at + (commas.trailing_zeros() / 8) as usize;
+            put(c, cell_decimal(b, start, end)?)?;
+            (c, start) = (c + 1, end + 1);
+            commas &= commas - 1;
+        }
+        at += 8;
+    }
+    // The last bytes, with fewer than eight after a cell's start.
+    let whole = |start: usize, end: usize| {
+        cell_decimal(b, start, end)
+            .or_else(|| plain_decimal(&b[start..end]).filter(|d| d.len == end - start))
+    };
+    for k in (at..b.len()).filter(|&k| b[k] == b',') {
+        put(c, whole(start, k)?)?;
+        (c, start) = (c + 1, k + 1);
+    }
+    put(c, whole(start, b.len())?)?;
+    values_of_stored(&mut out[..=c], any, all);
+    Some(c + 1)
+}
+
+/// Stored plain decimals turned into their values: divided by one power of ten in vectors when
+/// every cell has the same number of decimals (`any` and `all`, their decimals OR-ed and
+/// AND-ed, agree), else each by its own.
+fn values_of_stored(read: &mut [f64], any: u8, all: u8) {
+    if any == all {
+        let divisor = POW10[usize::from(any)];
+        for x in read.iter_mut() {
+            *x = from_stored_over(x.to_bits(), divisor);
+        }
+    } else {
+        for x in read.iter_mut() {
+            *x = from_stored(x.to_bits());
+        }
+    }
+}
+
 /// The rows read so far, every cell of each parsed into one row-major buffer of `width` cells a
 /// row (NaN for an empty cell, a label or a missing cell; a NaN in the file is an error as soon
 /// as it is read), so that the matrix is built in the same memory.
@@ -63,6 +118,9 @@ impl CsvRows<'_> {
     /// number of decimals); the other cells (empty, quoted, exponents) are valued at once and
     /// put back after it.
     fn parse_cells(&self, line: usize, tail: &str, out: &mut [f64]) -> Result<usize, ReadError> {
+        if let Some(c) = plain_cells(tail.as_bytes(), out) {
+            return Ok(c);
+        }
         let b = tail.as_bytes();
         let blank = |c: u8| c == b' ' || c == b'\t';
         let mut others: Vec<(usize, f64)> = Vec::new();
@@ -118,17 +176,7 @@ impl CsvRows<'_> {
         cell(c, start, b.len())?;
         let c = c + 1;
         let n = c.min(out.len());
-        let read = &mut out[..n];
-        if any == all {
-            let divisor = POW10[usize::from(any)];
-            for x in read.iter_mut() {
-                *x = from_stored_over(x.to_bits(), divisor);
-            }
-        } else {
-            for x in read.iter_mut() {
-                *x = from_stored(x.to_bits());
-            }
-        }
+        values_of_stored(&mut out[..n], any, all);
         for (k, v) in others {
             out[k] = v;
         }
