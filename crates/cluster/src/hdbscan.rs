@@ -13,7 +13,7 @@ use ndarray::Array2;
 use rayon::prelude::*;
 
 use crate::auto::Tree;
-use crate::linkage::Dendrogram;
+use crate::linkage::{Dendrogram, Merge};
 
 /// HDBSCAN's parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,8 +100,34 @@ pub fn hdbscan(d: &Array2<f64>, p: HdbscanParams) -> Hdbscan {
         .collect();
     // Single linkage of the mutual reachability, computed as each row is read.
     let dendrogram = Dendrogram::single_with(d, |i, j, x| x.max(core[i]).max(core[j]));
-    let merges = dendrogram.merges();
-    // Sizes and children of every dendrogram node (ids >= n are merges).
+    let mut clusters = condense(n, dendrogram.merges(), mcs);
+    stabilities(&mut clusters);
+    let selected = excess_of_mass(&clusters);
+    // Flat labels: every item of a selected cluster.
+    let mut labels = vec![None; n];
+    let chosen = selected
+        .iter()
+        .enumerate()
+        .filter(|(_, &s)| s)
+        .map(|(c, _)| c);
+    for (label, c) in chosen.enumerate() {
+        let mut st = vec![c];
+        while let Some(x) = st.pop() {
+            for &(item, _) in &clusters[x].fell {
+                labels[item] = Some(label);
+            }
+            st.extend(clusters[x].children.iter().copied());
+        }
+    }
+    let tree = tree_of(&clusters, 0);
+    Hdbscan { labels, tree }
+}
+
+/// The condensed tree of the dendrogram of `n` items (`merges`, ids >= n are merges), read
+/// from the root down: a split where both sides hold `mcs` items makes two clusters, a smaller
+/// side's items fall out of the cluster at the split's lambda. Cluster 0 is the root.
+fn condense(n: usize, merges: &[Merge], mcs: usize) -> Vec<Condensed> {
+    // Sizes of every dendrogram node.
     let total = n + merges.len();
     let mut size = vec![1usize; total];
     for (t, m) in merges.iter().enumerate() {
@@ -121,7 +147,6 @@ pub fn hdbscan(d: &Array2<f64>, p: HdbscanParams) -> Hdbscan {
         }
         out
     };
-    // Condense, from the root down.
     let root = total - 1;
     let mut clusters = vec![Condensed {
         children: Vec::new(),
@@ -171,7 +196,12 @@ pub fn hdbscan(d: &Array2<f64>, p: HdbscanParams) -> Hdbscan {
             }
         }
     }
-    // Stability: items falling out, and child clusters leaving at their birth.
+    clusters
+}
+
+/// Each cluster's stability: its items falling out, and its child clusters leaving at their
+/// birth.
+fn stabilities(clusters: &mut [Condensed]) {
     for c in 0..clusters.len() {
         let birth = clusters[c].birth;
         let mut s: f64 = clusters[c]
@@ -179,12 +209,16 @@ pub fn hdbscan(d: &Array2<f64>, p: HdbscanParams) -> Hdbscan {
             .iter()
             .map(|&(_, l)| (l.min(1e300) - birth).max(0.0))
             .sum();
-        for &ch in &clusters[c].children.clone() {
+        for &ch in &clusters[c].children {
             s += (clusters[ch].birth - birth).max(0.0) * clusters[ch].size as f64;
         }
         clusters[c].stability = s;
     }
-    // Excess of mass, bottom up; the root is never selected (it is everything).
+}
+
+/// Excess of mass, bottom up: the clusters whose stability beats that of their selected
+/// descendants; the root is never selected (it is everything).
+fn excess_of_mass(clusters: &[Condensed]) -> Vec<bool> {
     let mut selected = vec![false; clusters.len()];
     let mut subtree = vec![0.0f64; clusters.len()];
     for c in (1..clusters.len()).rev() {
@@ -202,24 +236,7 @@ pub fn hdbscan(d: &Array2<f64>, p: HdbscanParams) -> Hdbscan {
             subtree[c] = kids;
         }
     }
-    // Flat labels: every item of a selected cluster.
-    let mut labels = vec![None; n];
-    let chosen = selected
-        .iter()
-        .enumerate()
-        .filter(|(_, &s)| s)
-        .map(|(c, _)| c);
-    for (label, c) in chosen.enumerate() {
-        let mut st = vec![c];
-        while let Some(x) = st.pop() {
-            for &(item, _) in &clusters[x].fell {
-                labels[item] = Some(label);
-            }
-            st.extend(clusters[x].children.iter().copied());
-        }
-    }
-    let tree = tree_of(&clusters, 0);
-    Hdbscan { labels, tree }
+    selected
 }
 
 /// The condensed tree from cluster `c` down as a hierarchy. A child cluster that splits again

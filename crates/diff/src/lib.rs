@@ -234,6 +234,81 @@ pub fn diff(a: &Path, b: &Path, options: &DiffOptions) -> Result<RunDiff, DiffEr
     options.check()?;
     let side_a = RunSide::read(a, options.matrices.as_deref())?;
     let side_b = RunSide::read(b, options.matrices.as_deref())?;
+    let (matching, rows, untested) = matched_rows(a, b, &side_a, &side_b)?;
+    let mut matrices = compare::compare_matrices(&side_a, &side_b, &rows);
+    let unit_set = matrices
+        .first()
+        .map(|m| Units::of(&side_a, m))
+        .unwrap_or_default();
+    // How much unchanged pairs and units move between the runs, read from the machine's bulk;
+    // each pair's z then counts it.
+    for m in &mut matrices {
+        m.run_to_run = aggregate::run_to_run(m, &unit_set);
+        let model = m.run_to_run.clone();
+        for p in &mut m.pairs {
+            let r = p.log_ratio();
+            if r.is_finite() {
+                p.z = compare::z_of(r, model.pair_variance(p).sqrt());
+            }
+        }
+    }
+    // Every unit's change in the matrices that decide the verdict (all when none does).
+    let mut judged: Vec<&MatrixDiff> = matrices
+        .iter()
+        .filter(|m| options.matrices.is_some() || JUDGED_KINDS.contains(&kind_of(&m.name)))
+        .collect();
+    if judged.is_empty() {
+        judged = matrices.iter().collect();
+    }
+    let units = compare::unit_changes(&unit_set, &judged);
+    let unit_bar = Bar {
+        z: options.threshold,
+        factor: 1.0 + options.min_change,
+    };
+    let (local, machine) = flag_shifts(&side_a, &unit_set, &matrices, options, unit_bar);
+    let levels = if options.topology {
+        let ta = topology_of(a)?;
+        let tb = topology_of(b)?;
+        let matched: Vec<(usize, usize)> = rows
+            .iter()
+            .map(|&(ka, kb)| (side_a.ranks[ka], side_b.ranks[kb]))
+            .collect();
+        Some(levels::compare_topologies(&ta, &tb, &matched))
+    } else {
+        None
+    };
+    Ok(RunDiff {
+        paths: (a.to_path_buf(), b.to_path_buf()),
+        options: options.clone(),
+        matching,
+        untested,
+        matrices,
+        units,
+        local,
+        machine,
+        levels,
+        rows_a: side_a
+            .ranks
+            .iter()
+            .zip(&side_a.places)
+            .map(|(&r, p)| (r, p.host.clone()))
+            .collect(),
+    })
+}
+
+/// How two runs' ranks were matched, the matched ranks' rows in each run's matrices, and the
+/// ranks of the first run without a row in both.
+type MatchedRows = (RankMatching, Vec<(usize, usize)>, Vec<usize>);
+
+/// The ranks of run `b` matched to run `a`'s (by their places), as rows of each run's
+/// matrices, and `a`'s ranks without a row in both; an error when the runs share no matrix or
+/// fewer than two ranks.
+fn matched_rows(
+    a: &Path,
+    b: &Path,
+    side_a: &RunSide,
+    side_b: &RunSide,
+) -> Result<MatchedRows, DiffError> {
     let shared: Vec<&str> = side_a
         .matrices
         .iter()
@@ -253,8 +328,8 @@ pub fn diff(a: &Path, b: &Path, options: &DiffOptions) -> Result<RunDiff, DiffEr
             message: format!(
                 "no matrix in common with {}: it has {}, this has {}",
                 a.display(),
-                names(&side_a),
-                names(&side_b)
+                names(side_a),
+                names(side_b)
             ),
         });
     }
@@ -290,36 +365,19 @@ pub fn diff(a: &Path, b: &Path, options: &DiffOptions) -> Result<RunDiff, DiffEr
             ),
         });
     }
-    let mut matrices = compare::compare_matrices(&side_a, &side_b, &rows);
-    let unit_set = matrices
-        .first()
-        .map(|m| Units::of(&side_a, m))
-        .unwrap_or_default();
-    // How much unchanged pairs and units move between the runs, read from the machine's bulk;
-    // each pair's z then counts it.
-    for m in &mut matrices {
-        m.run_to_run = aggregate::run_to_run(m, &unit_set);
-        let model = m.run_to_run.clone();
-        for p in &mut m.pairs {
-            let r = p.log_ratio();
-            if r.is_finite() {
-                p.z = compare::z_of(r, model.pair_variance(p).sqrt());
-            }
-        }
-    }
-    // Every unit's change in the matrices that decide the verdict (all when none does).
-    let mut judged: Vec<&MatrixDiff> = matrices
-        .iter()
-        .filter(|m| options.matrices.is_some() || JUDGED_KINDS.contains(&kind_of(&m.name)))
-        .collect();
-    if judged.is_empty() {
-        judged = matrices.iter().collect();
-    }
-    let units = compare::unit_changes(&unit_set, &judged);
-    let unit_bar = Bar {
-        z: options.threshold,
-        factor: 1.0 + options.min_change,
-    };
+    Ok((matching, rows, untested))
+}
+
+/// Per matrix, the shift of the whole machine (flagged in the matrices that decide the
+/// verdict), and the units (hosts, switches, ranks, pairs) that moved against it, each at the
+/// matrix where it moved surest.
+fn flag_shifts(
+    side_a: &RunSide,
+    unit_set: &Units,
+    matrices: &[MatrixDiff],
+    options: &DiffOptions,
+    unit_bar: Bar,
+) -> (Vec<UnitChange>, Vec<MachineShift>) {
     let pair_bars = [
         Bar {
             z: options.threshold,
@@ -342,7 +400,7 @@ pub fn diff(a: &Path, b: &Path, options: &DiffOptions) -> Result<RunDiff, DiffEr
     ];
     let mut local: Vec<UnitChange> = Vec::new();
     let mut machine = Vec::new();
-    for m in &matrices {
+    for m in matrices {
         let (z, change, _) = m.medians();
         // One pair among many: at --threshold alone, pairs of an unchanged machine with
         // heavy-tailed noise pass by chance (1 of 6 simulated betzy runs of 130 816 pairs,
@@ -366,7 +424,7 @@ pub fn diff(a: &Path, b: &Path, options: &DiffOptions) -> Result<RunDiff, DiffEr
             (unit_bar, &pair_bars[..])
         };
         let flagged_here = if judged {
-            compare::flag_units(&side_a, &unit_set, m, bars, true)
+            compare::flag_units(side_a, unit_set, m, bars, true)
         } else {
             Vec::new()
         };
@@ -381,7 +439,7 @@ pub fn diff(a: &Path, b: &Path, options: &DiffOptions) -> Result<RunDiff, DiffEr
             }
         }
         let carried_by = if flagged {
-            compare::flag_units(&side_a, &unit_set, m, (unit_bar, &pair_bars), false)
+            compare::flag_units(side_a, unit_set, m, (unit_bar, &pair_bars), false)
         } else {
             Vec::new()
         };
@@ -394,34 +452,7 @@ pub fn diff(a: &Path, b: &Path, options: &DiffOptions) -> Result<RunDiff, DiffEr
             carried_by,
         });
     }
-    let levels = if options.topology {
-        let ta = topology_of(a)?;
-        let tb = topology_of(b)?;
-        let matched: Vec<(usize, usize)> = rows
-            .iter()
-            .map(|&(ka, kb)| (side_a.ranks[ka], side_b.ranks[kb]))
-            .collect();
-        Some(levels::compare_topologies(&ta, &tb, &matched))
-    } else {
-        None
-    };
-    Ok(RunDiff {
-        paths: (a.to_path_buf(), b.to_path_buf()),
-        options: options.clone(),
-        matching,
-        untested,
-        matrices,
-        units,
-        local,
-        machine,
-        levels,
-        rows_a: side_a
-            .ranks
-            .iter()
-            .zip(&side_a.places)
-            .map(|(&r, p)| (r, p.host.clone()))
-            .collect(),
-    })
+    (local, machine)
 }
 
 /// The matrices whose changes decide the verdict when `--matrices` does not name them: the
