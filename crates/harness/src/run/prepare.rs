@@ -118,53 +118,13 @@ pub(super) fn prepare(
         library_version: Some(t.library_version()),
     };
     let test_info = test.info();
-    let mut settled = None;
-    let (pairs_per_sweep, tested_ranks, plan_info, scheduled) = match &options.plan {
-        PlanKind::Full => {
-            let schedule = Schedule::new(topology.tree(), size, seed, options.fast)?;
-            let valid = options.resume.then(|| {
-                (0..options.sweeps)
-                    .flat_map(|sweep| schedule.pairs().map(move |pair| SweepPair { sweep, pair }))
-                    .collect()
-            });
-            (
-                schedule.pairs_per_sweep(),
-                schedule.tested_ranks(),
-                None,
-                valid.map(Scheduled::Full),
-            )
-        }
-        PlanKind::Staged(staged) => {
-            if options.fast.is_some() {
-                return Err(HarnessError::Setup(
-                    "--fast applies to --plan full; the staged plan already samples the pairs \
-                     between hosts"
-                        .into(),
-                ));
-            }
-            let (choices, notes) = settle_staged(&staged.plan, &infos, &topology);
-            let plan = StagedPlan::new(topology.tree(), size, seed, &choices)?;
-            let screen = staged.screening_test()?;
-            let (inside, between) = plan.screening_tests_per_sweep();
-            let info = PlanInfo {
-                name: "staged".into(),
-                parameters: choices.clone(),
-                screen: screen.info(),
-                screening_tests: [inside, between],
-                notes,
-            };
-            settled = Some(choices);
-            let valid = options
-                .resume
-                .then(|| plan.screening_tests(options.sweeps).collect());
-            (
-                inside + between,
-                (0..size).collect(),
-                Some(info),
-                valid.map(Scheduled::Staged),
-            )
-        }
-    };
+    let PlanOf {
+        pairs_per_sweep,
+        tested_ranks,
+        info: plan_info,
+        scheduled,
+        settled,
+    } = plan_of(options, &topology, &infos, size, seed)?;
     let schedule_info = ScheduleInfo {
         topology_source: options.topology.describe(),
         topology: Some(topology.clone()),
@@ -224,96 +184,178 @@ pub(super) fn prepare(
         journal,
     };
     if let (Some(old), Some(scheduled)) = (previous, scheduled) {
-        let run = &prepared.run;
-        let differences = old.plan_differences(&prepared.meta);
-        if !differences.is_empty() {
-            return Err(HarnessError::Resume(format!(
-                "{}: cannot resume with other parameters: {}",
-                run.path().display(),
-                differences.join("; ")
-            )));
-        }
-        if let Some(moved) = old.placement_difference(&prepared.meta) {
-            return Err(HarnessError::Resume(format!(
-                "{}: cannot resume with the ranks placed otherwise: {moved}; launch it as the run \
-                 was{}",
-                run.path().display(),
-                old.launcher
-                    .command_line
-                    .as_deref()
-                    .map(|line| format!(" (`{line}`)"))
-                    .unwrap_or_default()
-            )));
-        }
-        let path = run.journal_file();
-        let unscheduled =
-            |e: &JournalEntry| {
-                HarnessError::Resume(format!(
-                "{}: the journal holds pair {}-{} of sweep {}{}, which this run does not schedule",
-                run.path().display(),
-                e.i,
-                e.j,
-                e.sweep,
-                e.stage.map(|s| format!(" (stage {})", s.name())).unwrap_or_default()
-            ))
-            };
-        // One entry in memory at a time: a large run's journal holds millions.
-        let (done, staged_done, screened) = (
-            &mut prepared.done,
-            &mut prepared.staged_done,
-            &mut prepared.screened,
-        );
-        let journal = lgate_rundir::for_each_journal_entry(&path, |entry| {
-            let e = &entry;
-            if e.i >= e.j || e.j >= size {
-                return Err(unscheduled(e));
-            }
-            let test = SweepPair {
-                sweep: e.sweep,
-                pair: Pair::new(e.i, e.j),
-            };
-            match (&scheduled, e.stage) {
-                (Scheduled::Full(valid), None) if valid.contains(&test) => done.push(test),
-                (Scheduled::Staged(valid), Some(stage)) => {
-                    let t = StagedTest { stage, test };
-                    let follow_up = matches!(stage, Stage::Refine | Stage::Alone | Stage::Sample);
-                    if !(valid.contains(&t) || follow_up && e.sweep < options.sweeps) {
-                        return Err(unscheduled(e));
-                    }
-                    staged_done.push(t);
-                    screened.extend(screened_pair(e));
-                }
-                _ => return Err(unscheduled(e)),
-            }
-            Ok(())
-        })?;
-        journal.repair(&path)?;
-        let in_journal = prepared.resumed_tests();
-        let recorded = old.recorded_tests();
-        if in_journal < recorded {
-            return Err(HarnessError::Resume(format!(
-                "{}: meta.json records {recorded} tests measured but {} holds {in_journal}: \
-                 resuming would measure the missing ones again as if new; put the journal back, \
-                 or measure again with --force",
-                run.path().display(),
-                path.display()
-            )));
-        }
-        let mut parts = old.parts_before_resume(prepared.resumed_tests());
-        parts.append(&mut prepared.meta.parts);
-        prepared.meta.parts = parts;
-        prepared.meta.start = old.start;
-        // The run's command line stays the one that started it (a resumption takes its flags
-        // from there); each part keeps its own.
-        if !old.command_line.is_empty() {
-            prepared.meta.command_line = old.command_line;
-        }
-        if old.status == RunStatus::Complete {
-            prepared.finished = Some((old.end, old.summary));
-        }
+        resume(&mut prepared, old, &scheduled, options.sweeps, size)?;
     }
     prepared.run.write_meta(&prepared.meta)?;
     Ok(prepared)
+}
+
+/// The plan of a run: its tests per sweep, the ranks it tests, what meta.json records of it,
+/// the tests a resumed run may hold, and a staged plan's settled choices.
+struct PlanOf {
+    pairs_per_sweep: usize,
+    tested_ranks: Vec<usize>,
+    info: Option<PlanInfo>,
+    scheduled: Option<Scheduled>,
+    settled: Option<StagedOptions>,
+}
+
+/// The full or staged plan `options` ask for, over `size` ranks placed as `topology` and `infos`.
+fn plan_of(
+    options: &RunOptions,
+    topology: &Topology,
+    infos: &[lgate_rundir::RankInfo],
+    size: usize,
+    seed: u64,
+) -> Result<PlanOf, HarnessError> {
+    Ok(match &options.plan {
+        PlanKind::Full => {
+            let schedule = Schedule::new(topology.tree(), size, seed, options.fast)?;
+            let valid = options.resume.then(|| {
+                (0..options.sweeps)
+                    .flat_map(|sweep| schedule.pairs().map(move |pair| SweepPair { sweep, pair }))
+                    .collect()
+            });
+            PlanOf {
+                pairs_per_sweep: schedule.pairs_per_sweep(),
+                tested_ranks: schedule.tested_ranks(),
+                info: None,
+                scheduled: valid.map(Scheduled::Full),
+                settled: None,
+            }
+        }
+        PlanKind::Staged(staged) => {
+            if options.fast.is_some() {
+                return Err(HarnessError::Setup(
+                    "--fast applies to --plan full; the staged plan already samples the pairs \
+                     between hosts"
+                        .into(),
+                ));
+            }
+            let (choices, notes) = settle_staged(&staged.plan, infos, topology);
+            let plan = StagedPlan::new(topology.tree(), size, seed, &choices)?;
+            let screen = staged.screening_test()?;
+            let (inside, between) = plan.screening_tests_per_sweep();
+            let info = PlanInfo {
+                name: "staged".into(),
+                parameters: choices.clone(),
+                screen: screen.info(),
+                screening_tests: [inside, between],
+                notes,
+            };
+            let valid = options
+                .resume
+                .then(|| plan.screening_tests(options.sweeps).collect());
+            PlanOf {
+                pairs_per_sweep: inside + between,
+                tested_ranks: (0..size).collect(),
+                info: Some(info),
+                scheduled: valid.map(Scheduled::Staged),
+                settled: Some(choices),
+            }
+        }
+    })
+}
+
+/// What a resumed run already holds, taken into `prepared` from its journal and its old
+/// meta.json `old` (each entry checked against the tests `scheduled` in `sweeps` sweeps of
+/// `size` ranks); an error when the parameters, the placement or the journal disagree.
+fn resume(
+    prepared: &mut Prepared,
+    old: RunMeta,
+    scheduled: &Scheduled,
+    sweeps: u32,
+    size: usize,
+) -> Result<(), HarnessError> {
+    let run = &prepared.run;
+    let differences = old.plan_differences(&prepared.meta);
+    if !differences.is_empty() {
+        return Err(HarnessError::Resume(format!(
+            "{}: cannot resume with other parameters: {}",
+            run.path().display(),
+            differences.join("; ")
+        )));
+    }
+    if let Some(moved) = old.placement_difference(&prepared.meta) {
+        return Err(HarnessError::Resume(format!(
+            "{}: cannot resume with the ranks placed otherwise: {moved}; launch it as the run \
+             was{}",
+            run.path().display(),
+            old.launcher
+                .command_line
+                .as_deref()
+                .map(|line| format!(" (`{line}`)"))
+                .unwrap_or_default()
+        )));
+    }
+    let path = run.journal_file();
+    let unscheduled = |e: &JournalEntry| {
+        HarnessError::Resume(format!(
+            "{}: the journal holds pair {}-{} of sweep {}{}, which this run does not schedule",
+            run.path().display(),
+            e.i,
+            e.j,
+            e.sweep,
+            e.stage
+                .map(|s| format!(" (stage {})", s.name()))
+                .unwrap_or_default()
+        ))
+    };
+    // One entry in memory at a time: a large run's journal holds millions.
+    let (done, staged_done, screened) = (
+        &mut prepared.done,
+        &mut prepared.staged_done,
+        &mut prepared.screened,
+    );
+    let journal = lgate_rundir::for_each_journal_entry(&path, |entry| {
+        let e = &entry;
+        if e.i >= e.j || e.j >= size {
+            return Err(unscheduled(e));
+        }
+        let test = SweepPair {
+            sweep: e.sweep,
+            pair: Pair::new(e.i, e.j),
+        };
+        match (scheduled, e.stage) {
+            (Scheduled::Full(valid), None) if valid.contains(&test) => done.push(test),
+            (Scheduled::Staged(valid), Some(stage)) => {
+                let t = StagedTest { stage, test };
+                let follow_up = matches!(stage, Stage::Refine | Stage::Alone | Stage::Sample);
+                if !(valid.contains(&t) || follow_up && e.sweep < sweeps) {
+                    return Err(unscheduled(e));
+                }
+                staged_done.push(t);
+                screened.extend(screened_pair(e));
+            }
+            _ => return Err(unscheduled(e)),
+        }
+        Ok(())
+    })?;
+    journal.repair(&path)?;
+    let in_journal = prepared.resumed_tests();
+    let recorded = old.recorded_tests();
+    if in_journal < recorded {
+        return Err(HarnessError::Resume(format!(
+            "{}: meta.json records {recorded} tests measured but {} holds {in_journal}: \
+             resuming would measure the missing ones again as if new; put the journal back, \
+             or measure again with --force",
+            run.path().display(),
+            path.display()
+        )));
+    }
+    let mut parts = old.parts_before_resume(prepared.resumed_tests());
+    parts.append(&mut prepared.meta.parts);
+    prepared.meta.parts = parts;
+    prepared.meta.start = old.start;
+    // The run's command line stays the one that started it (a resumption takes its flags
+    // from there); each part keeps its own.
+    if !old.command_line.is_empty() {
+        prepared.meta.command_line = old.command_line;
+    }
+    if old.status == RunStatus::Complete {
+        prepared.finished = Some((old.end, old.summary));
+    }
+    Ok(())
 }
 
 /// The staged plan's choices for this machine, and why they differ from `plan`: groups that
