@@ -282,31 +282,7 @@ pub fn report(inputs: &ReportInputs) -> HealthReport {
     // The warnings about the machine's health, also kept apart for `cluster`'s summary.
     let mut health = Vec::new();
     let default_matrix = matrices.len().min(2) - 1;
-    let mut seen_artifacts = Vec::new();
-    if let Some((size, m)) = inputs.times.first() {
-        seen_artifacts = artifacts(
-            &format!("t:{size}"),
-            inputs.ranks,
-            &ids,
-            m,
-            &matrices[default_matrix],
-        );
-        // Slow ranks, and the ranks of slow hosts.
-        let report = &matrices[default_matrix];
-        let slow_hosts: Vec<&str> = report.slow_hosts.iter().map(|h| h.host.as_str()).collect();
-        let slow: Vec<usize> = report
-            .slow_ranks
-            .iter()
-            .map(|s| s.rank)
-            .chain(inputs.ranks.iter().copied().filter(|&r| {
-                inputs
-                    .placement
-                    .get(r)
-                    .is_some_and(|p| slow_hosts.contains(&p.host.as_str()))
-            }))
-            .collect();
-        seen_artifacts.extend(bands(&format!("t:{size}"), inputs.ranks, &ids, m, &slow));
-    }
+    let seen_artifacts = seen_artifacts(inputs, &ids, &matrices[default_matrix]);
     for a in &seen_artifacts {
         health.push(format!(
             "{} in {} (x{:.2} its class median): {}",
@@ -348,6 +324,59 @@ pub fn report(inputs: &ReportInputs) -> HealthReport {
         ranks: default.slow_ranks.clone(),
     }));
     warnings.extend(health.iter().cloned());
+    let hosts = hosts_report(inputs.placement, inputs.hosts);
+    warnings.extend(measurement_warnings(inputs, &hosts));
+    let mut not_positive = inputs.not_positive.clone();
+    let not_positive_count = not_positive.len();
+    not_positive.truncate(LISTED);
+    HealthReport {
+        artifacts: seen_artifacts,
+        estimator: inputs.estimator,
+        health,
+        hosts,
+        latency_not_positive: not_positive,
+        latency_not_positive_count: not_positive_count,
+        levels: None,
+        matrices,
+        pairs: inputs.pairs,
+        ranks: inputs.ranks.len(),
+        saturation_not_converged: inputs.unconverged,
+        spread: inputs.spreads.iter().map(|s| s.to_report()).collect(),
+        unstable,
+        warnings,
+    }
+}
+
+/// The artifacts of the measurement seen in the first t(m) matrix (`default`, its report): the
+/// slow first pair, and bands of offsets whose pairs stand out, slow ranks and hosts left out.
+fn seen_artifacts(inputs: &ReportInputs, ids: &[Place], default: &MatrixReport) -> Vec<Artifact> {
+    let mut seen_artifacts = Vec::new();
+    if let Some((size, m)) = inputs.times.first() {
+        seen_artifacts = artifacts(&format!("t:{size}"), inputs.ranks, ids, m, default);
+        // Slow ranks, and the ranks of slow hosts.
+        let report = default;
+        let slow_hosts: Vec<&str> = report.slow_hosts.iter().map(|h| h.host.as_str()).collect();
+        let slow: Vec<usize> = report
+            .slow_ranks
+            .iter()
+            .map(|s| s.rank)
+            .chain(inputs.ranks.iter().copied().filter(|&r| {
+                inputs
+                    .placement
+                    .get(r)
+                    .is_some_and(|p| slow_hosts.contains(&p.host.as_str()))
+            }))
+            .collect();
+        seen_artifacts.extend(bands(&format!("t:{size}"), inputs.ranks, ids, m, &slow));
+    }
+    seen_artifacts
+}
+
+/// The warnings about the measurement itself: repeats that vary as much as pairs differ, L of
+/// 0, saturations that did not settle, hosts whose facts differ or contradict their ranks'
+/// placement.
+fn measurement_warnings(inputs: &ReportInputs, hosts: &HostsReport) -> Vec<String> {
+    let mut warnings = Vec::new();
     // With one pair there is nothing to tell apart, and nothing to warn about.
     for s in inputs.spreads.iter().filter(|_| inputs.ranks.len() > 2) {
         if s.repeat_us >= s.between_us {
@@ -373,7 +402,6 @@ pub fn report(inputs: &ReportInputs) -> HealthReport {
             inputs.unconverged
         ));
     }
-    let hosts = hosts_report(inputs.placement, inputs.hosts);
     for line in &hosts.odd_lines {
         warnings.push(format!(
             "host facts differ from most hosts' ({line}): a slow host may be explained by them"
@@ -385,25 +413,7 @@ pub fn report(inputs: &ReportInputs) -> HealthReport {
              hosts.placement_mismatches)"
         ));
     }
-    let mut not_positive = inputs.not_positive.clone();
-    let not_positive_count = not_positive.len();
-    not_positive.truncate(LISTED);
-    HealthReport {
-        artifacts: seen_artifacts,
-        estimator: inputs.estimator,
-        health,
-        hosts,
-        latency_not_positive: not_positive,
-        latency_not_positive_count: not_positive_count,
-        levels: None,
-        matrices,
-        pairs: inputs.pairs,
-        ranks: inputs.ranks.len(),
-        saturation_not_converged: inputs.unconverged,
-        spread: inputs.spreads.iter().map(|s| s.to_report()).collect(),
-        unstable,
-        warnings,
-    }
+    warnings
 }
 
 /// What is slow in a staged run, each size judged on its measured pairs (inside each host,
