@@ -194,6 +194,30 @@ impl RunDiff {
                 first.noise.1.name()
             ));
         }
+        self.machine_lines(&mut out);
+        self.change_lines(&mut out);
+        self.spread_lines(&mut out);
+        if let Some(levels) = &self.levels {
+            if levels.is_empty() {
+                out.push_str("topology: no levels in either run\n");
+            }
+            for l in levels {
+                out.push_str(&format!("topology: {}\n", l.line()));
+            }
+        }
+        out.push_str(&format!(
+            "verdict: {}\n",
+            if self.changed() {
+                "changed"
+            } else {
+                "no change beyond the noise"
+            }
+        ));
+        out
+    }
+
+    /// The matrices' shifts (L and t(m), which topologies are made of, and any other that changed), and the units that carried a shift of the whole machine.
+    fn machine_lines(&self, out: &mut String) {
         // L and t(m), the distances topologies are made of, and any other matrix that changed.
         for (mtx, shift) in self.matrices.iter().zip(&self.machine) {
             let kind = mtx.name.split(':').next().unwrap_or_default();
@@ -223,6 +247,10 @@ impl RunDiff {
                 }
             }
         }
+    }
+
+    /// The units that changed against the machine, surest first, or that none did.
+    fn change_lines(&self, out: &mut String) {
         let changes = self.changes();
         if changes.is_empty() {
             out.push_str(&format!(
@@ -249,6 +277,10 @@ impl RunDiff {
                 ));
             }
         }
+    }
+
+    /// The hosts (or the whole machine) whose noise changed, one line each.
+    fn spread_lines(&self, out: &mut String) {
         let spread = self.spread_changes();
         if !spread.is_empty() {
             out.push_str(&format!(
@@ -283,22 +315,5 @@ impl RunDiff {
                 ));
             }
         }
-        if let Some(levels) = &self.levels {
-            if levels.is_empty() {
-                out.push_str("topology: no levels in either run\n");
-            }
-            for l in levels {
-                out.push_str(&format!("topology: {}\n", l.line()));
-            }
-        }
-        out.push_str(&format!(
-            "verdict: {}\n",
-            if self.changed() {
-                "changed"
-            } else {
-                "no change beyond the noise"
-            }
-        ));
-        out
     }
 }
