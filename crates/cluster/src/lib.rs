@@ -22,6 +22,7 @@
 
 pub mod algorithms;
 pub mod alike;
+mod apart;
 pub mod auto;
 pub mod by_hosts;
 pub mod clustering;

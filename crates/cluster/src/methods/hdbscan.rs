@@ -43,7 +43,7 @@ impl ClusterMethod for Hdbscan {
     fn fit(&self, d: &Array2<f64>) -> Tree {
         // A split by density alone is kept only if its parts stand apart: so that a flat
         // matrix is one group.
-        crate::algorithms::prune_weak_splits(d, hdbscan(d, self.0).tree)
+        crate::apart::prune_weak_splits(d, hdbscan(d, self.0).tree)
     }
     fn fit_vectors(&self, v: &Array2<f64>) -> Option<Tree> {
         Some(crate::features::hdbscan_features(

@@ -36,7 +36,7 @@ use ndarray::Array2;
 use ndarray016 as nd;
 use rayon::prelude::*;
 
-use crate::algorithms::stands_apart;
+use crate::apart::stands_apart;
 use crate::auto::Tree;
 use crate::tree::sub_matrix;
 
