@@ -170,142 +170,16 @@ fn estimate(
     infos: &[lgate_rundir::RankInfo],
     setup_s: f64,
 ) -> Result<DryRun, HarnessError> {
-    let size = infos.len();
-    // The times of one test and kind of pair: their mean and the slowest.
-    let times_of = |screen: bool, inside: bool| -> Vec<f64> {
-        tests
-            .iter()
-            .zip(took)
-            .filter(|(c, _)| {
-                c.screen == screen
-                    && groups
-                        .iter()
-                        .any(|g| g.contains(&c.pair.i) && g.contains(&c.pair.j))
-                        == inside
-            })
-            .map(|(_, &s)| s)
-            .collect()
+    let times = Timed {
+        tests,
+        took,
+        groups,
     };
-    let time_of = |screen: bool, inside: bool| {
-        let v = times_of(screen, inside);
-        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-    };
-    let slowest =
-        |screen: bool, inside: bool| times_of(screen, inside).into_iter().reduce(f64::max);
-    let group_of = |r: Rank| groups.iter().position(|g| g.contains(&r));
-    let inside = |p: Pair| group_of(p.i) == group_of(p.j);
     let mut lines = Vec::new();
-    let calibrated = |what: &str, screen: bool| {
-        let part = |inside: bool, name: &str| {
-            let v = times_of(screen, inside);
-            let lo = v.iter().copied().reduce(f64::min)?;
-            let hi = v.iter().copied().reduce(f64::max)?;
-            Some(if v.len() > 1 {
-                format!("{}-{} {name}", human_duration(lo), human_duration(hi))
-            } else {
-                format!("{} {name}", human_duration(lo))
-            })
-        };
-        let parts: Vec<String> = [part(true, "inside a host"), part(false, "between hosts")]
-            .into_iter()
-            .flatten()
-            .collect();
-        format!("calibration, {what}: {}", parts.join(", "))
-    };
-    let sweeps = options.sweeps as f64;
-    let tests_run: usize;
-    let wall = match &options.plan {
-        PlanKind::Full => {
-            let schedule = Schedule::new(topology.tree(), size, 0, options.fast)?;
-            let (ti, tb) = (
-                time_of(false, true).unwrap_or(0.0),
-                time_of(false, false).unwrap_or(0.0),
-            );
-            lines.push(format!(
-                "plan: full, {} pair tests per sweep, {} sweep(s), {} group(s) side by side at most",
-                schedule.pairs_per_sweep(),
-                options.sweeps,
-                schedule.leaf_count()
-            ));
-            lines.push(calibrated("the full test", false));
-            tests_run = schedule.pairs_per_sweep() * options.sweeps as usize;
-            schedule.critical_path(|p| if inside(p) { ti } else { tb }, |_| 0.0) * sweeps
-        }
+    let (wall, tests_run) = match &options.plan {
+        PlanKind::Full => full_plan(&times, options, topology, infos.len(), &mut lines)?,
         PlanKind::Staged(staged) => {
-            let (choices, notes) = settle_staged(&staged.plan, infos, topology);
-            let plan = StagedPlan::new(topology.tree(), size, 0, &choices)?;
-            let screen = |p: Pair| {
-                let v = time_of(true, inside(p));
-                v.unwrap_or(0.0)
-            };
-            let (hosts_s, between_s) = plan.screening_time(|_, p| screen(p), |_| 0.0);
-            let (tests_inside, tests_between) = plan.screening_tests_per_sweep();
-            let (si, sb) = (
-                time_of(true, true).unwrap_or(0.0),
-                time_of(true, false).unwrap_or(0.0),
-            );
-            let (pi, pb) = (
-                time_of(false, true).unwrap_or(0.0),
-                time_of(false, false).unwrap_or(0.0),
-            );
-            let c = plan.follow_up_counts();
-            let alone_s =
-                c.alone_inside as f64 * si + (c.alone_between + c.retest_between) as f64 * sb;
-            // The sample spreads over the distances, and adds the slowest pair between hosts.
-            let sample_s = c.sample_inside as f64 * pi
-                + (c.sample_between.saturating_sub(1)) as f64 * pb
-                + if c.sample_between > 0 {
-                    slowest(false, false).unwrap_or(pb)
-                } else {
-                    0.0
-                };
-            lines.push(format!(
-                "plan: staged, {} group(s), {} sweep(s){}",
-                groups.len(),
-                options.sweeps,
-                choices
-                    .concurrency
-                    .map(|c| format!(", at most {c} test(s) at once"))
-                    .unwrap_or_default()
-            ));
-            lines.extend(notes.iter().map(|n| format!("  {n}")));
-            lines.push(format!(
-                "stage hosts:   {tests_inside} screening tests, every group at once: {}",
-                human_duration(hosts_s * sweeps)
-            ));
-            lines.push(format!(
-                "stage between: {tests_between} screening tests in {} rounds{}: {}",
-                plan.between_rounds(),
-                if choices.sweep {
-                    " (the sweep: every pair between groups, a pair per rank a round)"
-                } else {
-                    ""
-                },
-                human_duration(between_s * sweeps)
-            ));
-            lines.push(format!(
-                "stage alone:   {} screening tests one at a time{}: {}",
-                c.alone(),
-                if choices.sweep {
-                    format!(
-                        " (at most; up to {} slow pairs retested, each beside a usual pair)",
-                        crate::staged::SWEEP_RETESTS
-                    )
-                } else {
-                    String::new()
-                },
-                human_duration(alone_s * sweeps)
-            ));
-            lines.push(format!(
-                "stage sample:  {} full tests one at a time: {}",
-                c.sample(),
-                human_duration(sample_s * sweeps)
-            ));
-            lines.push(calibrated("the screening test", true));
-            lines.push(calibrated("the full test", false));
-            tests_run =
-                (tests_inside + tests_between + c.alone() + c.sample()) * options.sweeps as usize;
-            (hosts_s + between_s + alone_s + sample_s) * sweeps
+            staged_plan(&times, options, staged, topology, infos, &mut lines)?
         }
     };
     lines.push(format!(
@@ -322,6 +196,176 @@ fn estimate(
         human_duration(derive_s)
     ));
     Ok(DryRun { lines })
+}
+
+/// The calibration's tests and how long each took, by kind of test and of pair.
+struct Timed<'a> {
+    tests: &'a [Calibration],
+    took: &'a [f64],
+    /// The groups (hosts) that tell a pair inside from one between.
+    groups: &'a [Vec<Rank>],
+}
+
+impl Timed<'_> {
+    /// The times of the screening test (`screen`) or the full one, of pairs inside a group or
+    /// between groups.
+    fn times_of(&self, screen: bool, inside: bool) -> Vec<f64> {
+        (self.tests.iter().zip(self.took))
+            .filter(|(c, _)| {
+                c.screen == screen
+                    && (self.groups.iter()).any(|g| g.contains(&c.pair.i) && g.contains(&c.pair.j))
+                        == inside
+            })
+            .map(|(_, &s)| s)
+            .collect()
+    }
+
+    /// Their mean, if any was timed.
+    fn time_of(&self, screen: bool, inside: bool) -> Option<f64> {
+        let v = self.times_of(screen, inside);
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    }
+
+    /// The slowest of them.
+    fn slowest(&self, screen: bool, inside: bool) -> Option<f64> {
+        self.times_of(screen, inside).into_iter().reduce(f64::max)
+    }
+
+    /// Whether the two ranks of `p` share a group.
+    fn inside(&self, p: Pair) -> bool {
+        let group_of = |r: Rank| self.groups.iter().position(|g| g.contains(&r));
+        group_of(p.i) == group_of(p.j)
+    }
+
+    /// The line that says what the calibration of `what` took, inside a host and between.
+    fn calibrated(&self, what: &str, screen: bool) -> String {
+        let part = |inside: bool, name: &str| {
+            let v = self.times_of(screen, inside);
+            let lo = v.iter().copied().reduce(f64::min)?;
+            let hi = v.iter().copied().reduce(f64::max)?;
+            Some(if v.len() > 1 {
+                format!("{}-{} {name}", human_duration(lo), human_duration(hi))
+            } else {
+                format!("{} {name}", human_duration(lo))
+            })
+        };
+        let parts: Vec<String> = [part(true, "inside a host"), part(false, "between hosts")]
+            .into_iter()
+            .flatten()
+            .collect();
+        format!("calibration, {what}: {}", parts.join(", "))
+    }
+}
+
+/// The full plan's wall time and tests, its lines added to `lines`.
+fn full_plan(
+    times: &Timed,
+    options: &RunOptions,
+    topology: &lgate_topology::Topology,
+    size: usize,
+    lines: &mut Vec<String>,
+) -> Result<(f64, usize), HarnessError> {
+    let schedule = Schedule::new(topology.tree(), size, 0, options.fast)?;
+    let (ti, tb) = (
+        times.time_of(false, true).unwrap_or(0.0),
+        times.time_of(false, false).unwrap_or(0.0),
+    );
+    lines.push(format!(
+        "plan: full, {} pair tests per sweep, {} sweep(s), {} group(s) side by side at most",
+        schedule.pairs_per_sweep(),
+        options.sweeps,
+        schedule.leaf_count()
+    ));
+    lines.push(times.calibrated("the full test", false));
+    let tests_run = schedule.pairs_per_sweep() * options.sweeps as usize;
+    let wall = schedule.critical_path(|p| if times.inside(p) { ti } else { tb }, |_| 0.0)
+        * options.sweeps as f64;
+    Ok((wall, tests_run))
+}
+
+/// The staged plan's wall time and tests, stage by stage, its lines added to `lines`.
+fn staged_plan(
+    times: &Timed,
+    options: &RunOptions,
+    staged: &crate::StagedPlanOptions,
+    topology: &lgate_topology::Topology,
+    infos: &[lgate_rundir::RankInfo],
+    lines: &mut Vec<String>,
+) -> Result<(f64, usize), HarnessError> {
+    let sweeps = options.sweeps as f64;
+    let (choices, notes) = settle_staged(&staged.plan, infos, topology);
+    let plan = StagedPlan::new(topology.tree(), infos.len(), 0, &choices)?;
+    let screen = |p: Pair| times.time_of(true, times.inside(p)).unwrap_or(0.0);
+    let (hosts_s, between_s) = plan.screening_time(|_, p| screen(p), |_| 0.0);
+    let (tests_inside, tests_between) = plan.screening_tests_per_sweep();
+    let (si, sb) = (
+        times.time_of(true, true).unwrap_or(0.0),
+        times.time_of(true, false).unwrap_or(0.0),
+    );
+    let (pi, pb) = (
+        times.time_of(false, true).unwrap_or(0.0),
+        times.time_of(false, false).unwrap_or(0.0),
+    );
+    let c = plan.follow_up_counts();
+    let alone_s = c.alone_inside as f64 * si + (c.alone_between + c.retest_between) as f64 * sb;
+    // The sample spreads over the distances, and adds the slowest pair between hosts.
+    let sample_s = c.sample_inside as f64 * pi
+        + (c.sample_between.saturating_sub(1)) as f64 * pb
+        + if c.sample_between > 0 {
+            times.slowest(false, false).unwrap_or(pb)
+        } else {
+            0.0
+        };
+    lines.push(format!(
+        "plan: staged, {} group(s), {} sweep(s){}",
+        times.groups.len(),
+        options.sweeps,
+        choices
+            .concurrency
+            .map(|c| format!(", at most {c} test(s) at once"))
+            .unwrap_or_default()
+    ));
+    lines.extend(notes.iter().map(|n| format!("  {n}")));
+    lines.push(format!(
+        "stage hosts:   {tests_inside} screening tests, every group at once: {}",
+        human_duration(hosts_s * sweeps)
+    ));
+    lines.push(format!(
+        "stage between: {tests_between} screening tests in {} rounds{}: {}",
+        plan.between_rounds(),
+        if choices.sweep {
+            " (the sweep: every pair between groups, a pair per rank a round)"
+        } else {
+            ""
+        },
+        human_duration(between_s * sweeps)
+    ));
+    lines.push(format!(
+        "stage alone:   {} screening tests one at a time{}: {}",
+        c.alone(),
+        if choices.sweep {
+            format!(
+                " (at most; up to {} slow pairs retested, each beside a usual pair)",
+                crate::staged::SWEEP_RETESTS
+            )
+        } else {
+            String::new()
+        },
+        human_duration(alone_s * sweeps)
+    ));
+    lines.push(format!(
+        "stage sample:  {} full tests one at a time: {}",
+        c.sample(),
+        human_duration(sample_s * sweeps)
+    ));
+    lines.push(times.calibrated("the screening test", true));
+    lines.push(times.calibrated("the full test", false));
+    let tests_run =
+        (tests_inside + tests_between + c.alone() + c.sample()) * options.sweeps as usize;
+    Ok((
+        (hosts_s + between_s + alone_s + sample_s) * sweeps,
+        tests_run,
+    ))
 }
 
 /// A duration in seconds as people read it: 850 us, 12.3 ms, 4.2 s, 3 min 20 s, 2 h 5 min.
