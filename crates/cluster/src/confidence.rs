@@ -383,6 +383,21 @@ pub fn attach(
     let dropped: Vec<Vec<usize>> = dropped.into_iter().map(|k| reported[k].clone()).collect();
     let kept: Vec<Vec<usize>> = kept.into_iter().map(|k| reported[k].clone()).collect();
     let s = judge(first.found, kept, resamples, &dropped);
+    let topology = with_confidence(topology, input, size, &s, &dropped, resamples)?;
+    Ok((topology, Some(s)))
+}
+
+/// `topology` with each level's confidence (`s`, the resamples' verdict), the levels the
+/// resamples do not show more often than not (`dropped`) left out and said among the
+/// undecided, with their names.
+fn with_confidence(
+    topology: lgate_topology::Topology,
+    input: &crate::ClusterInput,
+    size: usize,
+    s: &Stability,
+    dropped: &[Vec<usize>],
+    resamples: usize,
+) -> Result<lgate_topology::Topology, lgate_topology::TopologyError> {
     let mut names: Vec<(Vec<usize>, String)> = Vec::new();
     let mut levels: Vec<lgate_topology::Level> = Vec::new();
     for level in topology.levels() {
@@ -419,7 +434,7 @@ pub fn attach(
         // The levels kept, nested as they were; the labels and slow ranks stay.
         topology.keeping_levels(levels)?
     };
-    Ok((topology.with_confidence(Some(confidence)), Some(s)))
+    Ok(topology.with_confidence(Some(confidence)))
 }
 
 /// The ranks of each group of `labels` (one label per rank of `ranks`, numbered from 0 in
