@@ -100,7 +100,7 @@ pub(super) fn zero_bytes(x: u64) -> u64 {
 /// bytes of `b` from `start` (the usual cell of a distance matrix): read from one word, with no
 /// look at the bytes around it. `None` for anything else (blanks, a sign, an exponent, a longer
 /// number), which the general reading decides.
-#[inline]
+#[inline(always)]
 pub(super) fn cell_decimal(b: &[u8], start: usize, end: usize) -> Option<PlainDecimal> {
     let len = end - start;
     let word = b.get(start..start + 8)?;
