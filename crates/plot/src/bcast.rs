@@ -6,6 +6,7 @@ use std::path::Path;
 
 use lgate_rundir::bcast_tuning::{Tuning, LIBRARY};
 use lgate_rundir::RunDirError;
+use plotters::coord::combinators::{LogCoord, WithKeyPoints};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -86,7 +87,6 @@ impl Figure for BcastFigure {
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), PlotError> {
-        let e = PlotError::draw;
         let body = crate::figure::titled(root, &self.title, 46, 18.0)?;
         // The bottom line explains the lines.
         let (body, _) = body.split_vertically(body.dim_in_pixel().1.saturating_sub(28));
@@ -98,12 +98,39 @@ impl Figure for BcastFigure {
             .max()
             .unwrap_or(1)
             .max(2) as f64;
-        let x_range = || {
-            (0.5..max_size * 1.5)
-                .log_scale()
-                .with_key_points(size_ticks(max_size))
-        };
-        let xy = |s: usize| (s as f64).max(0.5);
+        self.draw_times(&left, max_size)?;
+        self.draw_speedups(&right, max_size)?;
+        root.draw(&Text::new(
+            "dots: measured sizes; solid between neighbouring sizes (at most 2x apart), dashed \
+             across sizes not measured",
+            (12, self.size().1 as i32 - 18),
+            (FONT, 14.0).into_font(),
+        ))
+        .map_err(PlotError::draw)?;
+        Ok(())
+    }
+}
+
+/// The message-size axis up to `max_size`, in powers of two.
+fn size_axis(max_size: f64) -> WithKeyPoints<LogCoord<f64>> {
+    (0.5..max_size * 1.5)
+        .log_scale()
+        .with_key_points(size_ticks(max_size))
+}
+
+/// A message size where a log axis can put it (0 B at half a byte).
+fn at_size(s: usize) -> f64 {
+    (s as f64).max(0.5)
+}
+
+impl BcastFigure {
+    /// The time of each line against message size, with the legend.
+    fn draw_times<DB: DrawingBackend>(
+        &self,
+        area: &DrawingArea<DB, Shift>,
+        max_size: f64,
+    ) -> Result<(), PlotError> {
+        let e = PlotError::draw;
         // Time.
         let times: Vec<f64> = self
             .lines
@@ -117,12 +144,12 @@ impl Figure for BcastFigure {
             .max(1e-3)
             / 1.5;
         let hi = times.iter().copied().fold(0.0, f64::max).max(lo * 10.0) * 1.5;
-        let mut chart = ChartBuilder::on(&left)
+        let mut chart = ChartBuilder::on(area)
             .caption("time per broadcast [us]", (FONT, 15.0))
             .margin(10)
             .x_label_area_size(34)
             .y_label_area_size(60)
-            .build_cartesian_2d(x_range(), (lo..hi).log_scale())
+            .build_cartesian_2d(size_axis(max_size), (lo..hi).log_scale())
             .map_err(e)?;
         chart
             .configure_mesh()
@@ -137,7 +164,8 @@ impl Figure for BcastFigure {
         for (c, (name, points)) in self.lines.iter().enumerate() {
             let colour = COLOURS[c % COLOURS.len()];
             let width = if name == LIBRARY { 3 } else { 2 };
-            let points: Vec<(f64, f64)> = points.iter().map(|p| (xy(p.0), p.1.max(lo))).collect();
+            let points: Vec<(f64, f64)> =
+                points.iter().map(|p| (at_size(p.0), p.1.max(lo))).collect();
             joined(&mut chart, &points, colour.stroke_width(width))?
                 .label(name.clone())
                 .legend(move |(x, y)| {
@@ -152,6 +180,16 @@ impl Figure for BcastFigure {
             .border_style(RGBColor(200, 200, 200))
             .draw()
             .map_err(e)?;
+        Ok(())
+    }
+
+    /// Each line's speedup over MPI_Bcast against message size.
+    fn draw_speedups<DB: DrawingBackend>(
+        &self,
+        area: &DrawingArea<DB, Shift>,
+        max_size: f64,
+    ) -> Result<(), PlotError> {
+        let e = PlotError::draw;
         // Speedup over MPI_Bcast at each size.
         let library: BTreeMap<usize, f64> = self
             .lines
@@ -177,12 +215,12 @@ impl Figure for BcastFigure {
             .flat_map(|s| s.1.iter().map(|p| p.1))
             .fold(1.0, f64::max)
             * 1.15;
-        let mut chart = ChartBuilder::on(&right)
+        let mut chart = ChartBuilder::on(area)
             .caption("speedup over MPI_Bcast", (FONT, 15.0))
             .margin(10)
             .x_label_area_size(34)
             .y_label_area_size(50)
-            .build_cartesian_2d(x_range(), 0.0..top)
+            .build_cartesian_2d(size_axis(max_size), 0.0..top)
             .map_err(e)?;
         chart
             .configure_mesh()
@@ -203,16 +241,9 @@ impl Figure for BcastFigure {
             .map_err(e)?;
         for (c, points) in &speedups {
             let colour = COLOURS[c % COLOURS.len()];
-            let points: Vec<(f64, f64)> = points.iter().map(|p| (xy(p.0), p.1)).collect();
+            let points: Vec<(f64, f64)> = points.iter().map(|p| (at_size(p.0), p.1)).collect();
             joined(&mut chart, &points, colour.stroke_width(2))?;
         }
-        root.draw(&Text::new(
-            "dots: measured sizes; solid between neighbouring sizes (at most 2x apart), dashed \
-             across sizes not measured",
-            (12, self.size().1 as i32 - 18),
-            (FONT, 14.0).into_font(),
-        ))
-        .map_err(PlotError::draw)?;
         Ok(())
     }
 }

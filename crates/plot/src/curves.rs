@@ -339,7 +339,6 @@ impl Figure for Curves {
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), PlotError> {
-        let e = PlotError::draw;
         let body = crate::figure::titled(root, &self.title, 50, 19.0)?;
         let panels = body.split_evenly((2, 3));
         let max_size = self
@@ -350,115 +349,138 @@ impl Figure for Curves {
             .unwrap_or(1)
             .max(2) as f64;
         for (k, (param, label)) in PARAMETERS.iter().enumerate() {
-            let area = &panels[k];
-            let points: Vec<f64> = self
-                .lines
-                .iter()
-                .filter_map(|l| l.curves.get(*param))
-                .flatten()
-                .flat_map(|p| [p.1, p.3])
-                .filter(|v| *v > 0.0)
-                .collect();
-            let lo = points.iter().copied().fold(f64::INFINITY, f64::min);
-            let hi = points.iter().copied().fold(0.0, f64::max);
-            let (lo, hi) = if lo.is_finite() && hi > lo {
-                (lo / 1.3, hi * 1.3)
-            } else {
-                (1e-3, 1.0)
-            };
-            let mut chart = ChartBuilder::on(area)
-                .caption(format!("{label} [us]"), (FONT, 15.0))
-                .margin(8)
-                .x_label_area_size(32)
-                .y_label_area_size(56)
-                .build_cartesian_2d(
-                    (0.5..max_size * 1.5)
-                        .log_scale()
-                        .with_key_points(size_ticks(max_size)),
-                    (lo..hi).log_scale(),
-                )
-                .map_err(e)?;
-            chart
-                .configure_mesh()
-                .x_desc("message size [bytes]")
-                .x_label_formatter(&|x| size_label(*x))
-                .y_label_formatter(&|y| crate::figure::short(*y))
-                .label_style((FONT, 13.0))
-                .axis_desc_style((FONT, 14.0))
-                .light_line_style(RGBColor(235, 235, 235))
-                .draw()
-                .map_err(e)?;
-            for (_, limit) in &self.eager {
-                let x = *limit as f64;
-                chart
-                    .draw_series(DashedLineSeries::new(
-                        vec![(x, lo), (x, hi)],
-                        6,
-                        4,
-                        RGBColor(120, 120, 120).stroke_width(1),
-                    ))
-                    .map_err(e)?;
-            }
-            // The limits' sizes in the first panel, a step lower each so that close ones do
-            // not overlap; their names are in the legend.
-            if k == 0 {
-                for (i, (_, limit)) in self.eager.iter().enumerate() {
-                    let x = *limit as f64;
-                    chart
-                        .draw_series(std::iter::once(Text::new(
-                            size_label(x),
-                            (x, hi / 1.2 / (hi / lo).powf(0.07 * i as f64)),
-                            anchored(13.0, HPos::Left, VPos::Top),
-                        )))
-                        .map_err(e)?;
-                }
-            }
-            let xy = |s: usize| (s as f64).max(0.5);
-            for (c, line) in self.lines.iter().enumerate() {
-                let colour = COLOURS[c % COLOURS.len()];
-                let Some(curve) = line.curves.get(*param) else {
-                    continue;
-                };
-                let mut band: Vec<(f64, f64)> =
-                    curve.iter().map(|p| (xy(p.0), p.3.max(lo))).collect();
-                band.extend(curve.iter().rev().map(|p| (xy(p.0), p.1.max(lo))));
-                chart
-                    .draw_series(std::iter::once(Polygon::new(
-                        band.clone(),
-                        colour.mix(0.28),
-                    )))
-                    .map_err(e)?;
-                // The band's edges, so that a narrow band still shows.
-                band.push(band[0]);
-                chart
-                    .draw_series(std::iter::once(PathElement::new(
-                        band,
-                        colour.mix(0.55).stroke_width(1),
-                    )))
-                    .map_err(e)?;
-            }
-            // Medians over the bands, earlier lines wider so that lines of equal values
-            // show as stripes instead of hiding each other; a marker shape per line.
-            let n = self.lines.len();
-            for (c, line) in self.lines.iter().enumerate() {
-                let colour = COLOURS[c % COLOURS.len()];
-                let Some(curve) = line.curves.get(*param) else {
-                    continue;
-                };
-                let width = 2 + 2 * (n - 1 - c).min(3) as u32;
-                chart
-                    .draw_series(LineSeries::new(
-                        curve.iter().map(|p| (xy(p.0), p.2.max(lo))),
-                        colour.stroke_width(width),
-                    ))
-                    .map_err(e)?;
-                for p in curve {
-                    marker(chart.plotting_area(), c, (xy(p.0), p.2.max(lo)), colour)?;
-                }
-            }
+            self.draw_parameter(&panels[k], k, param, label, max_size)?;
         }
         // L: one value per pair, shown per line with its band.
-        let area = &panels[4];
+        self.draw_latency(&panels[4])?;
+        self.draw_legend(&panels[5])
+    }
+}
+
+impl Curves {
+    /// The panel of one parameter against message size: each line's band and median.
+    fn draw_parameter<DB: DrawingBackend>(
+        &self,
+        area: &DrawingArea<DB, Shift>,
+        k: usize,
+        param: &str,
+        label: &str,
+        max_size: f64,
+    ) -> Result<(), PlotError> {
+        let e = PlotError::draw;
+        let points: Vec<f64> = self
+            .lines
+            .iter()
+            .filter_map(|l| l.curves.get(param))
+            .flatten()
+            .flat_map(|p| [p.1, p.3])
+            .filter(|v| *v > 0.0)
+            .collect();
+        let lo = points.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = points.iter().copied().fold(0.0, f64::max);
+        let (lo, hi) = if lo.is_finite() && hi > lo {
+            (lo / 1.3, hi * 1.3)
+        } else {
+            (1e-3, 1.0)
+        };
+        let mut chart = ChartBuilder::on(area)
+            .caption(format!("{label} [us]"), (FONT, 15.0))
+            .margin(8)
+            .x_label_area_size(32)
+            .y_label_area_size(56)
+            .build_cartesian_2d(
+                (0.5..max_size * 1.5)
+                    .log_scale()
+                    .with_key_points(size_ticks(max_size)),
+                (lo..hi).log_scale(),
+            )
+            .map_err(e)?;
+        chart
+            .configure_mesh()
+            .x_desc("message size [bytes]")
+            .x_label_formatter(&|x| size_label(*x))
+            .y_label_formatter(&|y| crate::figure::short(*y))
+            .label_style((FONT, 13.0))
+            .axis_desc_style((FONT, 14.0))
+            .light_line_style(RGBColor(235, 235, 235))
+            .draw()
+            .map_err(e)?;
+        for (_, limit) in &self.eager {
+            let x = *limit as f64;
+            chart
+                .draw_series(DashedLineSeries::new(
+                    vec![(x, lo), (x, hi)],
+                    6,
+                    4,
+                    RGBColor(120, 120, 120).stroke_width(1),
+                ))
+                .map_err(e)?;
+        }
+        // The limits' sizes in the first panel, a step lower each so that close ones do
+        // not overlap; their names are in the legend.
+        if k == 0 {
+            for (i, (_, limit)) in self.eager.iter().enumerate() {
+                let x = *limit as f64;
+                chart
+                    .draw_series(std::iter::once(Text::new(
+                        size_label(x),
+                        (x, hi / 1.2 / (hi / lo).powf(0.07 * i as f64)),
+                        anchored(13.0, HPos::Left, VPos::Top),
+                    )))
+                    .map_err(e)?;
+            }
+        }
+        let xy = |s: usize| (s as f64).max(0.5);
+        for (c, line) in self.lines.iter().enumerate() {
+            let colour = COLOURS[c % COLOURS.len()];
+            let Some(curve) = line.curves.get(param) else {
+                continue;
+            };
+            let mut band: Vec<(f64, f64)> = curve.iter().map(|p| (xy(p.0), p.3.max(lo))).collect();
+            band.extend(curve.iter().rev().map(|p| (xy(p.0), p.1.max(lo))));
+            chart
+                .draw_series(std::iter::once(Polygon::new(
+                    band.clone(),
+                    colour.mix(0.28),
+                )))
+                .map_err(e)?;
+            // The band's edges, so that a narrow band still shows.
+            band.push(band[0]);
+            chart
+                .draw_series(std::iter::once(PathElement::new(
+                    band,
+                    colour.mix(0.55).stroke_width(1),
+                )))
+                .map_err(e)?;
+        }
+        // Medians over the bands, earlier lines wider so that lines of equal values
+        // show as stripes instead of hiding each other; a marker shape per line.
+        let n = self.lines.len();
+        for (c, line) in self.lines.iter().enumerate() {
+            let colour = COLOURS[c % COLOURS.len()];
+            let Some(curve) = line.curves.get(param) else {
+                continue;
+            };
+            let width = 2 + 2 * (n - 1 - c).min(3) as u32;
+            chart
+                .draw_series(LineSeries::new(
+                    curve.iter().map(|p| (xy(p.0), p.2.max(lo))),
+                    colour.stroke_width(width),
+                ))
+                .map_err(e)?;
+            for p in curve {
+                marker(chart.plotting_area(), c, (xy(p.0), p.2.max(lo)), colour)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The panel of L, one bar per line with its p10-p90 whisker.
+    fn draw_latency<DB: DrawingBackend>(
+        &self,
+        area: &DrawingArea<DB, Shift>,
+    ) -> Result<(), PlotError> {
+        let e = PlotError::draw;
         let lat_hi = self
             .lines
             .iter()
@@ -500,8 +522,15 @@ impl Figure for Curves {
                 )))
                 .map_err(e)?;
         }
-        // The legend.
-        let legend = &panels[5];
+        Ok(())
+    }
+
+    /// The legend: each line's colour, marker, name and pairs, and the eager limits.
+    fn draw_legend<DB: DrawingBackend>(
+        &self,
+        legend: &DrawingArea<DB, Shift>,
+    ) -> Result<(), PlotError> {
+        let e = PlotError::draw;
         legend
             .draw(&Text::new("lines", (20, 20), (FONT, 15.0).into_font()))
             .map_err(e)?;

@@ -117,7 +117,6 @@ impl Figure for Dendrogram<'_> {
             .map_err(e)?;
         }
 
-        let mut leaves_drawn = 0usize;
         // Groups narrower than a label: label every k-th of them.
         let narrowest = tree
             .groups()
@@ -126,151 +125,17 @@ impl Figure for Dendrogram<'_> {
             .fold(f64::INFINITY, f64::min);
         let label_every = (LABEL_ROOM / narrowest.max(1e-9)).ceil().max(1.0) as usize;
         let hosts = self.topology.labels();
-        let mut offset = 0.0;
-        #[allow(clippy::too_many_arguments)]
-        fn walk<DB: DrawingBackend>(
-            node: &TopologyNode,
-            d: usize,
-            depth: usize,
-            offset: &mut f64,
-            scale: f64,
-            y_of: &dyn Fn(usize) -> i32,
-            root: &DrawingArea<DB, Shift>,
-            leaves: &mut usize,
-            label_every: usize,
-            hosts: Option<&[String]>,
-        ) -> Result<Placed, PlotError> {
-            let e = PlotError::draw;
-            match node {
-                TopologyNode::Group { ranks, .. } => {
-                    let w = ranks.len() as f64 * scale;
-                    let x0 = LEFT as f64 + *offset;
-                    *offset += w;
-                    let y = y_of(depth);
-                    root.draw(&Rectangle::new(
-                        [
-                            (x0.round() as i32, y),
-                            ((x0 + w).round() as i32 - 1, y + 14),
-                        ],
-                        RGBColor(68, 1, 84).mix(0.75).filled(),
-                    ))
-                    .map_err(e)?;
-                    // Its host when its ranks share one, and its ranks; across the group when
-                    // that fits, else down from it.
-                    if (*leaves).is_multiple_of(label_every) {
-                        let label = leaf_label(ranks, hosts);
-                        let centre = (x0 + w / 2.0).round() as i32;
-                        let style = if label.chars().count() as f64 * 9.0 <= w {
-                            anchored(15.0, HPos::Center, VPos::Top)
-                        } else {
-                            TextStyle::from(
-                                (FONT, 15.0).into_font().transform(FontTransform::Rotate90),
-                            )
-                            .pos(
-                                plotters::style::text_anchor::Pos::new(HPos::Left, VPos::Center),
-                            )
-                        };
-                        root.draw(&Text::new(label, (centre, y + 19), style))
-                            .map_err(e)?;
-                    }
-                    *leaves += 1;
-                    let x = x0 + w / 2.0;
-                    if d < depth {
-                        // A group above the bottom row: a stem down to it.
-                        root.draw(&PathElement::new(
-                            vec![(x.round() as i32, y_of(d)), (x.round() as i32, y)],
-                            BLACK.stroke_width(1),
-                        ))
-                        .map_err(e)?;
-                    }
-                    Ok(Placed { x, depth: d })
-                }
-                TopologyNode::Cluster { children, height } => {
-                    let mut kids = Vec::new();
-                    for c in children {
-                        kids.push(walk(
-                            c,
-                            d + 1,
-                            depth,
-                            offset,
-                            scale,
-                            y_of,
-                            root,
-                            leaves,
-                            label_every,
-                            hosts,
-                        )?);
-                    }
-                    let y = y_of(d);
-                    let (first, last) = (
-                        kids.first().map_or(0.0, |k| k.x),
-                        kids.last().map_or(0.0, |k| k.x),
-                    );
-                    // Children closer than a stem's room (a thousand hosts under one switch):
-                    // one grey band for them all, their number in it, not a black block of
-                    // stems.
-                    let dense =
-                        kids.len() > 1 && (last - first) / ((kids.len() - 1) as f64) < DENSE_STEMS;
-                    if dense {
-                        let bottom = kids.iter().map(|k| y_of(k.depth)).min().unwrap_or(y);
-                        root.draw(&Rectangle::new(
-                            [(first.round() as i32, y), (last.round() as i32, bottom)],
-                            RGBColor(150, 150, 150).mix(0.6).filled(),
-                        ))
-                        .map_err(e)?;
-                        if last - first > 120.0 {
-                            root.draw(&Text::new(
-                                format!("{} groups", kids.len()),
-                                (((first + last) / 2.0).round() as i32, (y + bottom) / 2),
-                                anchored(15.0, HPos::Center, VPos::Center),
-                            ))
-                            .map_err(e)?;
-                        }
-                    } else {
-                        root.draw(&PathElement::new(
-                            vec![(first.round() as i32, y), (last.round() as i32, y)],
-                            BLACK.stroke_width(2),
-                        ))
-                        .map_err(e)?;
-                        for k in &kids {
-                            let top = if k.depth == d + 1 { y_of(d + 1) } else { y };
-                            root.draw(&PathElement::new(
-                                vec![(k.x.round() as i32, y), (k.x.round() as i32, top)],
-                                BLACK.stroke_width(2),
-                            ))
-                            .map_err(e)?;
-                        }
-                    }
-                    let x = (first + last) / 2.0;
-                    // Beside the stem from above, not on it; not where the node is narrower
-                    // than its number (a thousand of them would smear into a line).
-                    if let Some(h) = height
-                        .as_ref()
-                        .filter(|_| kids.len() < 2 || last - first >= 24.0)
-                    {
-                        root.draw(&Text::new(
-                            short(*h),
-                            (x.round() as i32 + 5, y - 3),
-                            anchored(15.0, HPos::Left, VPos::Bottom),
-                        ))
-                        .map_err(e)?;
-                    }
-                    Ok(Placed { x, depth: d })
-                }
-            }
-        }
-        walk(
-            tree,
-            0,
+        let mut walk = Walk {
             depth,
-            &mut offset,
-            span / total,
-            &y_of,
+            offset: 0.0,
+            scale: span / total,
+            y_of: &y_of,
             root,
-            &mut leaves_drawn,
+            leaves: 0,
             label_every,
             hosts,
-        )?;
+        };
+        walk.node(tree, 0)?;
         root.draw(&Text::new(
             "numbers at splits: separation (between-group over within-group spread); under groups: their host and ranks",
             (LEFT, HEIGHT as i32 - 24),
@@ -278,6 +143,157 @@ impl Figure for Dendrogram<'_> {
         ))
         .map_err(e)?;
         Ok(())
+    }
+}
+
+/// The tree drawn from the top down, groups left to right: what every node's drawing shares.
+struct Walk<'a, DB: DrawingBackend> {
+    /// The tree's depth: the row of the groups.
+    depth: usize,
+    /// How far right the groups drawn so far reach, pixels from the left margin.
+    offset: f64,
+    /// Pixels a rank.
+    scale: f64,
+    /// The height in pixels of each row.
+    y_of: &'a dyn Fn(usize) -> i32,
+    root: &'a DrawingArea<DB, Shift>,
+    /// Groups drawn so far.
+    leaves: usize,
+    /// Every how many groups one is labelled.
+    label_every: usize,
+    hosts: Option<&'a [String]>,
+}
+
+impl<DB: DrawingBackend> Walk<'_, DB> {
+    /// Draws `node` at row `d` and everything under it; returns where its stem starts.
+    fn node(&mut self, node: &TopologyNode, d: usize) -> Result<Placed, PlotError> {
+        match node {
+            TopologyNode::Group { ranks, .. } => self.group(ranks, d),
+            TopologyNode::Cluster { children, height } => self.cluster(children, *height, d),
+        }
+    }
+
+    /// A group of ranks in the bottom row, its label, and a stem up to row `d`.
+    fn group(&mut self, ranks: &[usize], d: usize) -> Result<Placed, PlotError> {
+        let e = PlotError::draw;
+        let w = ranks.len() as f64 * self.scale;
+        let x0 = LEFT as f64 + self.offset;
+        self.offset += w;
+        let y = (self.y_of)(self.depth);
+        self.root
+            .draw(&Rectangle::new(
+                [
+                    (x0.round() as i32, y),
+                    ((x0 + w).round() as i32 - 1, y + 14),
+                ],
+                RGBColor(68, 1, 84).mix(0.75).filled(),
+            ))
+            .map_err(e)?;
+        // Its host when its ranks share one, and its ranks; across the group when
+        // that fits, else down from it.
+        if self.leaves.is_multiple_of(self.label_every) {
+            let label = leaf_label(ranks, self.hosts);
+            let centre = (x0 + w / 2.0).round() as i32;
+            let style = if label.chars().count() as f64 * 9.0 <= w {
+                anchored(15.0, HPos::Center, VPos::Top)
+            } else {
+                TextStyle::from((FONT, 15.0).into_font().transform(FontTransform::Rotate90)).pos(
+                    plotters::style::text_anchor::Pos::new(HPos::Left, VPos::Center),
+                )
+            };
+            self.root
+                .draw(&Text::new(label, (centre, y + 19), style))
+                .map_err(e)?;
+        }
+        self.leaves += 1;
+        let x = x0 + w / 2.0;
+        if d < self.depth {
+            // A group above the bottom row: a stem down to it.
+            self.root
+                .draw(&PathElement::new(
+                    vec![(x.round() as i32, (self.y_of)(d)), (x.round() as i32, y)],
+                    BLACK.stroke_width(1),
+                ))
+                .map_err(e)?;
+        }
+        Ok(Placed { x, depth: d })
+    }
+
+    /// A split at row `d`: its children, the bar or band joining them, and its separation.
+    fn cluster(
+        &mut self,
+        children: &[TopologyNode],
+        height: Option<f64>,
+        d: usize,
+    ) -> Result<Placed, PlotError> {
+        let e = PlotError::draw;
+        let mut kids = Vec::new();
+        for c in children {
+            kids.push(self.node(c, d + 1)?);
+        }
+        let y = (self.y_of)(d);
+        let (first, last) = (
+            kids.first().map_or(0.0, |k| k.x),
+            kids.last().map_or(0.0, |k| k.x),
+        );
+        // Children closer than a stem's room (a thousand hosts under one switch):
+        // one grey band for them all, their number in it, not a black block of
+        // stems.
+        let dense = kids.len() > 1 && (last - first) / ((kids.len() - 1) as f64) < DENSE_STEMS;
+        if dense {
+            let bottom = kids.iter().map(|k| (self.y_of)(k.depth)).min().unwrap_or(y);
+            self.root
+                .draw(&Rectangle::new(
+                    [(first.round() as i32, y), (last.round() as i32, bottom)],
+                    RGBColor(150, 150, 150).mix(0.6).filled(),
+                ))
+                .map_err(e)?;
+            if last - first > 120.0 {
+                self.root
+                    .draw(&Text::new(
+                        format!("{} groups", kids.len()),
+                        (((first + last) / 2.0).round() as i32, (y + bottom) / 2),
+                        anchored(15.0, HPos::Center, VPos::Center),
+                    ))
+                    .map_err(e)?;
+            }
+        } else {
+            self.root
+                .draw(&PathElement::new(
+                    vec![(first.round() as i32, y), (last.round() as i32, y)],
+                    BLACK.stroke_width(2),
+                ))
+                .map_err(e)?;
+            for k in &kids {
+                let top = if k.depth == d + 1 {
+                    (self.y_of)(d + 1)
+                } else {
+                    y
+                };
+                self.root
+                    .draw(&PathElement::new(
+                        vec![(k.x.round() as i32, y), (k.x.round() as i32, top)],
+                        BLACK.stroke_width(2),
+                    ))
+                    .map_err(e)?;
+            }
+        }
+        let x = (first + last) / 2.0;
+        // Beside the stem from above, not on it; not where the node is narrower
+        // than its number (a thousand of them would smear into a line).
+        if let Some(h) = height
+            .as_ref()
+            .filter(|_| kids.len() < 2 || last - first >= 24.0)
+        {
+            self.root
+                .draw(&Text::new(
+                    short(*h),
+                    (x.round() as i32 + 5, y - 3),
+                    anchored(15.0, HPos::Left, VPos::Bottom),
+                ))
+                .map_err(e)?;
+        }
+        Ok(Placed { x, depth: d })
     }
 }
 

@@ -10,7 +10,6 @@ impl Figure for Heatmap<'_> {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), PlotError> {
         let e = PlotError::draw;
         root.fill(&WHITE).map_err(e)?;
-        let n = self.len();
         let (lo, hi) = self.scale();
         let font = |size: f64| (FONT, size).into_font();
         root.draw(&Text::new(self.title.clone(), (LEFT, 14), font(20.0)))
@@ -21,15 +20,34 @@ impl Figure for Heatmap<'_> {
             .ok_or_else(|| PlotError::Draw("the heat map's pixels".into()))?;
         root.draw(&image).map_err(e)?;
 
-        // Group boundaries, coarsest level thickest; levels too dense to read are left out.
-        let at = |k: usize| (k as f64 * SIDE as f64 / n as f64).round() as i32;
-        let end = SIDE as i32;
         let drawn = self.drawn_levels();
+        self.draw_boundaries(root, &drawn)?;
+        self.draw_axes(root, &drawn)?;
+        self.draw_colour_bar(root, lo, hi)?;
+        self.draw_note(root, hi)
+    }
+}
+
+impl Heatmap<'_> {
+    /// The pixel where rank (or item) `k` starts along either side of the matrix.
+    fn at(&self, k: usize) -> i32 {
+        (k as f64 * SIDE as f64 / self.len() as f64).round() as i32
+    }
+
+    /// The boundaries of the groups of the levels drawn, and the frame.
+    fn draw_boundaries<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+        drawn: &[(&str, &[usize])],
+    ) -> Result<(), PlotError> {
+        let e = PlotError::draw;
+        let end = SIDE as i32;
+        // Group boundaries, coarsest level thickest; levels too dense to read are left out.
         for (depth, &(_, starts)) in drawn.iter().enumerate() {
             let (width, opacity) = STROKES[depth.min(STROKES.len() - 1)];
             let style = BOUNDARY.mix(opacity).stroke_width(width);
             for &k in starts {
-                let p = at(k);
+                let p = self.at(k);
                 root.draw(&PathElement::new(
                     vec![(LEFT + p, TOP), (LEFT + p, TOP + end)],
                     style,
@@ -48,13 +66,24 @@ impl Figure for Heatmap<'_> {
         ))
         .map_err(e)?;
 
+        Ok(())
+    }
+
+    /// The labels along both sides and the axis titles.
+    fn draw_axes<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+        drawn: &[(&str, &[usize])],
+    ) -> Result<(), PlotError> {
+        let e = PlotError::draw;
+        let end = SIDE as i32;
         // Axis labels: the groups of a level when a topology orders the ranks (rank numbers in
         // that order look random), else at most 16 ranks; names too long for the margin lose
         // the prefix they share (said in the axis title).
         let (labels, prefix) = short_labels(self.axis_labels());
         let (mut last_y, mut last_x): (Option<i32>, Option<(i32, i32)>) = (None, None);
         for (from, to, text) in labels {
-            let p = (at(from) + at(to)) / 2;
+            let p = (self.at(from) + self.at(to)) / 2;
             if last_y.is_some_and(|q| p - q < LABEL_GAP) {
                 continue;
             }
@@ -78,7 +107,7 @@ impl Figure for Heatmap<'_> {
             ))
             .map_err(e)?;
         }
-        let mut axis = self.axis_title(&drawn);
+        let mut axis = self.axis_title(drawn);
         if let Some(prefix) = prefix {
             axis = format!("{axis} (labels: names after {prefix})");
         }
@@ -103,6 +132,18 @@ impl Figure for Heatmap<'_> {
         ))
         .map_err(e)?;
 
+        Ok(())
+    }
+
+    /// The colour bar, its ticks and unit, and what its colours mean.
+    fn draw_colour_bar<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+        lo: f64,
+        hi: f64,
+    ) -> Result<(), PlotError> {
+        let e = PlotError::draw;
+        let end = SIDE as i32;
         // The colour bar, low values at the bottom.
         let h = SIDE as usize;
         let mut bar = vec![0u8; BAR_W as usize * h * 3];
@@ -162,6 +203,18 @@ impl Figure for Heatmap<'_> {
             ))
             .map_err(e)?;
         }
+        Ok(())
+    }
+
+    /// The note under the title: the count, the clipping, the heat map's own note, wrapped.
+    fn draw_note<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+        hi: f64,
+    ) -> Result<(), PlotError> {
+        let e = PlotError::draw;
+        let n = self.len();
+        let font = |size: f64| (FONT, size).into_font();
         let clipped = if self.signed {
             format!("|{}| clipped at {}", self.unit, short(hi))
         } else if self.clip_quantile < 1.0 {
