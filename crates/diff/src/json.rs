@@ -36,6 +36,10 @@ pub struct DiffJson {
     pub changes: Vec<UnitJson>,
     /// How many changes there are.
     pub changes_count: usize,
+    /// Hosts, host pairs and ranks beyond the bar in one matrix alone of three or more that
+    /// decide: listed, not counted as changes (noise at one size).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub one_matrix_only: Vec<UnitJson>,
     /// Host pairs (at most 100).
     pub host_pairs: Vec<UnitJson>,
     /// Every host.

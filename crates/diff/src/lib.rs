@@ -221,6 +221,9 @@ pub struct RunDiff {
     /// Hosts, host pairs and ranks changed against the machine's shift, in the matrix where
     /// each changed most.
     pub local: Vec<UnitChange>,
+    /// Hosts, host pairs and ranks beyond the bar in one of three or more deciding matrices
+    /// and in none of the others: listed, not counted (noise at one size).
+    pub one_matrix_only: Vec<UnitChange>,
     /// Per matrix, the machine's shift.
     pub machine: Vec<MachineShift>,
     /// The topology compared level by level, when asked for.
@@ -265,7 +268,8 @@ pub fn diff(a: &Path, b: &Path, options: &DiffOptions) -> Result<RunDiff, DiffEr
         z: options.threshold,
         factor: 1.0 + options.min_change,
     };
-    let (local, machine) = flag_shifts(&side_a, &unit_set, &matrices, options, unit_bar);
+    let (local, one_matrix_only, machine) =
+        flag_shifts(&side_a, &unit_set, &matrices, options, unit_bar);
     let levels = if options.topology {
         let ta = topology_of(a)?;
         let tb = topology_of(b)?;
@@ -285,6 +289,7 @@ pub fn diff(a: &Path, b: &Path, options: &DiffOptions) -> Result<RunDiff, DiffEr
         matrices,
         units,
         local,
+        one_matrix_only,
         machine,
         levels,
         rows_a: side_a
@@ -369,15 +374,15 @@ fn matched_rows(
 }
 
 /// Per matrix, the shift of the whole machine (flagged in the matrices that decide the
-/// verdict), and the units (hosts, switches, ranks, pairs) that moved against it, each at the
-/// matrix where it moved surest.
+/// verdict), the units (hosts, switches, ranks, pairs) that moved against it, each at the
+/// matrix where it moved surest, and those of them that moved in that matrix alone.
 fn flag_shifts(
     side_a: &RunSide,
     unit_set: &Units,
     matrices: &[MatrixDiff],
     options: &DiffOptions,
     unit_bar: Bar,
-) -> (Vec<UnitChange>, Vec<MachineShift>) {
+) -> (Vec<UnitChange>, Vec<UnitChange>, Vec<MachineShift>) {
     let pair_bars = [
         Bar {
             z: options.threshold,
@@ -452,8 +457,25 @@ fn flag_shifts(
             carried_by,
         });
     }
-    (local, machine)
+    // Where three or more matrices decide, a host, host pair or rank beyond the bar in one
+    // counts when another shows it too, the same way, at half the bar: one size alone is noise.
+    let judged: Vec<&MatrixDiff> = matrices
+        .iter()
+        .filter(|m| options.matrices.is_some() || JUDGED_KINDS.contains(&kind_of(&m.name)))
+        .collect();
+    let mut alone = Vec::new();
+    if judged.len() >= CONFIRMED_FROM {
+        (local, alone) = local.into_iter().partition(|c| {
+            c.kind == UnitKind::Pair
+                || compare::seen_elsewhere(unit_set, c, &judged, unit_bar.z / 2.0)
+        });
+    }
+    (local, alone, machine)
 }
+
+/// The number of matrices deciding the verdict from which a unit flagged in one of them must
+/// show in another (see [`compare::seen_elsewhere`]): a staged run decides on one or two.
+const CONFIRMED_FROM: usize = 3;
 
 /// The matrices whose changes decide the verdict when `--matrices` does not name them: the
 /// distances topologies are made of. o_s(m), o_r(m) and g(m) alone are compared and listed but

@@ -124,6 +124,10 @@ impl RunDiff {
             changed: self.changed(),
             changes: changes.iter().take(LISTED).map(|u| unit_json(u)).collect(),
             changes_count: changes.len(),
+            one_matrix_only: (self.one_matrix_only.iter())
+                .take(LISTED)
+                .map(unit_json)
+                .collect(),
             host_pairs: (of_kind(crate::UnitKind::HostPair).into_iter())
                 .take(LISTED)
                 .collect(),
@@ -275,6 +279,15 @@ impl RunDiff {
                     "  ... and {} more (--format json lists them)\n",
                     changes.len() - SHOWN
                 ));
+            }
+        }
+        if !self.one_matrix_only.is_empty() {
+            out.push_str(
+                "not counted: beyond the bar in one matrix and in none of the others that \
+                 decide (noise at one size):\n",
+            );
+            for u in self.one_matrix_only.iter().take(SHOWN) {
+                out.push_str(&format!("  {}\n", unit_line(u)));
             }
         }
     }

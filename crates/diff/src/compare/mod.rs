@@ -587,6 +587,46 @@ mod tests {
     }
 
     #[test]
+    fn a_unit_moved_in_one_matrix_of_several_is_not_seen_elsewhere() {
+        // Host h1 30 % slower in the first of three matrices: flagged there, but none of the
+        // others shows it, as noise at one size would; slower in two, it is seen in the second.
+        let rows: Vec<(usize, usize)> = (0..8).map(|k| (k, k)).collect();
+        let a = side(1.0, true);
+        let named = |b: &RunSide, name: &str| {
+            let mut m = compare_matrices(&a, b, &rows).remove(0);
+            m.name = name.to_string();
+            m
+        };
+        let slower = named(&side(1.3, true), "t:0");
+        let units = Units::of(&a, &slower);
+        let flagged = flag_units(&a, &units, &slower, bars(), true);
+        assert_eq!(flagged.len(), 1, "{flagged:?}");
+        let same = side(1.0, true);
+        let (one, two) = (named(&same, "t:1KiB"), named(&same, "t:64KiB"));
+        assert!(!seen_elsewhere(
+            &units,
+            &flagged[0],
+            &[&slower, &one, &two],
+            1.5
+        ));
+        let also = named(&side(1.3, true), "t:1KiB");
+        assert!(seen_elsewhere(
+            &units,
+            &flagged[0],
+            &[&slower, &also, &two],
+            1.5
+        ));
+        // Faster there instead: not the same way.
+        let faster = named(&side(1.0 / 1.3, true), "t:1KiB");
+        assert!(!seen_elsewhere(
+            &units,
+            &flagged[0],
+            &[&slower, &faster, &two],
+            1.5
+        ));
+    }
+
+    #[test]
     fn against_the_machine_a_uniform_change_is_no_local_change() {
         // Every pair 30 % slower: against the machine's own shift nothing stands out.
         let mut b = side(1.0, true);
