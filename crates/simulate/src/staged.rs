@@ -115,29 +115,9 @@ impl Simulation<'_> {
         let plan = self.staged_plan(staged)?;
         let predicted = self.estimate_staged(staged)?;
         let (start, end) = simulated_times(predicted.wall_s);
-        let screen_test = staged
-            .screening_test()
-            .map_err(|e| SimulateError::Options(e.to_string()))?;
         let (inside, between) = plan.screening_tests_per_sweep();
-        let plogp = self.plogp_options();
-        let schedule_info = ScheduleInfo {
-            topology_source: o.topology.describe(),
-            topology: Some(topology.clone()),
-            sweeps: o.sweeps,
-            seed: o.seed,
-            fast_fraction: None,
-            tested_ranks: (0..self.layout().size()).collect(),
-            pairs_per_sweep: inside + between,
-            plan: Some(PlanInfo {
-                name: "staged".into(),
-                parameters: staged.plan.clone(),
-                screen: lgate_harness::PairTest::info(&screen_test),
-                screening_tests: [inside, between],
-                notes: Vec::new(),
-            }),
-            pinned_hosts: Vec::new(),
-        };
-        let test = TestInfo::PLogP(plogp.clone());
+        let schedule_info = self.staged_schedule(staged, topology, (inside, between))?;
+        let test = TestInfo::PLogP(self.plogp_options());
         let mut meta = self.simulated_meta(test, schedule_info, start);
         run.write_meta(&meta)?;
 
@@ -180,7 +160,7 @@ impl Simulation<'_> {
         let mut sampled = Vec::new();
         // The alone tests, and the side-by-side tests of the same pairs drawn again (each
         // test's draw is its own seeded stream), for the interference.
-        let mut alone: Vec<(Stage, u32, Pair, PingPongResult)> = Vec::new();
+        let mut alone: Vec<Screened> = Vec::new();
         for sweep in 0..o.sweeps {
             for (stage, pair) in follow_up.tests() {
                 counts[stage as usize] += 1;
@@ -208,7 +188,7 @@ impl Simulation<'_> {
             .iter()
             .map(|(_, sweep, pair, _)| (*sweep, *pair))
             .collect();
-        let side: Vec<(Stage, u32, Pair, PingPongResult)> = plan
+        let side: Vec<Screened> = plan
             .screening_tests(o.sweeps)
             .filter(|t| matches!(t.stage, Stage::Hosts | Stage::Between))
             .filter(|t| wanted.contains(&(t.test.sweep, t.test.pair)))
@@ -231,25 +211,7 @@ impl Simulation<'_> {
         let tests_run: usize = counts.iter().sum();
         meta.status = RunStatus::Complete;
         meta.end = Some(end);
-        meta.summary = Some(RunSummary {
-            pairs_measured: tests_run,
-            pairs_total: tests_run,
-            wall_s: predicted.wall_s,
-            testing_s: predicted.pair_tests_s.min(predicted.wall_s),
-            overhead_share: 0.0,
-            rank_time: Vec::new(),
-            notes,
-            stages: Stage::ALL
-                .iter()
-                .zip(predicted.stage_wall_s)
-                .map(|(&stage, wall_s)| StageSummary {
-                    stage,
-                    tests: counts[stage as usize],
-                    wall_s,
-                })
-                .filter(|s| s.tests > 0)
-                .collect(),
-        });
+        meta.summary = Some(staged_summary(&counts, &predicted, notes));
         run.write_meta(&meta)?;
         files.insert(0, lgate_rundir::META_FILE.to_string());
         Ok(SimulationReport {
@@ -257,5 +219,65 @@ impl Simulation<'_> {
             files,
             wall_s: started.elapsed().as_secs_f64(),
         })
+    }
+}
+
+/// One screening test drawn: its stage, sweep, pair and result.
+type Screened = (Stage, u32, Pair, PingPongResult);
+
+impl Simulation<'_> {
+    /// What meta.json records of a staged run's schedule: the plan, its screening test and the
+    /// screening tests a sweep (`tests`: inside hosts, between them).
+    fn staged_schedule(
+        &self,
+        staged: &StagedPlanOptions,
+        topology: lgate_topology::Topology,
+        (inside, between): (usize, usize),
+    ) -> Result<ScheduleInfo, SimulateError> {
+        let o = self.options();
+        let screen_test = staged
+            .screening_test()
+            .map_err(|e| SimulateError::Options(e.to_string()))?;
+        Ok(ScheduleInfo {
+            topology_source: o.topology.describe(),
+            topology: Some(topology),
+            sweeps: o.sweeps,
+            seed: o.seed,
+            fast_fraction: None,
+            tested_ranks: (0..self.layout().size()).collect(),
+            pairs_per_sweep: inside + between,
+            plan: Some(PlanInfo {
+                name: "staged".into(),
+                parameters: staged.plan.clone(),
+                screen: lgate_harness::PairTest::info(&screen_test),
+                screening_tests: [inside, between],
+                notes: Vec::new(),
+            }),
+            pinned_hosts: Vec::new(),
+        })
+    }
+}
+
+/// A simulated staged run's summary: the tests of each stage (`counts`), the predicted times.
+fn staged_summary(counts: &[usize], predicted: &Estimate, notes: Vec<String>) -> RunSummary {
+    let tests_run: usize = counts.iter().sum();
+    RunSummary {
+        pairs_measured: tests_run,
+        pairs_total: tests_run,
+        wall_s: predicted.wall_s,
+        testing_s: predicted.pair_tests_s.min(predicted.wall_s),
+        overhead_share: 0.0,
+        rank_time: Vec::new(),
+        notes,
+        stages: Stage::ALL
+            .iter()
+            .zip(predicted.stage_wall_s)
+            .map(|(&stage, wall_s)| StageSummary {
+                stage,
+                tests: counts[stage as usize],
+                wall_s,
+            })
+            .filter(|s| s.tests > 0)
+            .collect(),
     }
 }
