@@ -111,6 +111,7 @@ fn sorted(group: &[usize]) -> Vec<usize> {
 /// z of [`SLOWER_TOGETHER_Z`]. Every other rank is a group of one. Where the ranks' hosts are
 /// known, a group's ranks of each host are judged apart (a core belongs to one host). SMT siblings that measure
 /// slower than the other cores of their cache are such pairs: they take turns on one core.
+/// Pairs that are a band of the schedule instead ([`a_band`]) add nothing.
 fn pairs_slower_together(
     input: &ClusterInput,
     topology: &Topology,
@@ -165,6 +166,9 @@ fn pairs_slower_together(
     if pairs.len() < 2 || lgate_stats::mann_whitney_z(&others, &together) < SLOWER_TOGETHER_Z {
         return None;
     }
+    if a_band(d, &input.ranks[..items], topology, &pairs) {
+        return None;
+    }
     let ratio = lgate_stats::quantile(&mut together, 0.1) / lgate_stats::quantile(&mut others, 0.9);
     let paired: std::collections::HashSet<usize> = pairs.iter().flatten().copied().collect();
     let mut groups = pairs;
@@ -176,6 +180,79 @@ fn pairs_slower_together(
     groups.sort();
     Some((groups, ratio))
 }
+
+/// Whether `pairs` (of ranks, rows of `d` in the order of `ranks`) are a band of the schedule
+/// rather than ranks taking turns: all the same number of ranks apart, and the other pairs as
+/// far apart slower than their class (the finest level of `topology` holding both ranks) by at
+/// least [`BAND_SHARE`] of how much `pairs` are slower than theirs. Ranks that take turns are
+/// slower together only: pairs as far apart in other groups are not (thesis section 5.1.2 on
+/// bands). On simulated fram (seed 9) ranks 24 apart measured 8 % slower than their class
+/// inside a socket and across nodes alike.
+fn a_band(
+    d: &ndarray::Array2<f64>,
+    ranks: &[usize],
+    topology: &Topology,
+    pairs: &[Vec<usize>],
+) -> bool {
+    let apart: std::collections::BTreeSet<usize> =
+        pairs.iter().map(|p| p[0].abs_diff(p[1])).collect();
+    let [off] = apart.into_iter().collect::<Vec<_>>()[..] else {
+        return false;
+    };
+    let n = topology.ranks();
+    let labels: Vec<Vec<usize>> = topology.levels().iter().map(|l| l.labels(n)).collect();
+    let item_of: std::collections::HashMap<usize, usize> =
+        ranks.iter().enumerate().map(|(i, &r)| (r, i)).collect();
+    // The class of a pair: the finest level whose group holds both ranks (levels.len() for none).
+    let class = |a: usize, b: usize| {
+        (0..labels.len())
+            .rev()
+            .find(|&k| {
+                let (x, y) = (labels[k].get(a), labels[k].get(b));
+                x.is_some() && x == y && x != Some(&usize::MAX)
+            })
+            .map_or(labels.len(), |k| k)
+    };
+    let mut by_class: Vec<Vec<f64>> = vec![Vec::new(); labels.len() + 1];
+    for (i, &a) in ranks.iter().enumerate() {
+        for (j, &b) in ranks.iter().enumerate().take(i) {
+            let v = d[[i, j]];
+            if v.is_finite() {
+                by_class[class(a, b)].push(v);
+            }
+        }
+    }
+    let medians: Vec<f64> = by_class
+        .iter_mut()
+        .map(|v| lgate_stats::median(v))
+        .collect();
+    let ratio = |a: usize, b: usize| {
+        let (i, j) = (*item_of.get(&a)?, *item_of.get(&b)?);
+        let r = d[[i, j]] / medians[class(a, b)];
+        r.is_finite().then_some(r)
+    };
+    let level: std::collections::HashSet<(usize, usize)> = pairs
+        .iter()
+        .map(|p| (p[0].min(p[1]), p[0].max(p[1])))
+        .collect();
+    let mut inside: Vec<f64> = level.iter().filter_map(|&(a, b)| ratio(a, b)).collect();
+    let mut outside: Vec<f64> = (ranks.iter())
+        .filter(|&&a| !level.contains(&(a, a + off)))
+        .filter_map(|&a| ratio(a, a + off))
+        .collect();
+    if outside.len() < SLOWER_TOGETHER_MIN_PAIRS || inside.is_empty() {
+        return false;
+    }
+    let (slower, also) = (
+        lgate_stats::median(&mut inside) - 1.0,
+        lgate_stats::median(&mut outside) - 1.0,
+    );
+    slower > 0.0 && also >= BAND_SHARE * slower
+}
+
+/// How much of the level's slowness the other pairs as many ranks apart must share (over
+/// their own class) for the level to be a band: ranks taking turns share none of it.
+pub const BAND_SHARE: f64 = 0.5;
 
 /// The pairs of `group` (items of `d`) slower together, as [`pairs_slower_together`] judges
 /// one group: the pairs, their values and the values of the group's other pairs.
@@ -464,6 +541,36 @@ mod tests {
         let mut want: Vec<Vec<usize>> = (0..8).map(|k| vec![2 * k, 2 * k + 1]).collect();
         want.extend((16..22).map(|r| vec![r]));
         assert_eq!(topology.levels()[0].groups, want);
+    }
+
+    #[test]
+    fn a_band_of_the_schedule_is_no_level_of_ranks_taking_turns() {
+        // Two hosts of 16 ranks; the pairs 12 ranks apart 8 % slower: inside a host (0-3 with
+        // 12-15, 16-19 with 28-31) each other's slowest partners, but across the hosts too, as
+        // a band of the schedule is (simulated fram showed one 24 ranks apart). Slower inside
+        // only, as ranks taking turns are, they are a level.
+        let host = |i: usize| i / 16;
+        for across in [true, false] {
+            let values = ndarray::Array2::from_shape_fn((32, 32), |(i, j)| {
+                let slower = i.abs_diff(j) == 12 && (across || host(i) == host(j));
+                let base = if i == j {
+                    0.0
+                } else if host(i) == host(j) {
+                    20.0 + 0.25 * noise(i, j, 8)
+                } else {
+                    60.0 + 0.5 * noise(i, j, 9)
+                };
+                base * if slower { 1.08 } else { 1.0 }
+            });
+            let hosts: Vec<Vec<usize>> = (0..2).map(|h| (16 * h..16 * h + 16).collect()).collect();
+            let found = Topology::from_levels(32, vec![level("level1", hosts)]).unwrap();
+            let (_, turns) = add_level(&matrix_input(values), found).unwrap();
+            assert_eq!(
+                turns.is_none(),
+                across,
+                "across the hosts too: {across}: {turns:?}"
+            );
+        }
     }
 
     #[test]
