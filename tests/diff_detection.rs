@@ -4,8 +4,10 @@
 //! betzy with `--plan full` (11 s a pair) and the rates at other factors are in
 //! `benches/diff-detection.sh`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 use serde_json::Value;
 
@@ -28,10 +30,12 @@ fn simulate(dir: &Path, out: &str, (preset, plan): (&str, &str), seed: u64, extr
     assert!(status.success());
 }
 
-fn diff(dir: &Path, topology: bool) -> Value {
+fn diff(dir: &Path, before: &Path, topology: bool) -> Value {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_lgate-plogp"));
     cmd.current_dir(dir)
-        .args(["diff", "before", "after", "--format", "json"]);
+        .arg("diff")
+        .arg(before)
+        .args(["after", "--format", "json"]);
     if !topology {
         cmd.arg("--no-topology");
     }
@@ -44,11 +48,53 @@ fn diff(dir: &Path, topology: bool) -> Value {
     serde_json::from_slice(&out.stdout).expect("JSON")
 }
 
+/// The runs every case compares with, made once for the four tests (each in turn would make
+/// the same 60 runs, 1 GB): under the target's temporary directory, one directory per process
+/// of this test binary, removed by the last test to finish; one a failed run left is removed by
+/// the next run.
+fn befores() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("diff-detection");
+        for entry in std::fs::read_dir(&root).into_iter().flatten().flatten() {
+            let pid = entry.file_name().to_string_lossy().parse::<u32>().ok();
+            if pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists()) {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+        let dir = root.join(std::process::id().to_string());
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    })
+}
+
+/// The unchanged run of kind `k` (an index into [`RUNS`]) and `seed`, made by the first test
+/// that needs it while the others wait for it.
+fn before(k: usize, seed: u64) -> &'static Path {
+    static MADE: [[OnceLock<PathBuf>; SEEDS as usize]; RUNS.len()] =
+        [const { [const { OnceLock::new() }; SEEDS as usize] }; RUNS.len()];
+    MADE[k][seed as usize - 1].get_or_init(|| {
+        let name = format!("{}-{}-{seed}", RUNS[k].0, RUNS[k].1);
+        simulate(befores(), &name, RUNS[k], seed, &[]);
+        befores().join(name)
+    })
+}
+
+/// The tests that compare with [`before`] runs: the last to finish removes them.
+const TESTS: usize = 4;
+
+/// Called by each test when it is done with the [`before`] runs.
+fn done_with_befores() {
+    static DONE: AtomicUsize = AtomicUsize::new(0);
+    if DONE.fetch_add(1, Ordering::SeqCst) + 1 == TESTS {
+        let _ = std::fs::remove_dir_all(befores());
+    }
+}
+
 /// The hosts of a run, in rank order.
-fn hosts(dir: &Path) -> Vec<String> {
+fn hosts(run: &Path) -> Vec<String> {
     let meta: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("before/meta.json")).unwrap())
-            .unwrap();
+        serde_json::from_str(&std::fs::read_to_string(run.join("meta.json")).unwrap()).unwrap();
     let mut hosts: Vec<String> = Vec::new();
     for r in meta["ranks"].as_array().unwrap() {
         let h = r["host"].as_str().unwrap().to_string();
@@ -62,15 +108,15 @@ fn hosts(dir: &Path) -> Vec<String> {
 /// Over every run kind and seed: the seed pairs whose diff `hit` says yes to, out of 20, with
 /// the after run made by `extra` (and `--rerun 1`).
 fn count(extra: &[&str], topology: bool, hit: impl Fn(&Value, &[String]) -> bool) {
-    for run in RUNS {
+    for (k, run) in RUNS.into_iter().enumerate() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         let mut hits = Vec::new();
         for seed in 1..=SEEDS {
-            simulate(d, "before", run, seed, &[]);
+            let before = before(k, seed);
             simulate(d, "after", run, seed, &[&["--rerun", "1"], extra].concat());
-            let json = diff(d, topology);
-            if hit(&json, &hosts(d)) {
+            let json = diff(d, before, topology);
+            if hit(&json, &hosts(before)) {
                 hits.push(seed);
             }
         }
@@ -88,6 +134,7 @@ fn count(extra: &[&str], topology: bool, hit: impl Fn(&Value, &[String]) -> bool
             );
         }
     }
+    done_with_befores();
 }
 
 fn named(json: &Value, kind: &str, matches: impl Fn(&Value) -> bool) -> bool {
