@@ -64,9 +64,13 @@ pub(crate) fn near_group_pairs(
         sums.iter_mut().for_each(|x| *x = 0.0);
         let step = group.len().div_ceil(MEAN_ROWS).max(1);
         let rows = group.len().div_ceil(step);
+        // Each group's members gathered in increasing order (the sums of a pass over the row,
+        // to the last bit), so that the groups' sums run side by side.
         for &i in group.iter().step_by(step) {
-            for (j, &x) in m.row(i).iter().enumerate() {
-                sums[labels[j]] += x;
+            let row = m.row(i);
+            for (sum, h) in sums.iter_mut().zip(members) {
+                // In a register: a store per value would chain each add to the last.
+                *sum = h.iter().fold(*sum, |s, &j| s + row[j]);
             }
         }
         let mut near: Vec<(f64, usize)> = (0..k)

@@ -135,12 +135,14 @@ pub(crate) fn absorb_singletons(m: &Array2<f64>, labels: &mut [usize]) {
         if sizes[original[i]] != 1 {
             continue;
         }
-        sums.iter_mut().for_each(|x| *x = 0.0);
+        // Each group's members gathered in increasing order: the sums of a pass over the row.
         let row = m.row(i);
-        for j in 0..n {
-            if sizes[original[j]] >= 2 {
-                sums[original[j]] += row[j];
-            }
+        for ((sum, group), &size) in sums.iter_mut().zip(&members).zip(&sizes) {
+            *sum = if size >= 2 {
+                group.iter().fold(0.0, |s, &j| s + row[j])
+            } else {
+                0.0
+            };
         }
         let distance = |g: usize| match (members[g].as_slice(), usual_two) {
             (&[a, b], Some(u)) if row[a].max(row[b]) > SLOW_PAIR * u => row[a].min(row[b]),
