@@ -284,39 +284,8 @@ pub fn judge(pairs: &[Evidence], classes: usize, between: usize, rows: Rows, mat
     let centers = class_centers(pairs, 0..pairs.len(), classes);
     // Each rank in the group of its host.
     let ids = HostIds::new(rows);
-    let by_rank: Vec<(usize, Vec<usize>)> = (units(Kind::Rank, pairs, &ids).into_iter())
-        .map(|(row, p)| {
-            let host = ids.of(row);
-            let group = if host == NO_HOST {
-                usize::MAX
-            } else {
-                host as usize
-            };
-            (group, p)
-        })
-        .collect();
-    // Pairs alike: of one class between the same two hosts (or inside one). Pairs come in
-    // runs of one block (a host's, two hosts'): the map is looked in once a run.
-    let key = |e: &Evidence| {
-        let (a, b) = (ids.of(e.i as usize), ids.of(e.j as usize));
-        (a.min(b), a.max(b), e.class)
-    };
-    let mut index: HashMap<(u32, u32, u8), usize> = HashMap::new();
-    let mut blocks: Vec<Vec<usize>> = Vec::new();
-    let mut last: Option<((u32, u32, u8), usize)> = None;
-    for (p, e) in pairs.iter().enumerate() {
-        let k = key(e);
-        let b = match last {
-            Some((lk, b)) if lk == k => b,
-            _ => *index.entry(k).or_insert_with(|| {
-                blocks.push(Vec::new());
-                blocks.len() - 1
-            }),
-        };
-        last = Some((k, b));
-        blocks[b].push(p);
-    }
-    drop(index);
+    let by_rank = ranks_by_host(pairs, &ids);
+    let blocks = blocks_alike(pairs, &ids);
     let spread = Spread::estimate(
         pairs,
         classes,
@@ -414,6 +383,47 @@ pub fn judge(pairs: &[Evidence], classes: usize, between: usize, rows: Rows, mat
         }
     }
     slow
+}
+
+/// Each rank's pairs, with its host's number (`usize::MAX` when its host is not known).
+fn ranks_by_host(pairs: &[Evidence], ids: &HostIds) -> Vec<(usize, Vec<usize>)> {
+    (units(Kind::Rank, pairs, ids).into_iter())
+        .map(|(row, p)| {
+            let host = ids.of(row);
+            let group = if host == NO_HOST {
+                usize::MAX
+            } else {
+                host as usize
+            };
+            (group, p)
+        })
+        .collect()
+}
+
+/// The pairs alike, as indices of `pairs`: of one class between the same two hosts (or inside
+/// one). Pairs come in runs of one block (a host's, two hosts'): the map is looked in once a
+/// run.
+fn blocks_alike(pairs: &[Evidence], ids: &HostIds) -> Vec<Vec<usize>> {
+    let key = |e: &Evidence| {
+        let (a, b) = (ids.of(e.i as usize), ids.of(e.j as usize));
+        (a.min(b), a.max(b), e.class)
+    };
+    let mut index: HashMap<(u32, u32, u8), usize> = HashMap::new();
+    let mut blocks: Vec<Vec<usize>> = Vec::new();
+    let mut last: Option<((u32, u32, u8), usize)> = None;
+    for (p, e) in pairs.iter().enumerate() {
+        let k = key(e);
+        let b = match last {
+            Some((lk, b)) if lk == k => b,
+            _ => *index.entry(k).or_insert_with(|| {
+                blocks.push(Vec::new());
+                blocks.len() - 1
+            }),
+        };
+        last = Some((k, b));
+        blocks[b].push(p);
+    }
+    blocks
 }
 
 /// Records one slow unit.

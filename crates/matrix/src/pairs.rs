@@ -435,29 +435,7 @@ fn build(path: &Path, layout: &'static str, rows: Vec<Row>) -> Result<PairTable,
     if n < 2 {
         return Err(bad("a pair list needs at least 2 ranks".into()));
     }
-    // Hosts: each rank always on the same host.
-    let mut hosts: Option<Vec<Option<String>>> =
-        rows.first().and_then(|r| r.hosts).map(|_| vec![None; n]);
-    if let Some(h) = hosts.as_mut() {
-        for r in &rows {
-            let Some((hi, hj)) = r.hosts else { continue };
-            for (rank, host) in [(r.i, hi), (r.j, hj)] {
-                match &h[rank] {
-                    Some(known) if known != host => {
-                        return Err(ReadError::Shape {
-                            path: path.to_path_buf(),
-                            line: r.line,
-                            message: format!(
-                                "rank {rank} is on host `{host}` here and on `{known}` before"
-                            ),
-                        })
-                    }
-                    Some(_) => {}
-                    None => h[rank] = Some(host.to_string()),
-                }
-            }
-        }
-    }
+    let hosts = hosts_of(path, &rows, n)?;
     // The values of each pair, per size.
     let mut by_size: BTreeMap<Option<usize>, PairValues> = BTreeMap::new();
     let mut self_pairs: Option<(usize, usize)> = None;
@@ -496,42 +474,7 @@ fn build(path: &Path, layout: &'static str, rows: Vec<Row>) -> Result<PairTable,
                 missing.join(", ")
             )));
         }
-        let mut median = Array2::zeros((n, n));
-        let mut spread = Array2::zeros((n, n));
-        let mut repeats = 0;
-        for ((i, j), mut values) in pairs {
-            repeats = repeats.max(values.len());
-            let file_spread = match values.as_slice() {
-                [(_, Some(s))] => Some(*s),
-                _ => None,
-            };
-            let mut v: Vec<f64> = values.drain(..).map(|(x, _)| x).collect();
-            let m = lgate_stats::median(&mut v);
-            let s = file_spread.unwrap_or_else(|| {
-                let mut dev: Vec<f64> = v.iter().map(|x| (x - m).abs()).collect();
-                1.4826 * lgate_stats::median(&mut dev)
-            });
-            median[[i, j]] = m;
-            median[[j, i]] = m;
-            spread[[i, j]] = s;
-            spread[[j, i]] = s;
-        }
-        let labels = hosts.as_ref().map(|h| {
-            h.iter()
-                .enumerate()
-                .map(|(r, host)| host.clone().unwrap_or_else(|| format!("rank{r}")))
-                .collect()
-        });
-        let median = DistanceMatrix::new(median, labels).map_err(|error| ReadError::Matrix {
-            path: PathBuf::from(path),
-            error,
-        })?;
-        sizes.push(PairMatrix {
-            size_bytes: size,
-            median,
-            spread,
-            repeats,
-        });
+        sizes.push(matrix_of(path, n, size, pairs, hosts.as_deref())?);
     }
     let hosts = match hosts {
         Some(h) if h.iter().all(Option::is_some) => Some(h.into_iter().flatten().collect()),
@@ -547,6 +490,81 @@ fn build(path: &Path, layout: &'static str, rows: Vec<Row>) -> Result<PairTable,
         hosts,
         sizes,
         self_pairs,
+    })
+}
+
+/// Each rank's host as the rows name it (none where no row has hosts), or the error of the
+/// first row that puts a rank on another host than before.
+fn hosts_of(path: &Path, rows: &[Row], n: usize) -> Result<Option<Vec<Option<String>>>, ReadError> {
+    let mut hosts: Option<Vec<Option<String>>> =
+        rows.first().and_then(|r| r.hosts).map(|_| vec![None; n]);
+    if let Some(h) = hosts.as_mut() {
+        for r in rows {
+            let Some((hi, hj)) = r.hosts else { continue };
+            for (rank, host) in [(r.i, hi), (r.j, hj)] {
+                match &h[rank] {
+                    Some(known) if known != host => {
+                        return Err(ReadError::Shape {
+                            path: path.to_path_buf(),
+                            line: r.line,
+                            message: format!(
+                                "rank {rank} is on host `{host}` here and on `{known}` before"
+                            ),
+                        })
+                    }
+                    Some(_) => {}
+                    None => h[rank] = Some(host.to_string()),
+                }
+            }
+        }
+    }
+    Ok(hosts)
+}
+
+/// The matrices of one size: each pair's median and spread (the file's, for a pair given once
+/// with one, else 1.4826 times the median absolute deviation of its values).
+fn matrix_of(
+    path: &Path,
+    n: usize,
+    size: Option<usize>,
+    pairs: PairValues,
+    hosts: Option<&[Option<String>]>,
+) -> Result<PairMatrix, ReadError> {
+    let mut median = Array2::zeros((n, n));
+    let mut spread = Array2::zeros((n, n));
+    let mut repeats = 0;
+    for ((i, j), mut values) in pairs {
+        repeats = repeats.max(values.len());
+        let file_spread = match values.as_slice() {
+            [(_, Some(s))] => Some(*s),
+            _ => None,
+        };
+        let mut v: Vec<f64> = values.drain(..).map(|(x, _)| x).collect();
+        let m = lgate_stats::median(&mut v);
+        let s = file_spread.unwrap_or_else(|| {
+            let mut dev: Vec<f64> = v.iter().map(|x| (x - m).abs()).collect();
+            1.4826 * lgate_stats::median(&mut dev)
+        });
+        median[[i, j]] = m;
+        median[[j, i]] = m;
+        spread[[i, j]] = s;
+        spread[[j, i]] = s;
+    }
+    let labels = hosts.map(|h| {
+        h.iter()
+            .enumerate()
+            .map(|(r, host)| host.clone().unwrap_or_else(|| format!("rank{r}")))
+            .collect()
+    });
+    let median = DistanceMatrix::new(median, labels).map_err(|error| ReadError::Matrix {
+        path: PathBuf::from(path),
+        error,
+    })?;
+    Ok(PairMatrix {
+        size_bytes: size,
+        median,
+        spread,
+        repeats,
     })
 }
 
