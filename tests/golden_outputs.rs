@@ -112,6 +112,7 @@ fn a_fixed_run_and_matrix_give_the_same_bytes() {
         "kueue-topology",
         "kai-topology",
         "volcano-hypernodes",
+        "topograph-model",
     ] {
         let out = format!("auto.{format}");
         success(lgate_plogp_in(

@@ -461,6 +461,57 @@ fn the_emulated_cluster_checks_a_declared_topology_and_sweeps_its_links() {
         assert_eq!(out.status.code(), Some(1), "{name}: {text}");
         assert!(text.contains(line), "{name}: {text}");
     }
+    // The schedulers' files written from the run read back as agreeing with it, and with l0h3
+    // and l1h0 swapped in them both hosts are named (each format's hosts as it writes them:
+    // quoted names, or topograph's compact ranges).
+    for format in [
+        "slurm-yaml",
+        "kueue-topology",
+        "kai-topology",
+        "volcano-hypernodes",
+        "topograph-model",
+    ] {
+        let file = format!("{format}.yaml");
+        let out = lgate_plogp_in(
+            d,
+            &["cluster", "run", "--format", format, "-o", &file, "-q"],
+        );
+        assert!(
+            out.status.success(),
+            "{format}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let out = lgate_plogp_in(d, &["diff", "run", &file]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{format}: {text}");
+        let written = std::fs::read_to_string(d.join(&file)).unwrap();
+        let swapped = match format {
+            "topograph-model" => written
+                .replace("\"l0h[0-3]\"", "\"l0h[0-2]\"\n  - \"l1h0\"")
+                .replace("\"l1h[0-3]\"", "\"l0h3\"\n  - \"l1h[1-3]\""),
+            "slurm-yaml" => written
+                .replace("l0h[0-3]", "l0h[0-2],l1h0")
+                .replace("l1h[0-3]", "l0h3,l1h[1-3]"),
+            _ => written
+                .replace("\"l0h3\"", "\"SWAP\"")
+                .replace("\"l1h0\"", "\"l0h3\"")
+                .replace("\"SWAP\"", "\"l1h0\""),
+        };
+        assert_ne!(
+            swapped, written,
+            "{format}: the hosts as the test expects them"
+        );
+        let moved = format!("moved-{file}");
+        std::fs::write(d.join(&moved), swapped).unwrap();
+        let out = lgate_plogp_in(d, &["diff", "run", &moved, "--format", "json"]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{format}: {text}");
+        let json: Value = serde_json::from_str(&text).unwrap();
+        let named: Vec<&str> = (json["levels"][0]["misplaced"].as_array().unwrap().iter())
+            .map(|m| m["host"].as_str().unwrap())
+            .collect();
+        assert_eq!(named, ["l0h3", "l1h0"], "{format}: {text}");
+    }
     // The sweep on the same fabric: every one of the 112 pairs between hosts, over real MPI
     // and real links (the pairs slow only side by side are left to the health, printed).
     let swept = d.join("swept");

@@ -80,6 +80,12 @@ pub static FORMATS: &[InputFormat] = &[
         check: volcano_hypernodes,
     },
     InputFormat {
+        name: "topograph_model",
+        description:
+            "topograph's model file (switches and blocks), as `diff RUN DECLARED` reads it",
+        check: topograph_model,
+    },
+    InputFormat {
         name: "screen_table",
         description: "a staged run's screening table (`screen.csv`)",
         check: screen_table,
@@ -342,6 +348,16 @@ pub fn volcano_hypernodes(bytes: &[u8]) {
     declared_in(
         bytes,
         lgate_topology::declared::parse_volcano_hypernodes,
+        false,
+    );
+}
+
+/// Reads bytes as a topograph model and checks the levels its switches and blocks declare: no
+/// host twice in a level, groups named and not empty.
+pub fn topograph_model(bytes: &[u8]) {
+    declared_in(
+        bytes,
+        lgate_topology::declared::parse_topograph_model,
         false,
     );
 }

@@ -1,18 +1,23 @@
 //! A machine's topology as its site declares it: which hosts share each switch, block or
 //! domain, level by level, read from Slurm's `topology.conf` (tree or block), Slurm's
-//! `topology.yaml`, Kubernetes node labels (topograph's keys), or a topology of ranks whose
+//! `topology.yaml`, Kubernetes node labels (topograph's keys), topograph's model file, Kueue,
+//! KAI and Volcano objects, or a topology of ranks whose
 //! levels hold whole hosts (that last one by the caller, who knows the ranks' hosts).
 
 mod k8s;
 mod kube_topology;
 mod slurm_conf;
 mod slurm_yaml;
+mod topograph;
 mod volcano;
 
 pub use k8s::{is_k8s_nodes, parse_k8s_nodes};
 pub use kube_topology::{is_kube_topology, parse_kube_topology};
 pub use slurm_conf::{is_slurm_conf, parse_slurm_conf};
 pub use slurm_yaml::{is_slurm_yaml, parse_slurm_yaml};
+#[cfg(test)]
+pub(crate) use topograph::expand_topograph_nodes;
+pub use topograph::{is_topograph_model, parse_topograph_model};
 pub use volcano::{is_volcano_hypernodes, parse_volcano_hypernodes};
 
 /// Why a declared topology could not be read: where in the file, and what is wrong there.
@@ -108,7 +113,7 @@ impl Declared {
 
 /// Reads a declared topology of hosts when `text` is one of the host formats (Slurm
 /// `topology.conf` or `topology.yaml`, a Kueue or KAI Scheduler Topology with its nodes,
-/// Volcano HyperNodes, Kubernetes nodes); `None` when it is none of them.
+/// Volcano HyperNodes, a topograph model, Kubernetes nodes); `None` when it is none of them.
 /// Errors say where and what. A byte-order mark at the start (an editor's) is not part of it.
 pub fn parse_host_declared(text: &str) -> Option<Result<Declared, DeclaredError>> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
@@ -120,6 +125,8 @@ pub fn parse_host_declared(text: &str) -> Option<Result<Declared, DeclaredError>
         Some(parse_kube_topology(text))
     } else if is_volcano_hypernodes(text) {
         Some(parse_volcano_hypernodes(text))
+    } else if is_topograph_model(text) {
+        Some(parse_topograph_model(text))
     } else if is_k8s_nodes(text) {
         Some(parse_k8s_nodes(text))
     } else {

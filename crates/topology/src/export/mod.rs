@@ -24,6 +24,7 @@ mod kai;
 mod kueue;
 mod rankfile;
 mod slurm;
+mod topograph;
 mod volcano;
 
 use crate::tree::Topology;
@@ -35,6 +36,7 @@ pub use kai::{KaiTopologyWriter, KAI_API_VERSION};
 pub use kueue::{KueueTopologyWriter, KUEUE_API_VERSION, KUEUE_MAX_LEVELS, TOPOLOGY_OBJECT_NAME};
 pub use rankfile::{rankfile, Place, RankfileError};
 pub use slurm::{SlurmBlockWriter, SlurmWriter, SlurmYamlWriter};
+pub use topograph::TopographModelWriter;
 pub use volcano::{hypernode_name, VolcanoHyperNodesWriter, VOLCANO_API_VERSION};
 
 /// What a writer may need beyond the topology.
@@ -97,6 +99,7 @@ pub static WRITERS: &[&dyn TopologyWriter] = &[
     &KueueTopologyWriter,
     &KaiTopologyWriter,
     &VolcanoHyperNodesWriter,
+    &TopographModelWriter,
 ];
 
 /// The writer of the format called `name`.
@@ -153,7 +156,8 @@ mod tests {
                 "k8s-labels",
                 "kueue-topology",
                 "kai-topology",
-                "volcano-hypernodes"
+                "volcano-hypernodes",
+                "topograph-model"
             ]
         );
     }
