@@ -211,51 +211,10 @@ fn judge_any_gap(
     if k - singles < 2 || singles as f64 > p.max_singleton_share * k as f64 {
         return None;
     }
-    // Every host nearer to each of its group than to any host outside it; in a group of four
-    // or more, nearer to most of its group (a group holding leaves of its own has pairs
-    // across them, and one of those slowed throughout is the noise of a single pair).
-    for a in 0..n {
-        if members[labels[a]].len() < 2 {
-            continue;
-        }
-        let mut inside: Vec<f64> = Vec::new();
-        let mut outside = f64::INFINITY;
-        for b in (0..n).filter(|&b| b != a) {
-            if labels[b] == labels[a] {
-                inside.push(m[[a, b]]);
-            } else {
-                outside = outside.min(m[[a, b]]);
-            }
-        }
-        let near = match inside.len() {
-            0..=2 => inside.iter().fold(0.0f64, |a, &b| a.max(b)),
-            _ => median(&mut inside),
-        };
-        if near >= outside {
-            return None;
-        }
+    if !nearer_their_groups(labels, &members, m) {
+        return None;
     }
-    // Each group's nearest group by the median of the medians between them.
-    let mut between_pairs: Vec<(usize, usize)> = Vec::new();
-    for x in 0..k {
-        let near = (0..k).filter(|&y| y != x).min_by(|&y, &z| {
-            let at = |y: usize| {
-                let mut v: Vec<f64> = (members[x].iter())
-                    .flat_map(|&a| members[y].iter().map(move |&b| (a, b)))
-                    .map(|(a, b)| m[[a, b]])
-                    .collect();
-                median(&mut v)
-            };
-            at(y).total_cmp(&at(z))
-        })?;
-        for &a in &members[x] {
-            for &b in &members[near] {
-                between_pairs.push((a.min(b), a.max(b)));
-            }
-        }
-    }
-    between_pairs.sort_unstable();
-    between_pairs.dedup();
+    let between_pairs = pairs_to_nearest_groups(&members, m)?;
     let within_pairs: Vec<(usize, usize)> = (0..n)
         .flat_map(|a| (a + 1..n).map(move |b| (a, b)))
         .filter(|&(a, b)| labels[a] == labels[b])
@@ -333,4 +292,60 @@ fn judge_any_gap(
         tests: per_pair,
         gap,
     })
+}
+
+/// Every host nearer to each of its group than to any host outside it; in a group of four or
+/// more, nearer to most of its group (a group holding leaves of its own has pairs across them,
+/// and one of those slowed throughout is the noise of a single pair).
+fn nearer_their_groups(labels: &[usize], members: &[Vec<usize>], m: &Array2<f64>) -> bool {
+    let n = labels.len();
+    for a in 0..n {
+        if members[labels[a]].len() < 2 {
+            continue;
+        }
+        let mut inside: Vec<f64> = Vec::new();
+        let mut outside = f64::INFINITY;
+        for b in (0..n).filter(|&b| b != a) {
+            if labels[b] == labels[a] {
+                inside.push(m[[a, b]]);
+            } else {
+                outside = outside.min(m[[a, b]]);
+            }
+        }
+        let near = match inside.len() {
+            0..=2 => inside.iter().fold(0.0f64, |a, &b| a.max(b)),
+            _ => median(&mut inside),
+        };
+        if near >= outside {
+            return false;
+        }
+    }
+    true
+}
+
+/// The pairs of hosts between each group and its nearest group (by the median of the medians
+/// between them), each pair once; `None` when a group has no other group.
+fn pairs_to_nearest_groups(members: &[Vec<usize>], m: &Array2<f64>) -> Option<Vec<(usize, usize)>> {
+    let k = members.len();
+    let mut between_pairs: Vec<(usize, usize)> = Vec::new();
+    for x in 0..k {
+        let near = (0..k).filter(|&y| y != x).min_by(|&y, &z| {
+            let at = |y: usize| {
+                let mut v: Vec<f64> = (members[x].iter())
+                    .flat_map(|&a| members[y].iter().map(move |&b| (a, b)))
+                    .map(|(a, b)| m[[a, b]])
+                    .collect();
+                median(&mut v)
+            };
+            at(y).total_cmp(&at(z))
+        })?;
+        for &a in &members[x] {
+            for &b in &members[near] {
+                between_pairs.push((a.min(b), a.max(b)));
+            }
+        }
+    }
+    between_pairs.sort_unstable();
+    between_pairs.dedup();
+    Some(between_pairs)
 }

@@ -72,24 +72,10 @@ pub(super) fn node_label_list(machine: &HostLevels) -> String {
 mod tests {
     use super::*;
     use crate::declared::parse_k8s_nodes;
-    use crate::tree::Level;
 
     #[test]
     fn the_labels_read_back_as_the_levels_of_hosts() {
-        // 2 switches x 2 leaves x 2 hosts of 2 ranks.
-        let hosts: Vec<String> = (0..16).map(|r| format!("n{:02}", r / 2)).collect();
-        let topology = Topology::from_levels(
-            16,
-            vec![
-                Level::new("switch", vec![(0..8).collect(), (8..16).collect()]),
-                Level::new(
-                    "leaf",
-                    (0..4).map(|l| (4 * l..4 * l + 4).collect()).collect(),
-                ),
-                Level::new("host", (0..8).map(|h| vec![2 * h, 2 * h + 1]).collect()),
-            ],
-        )
-        .unwrap();
+        let (topology, hosts) = crate::export::two_switches();
         let context = ExportContext {
             hosts: Some(&hosts),
             source: "test",

@@ -76,24 +76,6 @@ mod tests {
     use crate::export::{KaiTopologyWriter, FABRIC_TIER};
     use crate::tree::Level;
 
-    /// 2 switches x 2 leaves x 2 hosts of 2 ranks, and the ranks' hosts.
-    fn machine() -> (Topology, Vec<String>) {
-        let hosts: Vec<String> = (0..16).map(|r| format!("n{:02}", r / 2)).collect();
-        let topology = Topology::from_levels(
-            16,
-            vec![
-                Level::new("switch", vec![(0..8).collect(), (8..16).collect()]),
-                Level::new(
-                    "leaf",
-                    (0..4).map(|l| (4 * l..4 * l + 4).collect()).collect(),
-                ),
-                Level::new("host", (0..8).map(|h| vec![2 * h, 2 * h + 1]).collect()),
-            ],
-        )
-        .unwrap();
-        (topology, hosts)
-    }
-
     /// Whether `key` is a Kubernetes label key as the Topology CRD's pattern has it: an optional
     /// DNS subdomain prefix and `/`, then a name of 1-63 characters.
     fn label_key(key: &str) -> bool {
@@ -128,7 +110,7 @@ mod tests {
 
     #[test]
     fn the_topology_objects_pass_the_crds_checks_field_by_field() {
-        let (topology, hosts) = machine();
+        let (topology, hosts) = crate::export::two_switches();
         let context = ExportContext {
             hosts: Some(&hosts),
             source: "test",

@@ -120,6 +120,27 @@ fn yaml_quoted(text: &str) -> String {
     format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
+/// 2 switches x 2 leaves x 2 hosts (`n00`-`n07`) of 2 ranks, and the ranks' hosts: the
+/// machine the schedulers' writers are tested on.
+#[cfg(test)]
+pub(crate) fn two_switches() -> (Topology, Vec<String>) {
+    use crate::tree::Level;
+    let hosts: Vec<String> = (0..16).map(|r| format!("n{:02}", r / 2)).collect();
+    let topology = Topology::from_levels(
+        16,
+        vec![
+            Level::new("switch", vec![(0..8).collect(), (8..16).collect()]),
+            Level::new(
+                "leaf",
+                (0..4).map(|l| (4 * l..4 * l + 4).collect()).collect(),
+            ),
+            Level::new("host", (0..8).map(|h| vec![2 * h, 2 * h + 1]).collect()),
+        ],
+    )
+    .expect("a valid topology");
+    (topology, hosts)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

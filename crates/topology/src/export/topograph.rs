@@ -108,7 +108,6 @@ fn numbered(h: &str) -> Option<(&str, usize, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tree::Level;
 
     #[test]
     fn names_compact_as_topograph_expands_them() {
@@ -128,20 +127,7 @@ mod tests {
 
     #[test]
     fn the_model_holds_the_tree_and_reads_back() {
-        // 2 switches x 2 leaves x 2 hosts of 2 ranks.
-        let hosts: Vec<String> = (0..16).map(|r| format!("n{:02}", r / 2)).collect();
-        let topology = Topology::from_levels(
-            16,
-            vec![
-                Level::new("switch", vec![(0..8).collect(), (8..16).collect()]),
-                Level::new(
-                    "leaf",
-                    (0..4).map(|l| (4 * l..4 * l + 4).collect()).collect(),
-                ),
-                Level::new("host", (0..8).map(|h| vec![2 * h, 2 * h + 1]).collect()),
-            ],
-        )
-        .unwrap();
+        let (topology, hosts) = crate::export::two_switches();
         let context = ExportContext {
             hosts: Some(&hosts),
             source: "test",

@@ -75,24 +75,10 @@ impl TopologyWriter for VolcanoHyperNodesWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tree::Level;
 
     #[test]
     fn hypernodes_pass_the_crds_checks_field_by_field_and_read_back() {
-        // 2 switches x 2 leaves x 2 hosts of 2 ranks.
-        let hosts: Vec<String> = (0..16).map(|r| format!("n{:02}", r / 2)).collect();
-        let topology = Topology::from_levels(
-            16,
-            vec![
-                Level::new("switch", vec![(0..8).collect(), (8..16).collect()]),
-                Level::new(
-                    "leaf",
-                    (0..4).map(|l| (4 * l..4 * l + 4).collect()).collect(),
-                ),
-                Level::new("host", (0..8).map(|h| vec![2 * h, 2 * h + 1]).collect()),
-            ],
-        )
-        .unwrap();
+        let (topology, hosts) = crate::export::two_switches();
         let context = ExportContext {
             hosts: Some(&hosts),
             source: "test",
