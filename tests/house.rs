@@ -1,5 +1,5 @@
 //! Guards of the house: the binary's command files stay thin, no product file holds more than
-//! 600 lines, no public function returns a `String` for its error, the paths the README and docs/ cite exist, and a test that cannot
+//! 600 lines nor a function more than 120, no public function returns a `String` for its error, the paths the README and docs/ cite exist, and a test that cannot
 //! run says so as a skip.
 
 mod common;
@@ -85,6 +85,98 @@ fn no_product_file_holds_more_than_one_job() {
         long.is_empty(),
         "product files over {PRODUCT_FILE_LINES} lines (split them by job): {long:?}"
     );
+}
+
+/// The most lines a product function may have, from its `fn` line to its closing brace: past it
+/// a function does several jobs.
+const PRODUCT_FUNCTION_LINES: usize = 120;
+
+/// The functions of `code` before its tests longer than [`PRODUCT_FUNCTION_LINES`], as (name,
+/// lines): each from a line starting `fn`, `pub fn` or `pub(..) fn` (after its indentation) to
+/// the next line that is its indentation and `}` (a body written as rustfmt writes it).
+fn long_functions(code: &str) -> Vec<(String, usize)> {
+    let lines: Vec<&str> = code
+        .lines()
+        .take_while(|line| line.trim() != "#[cfg(test)]")
+        .collect();
+    let mut long = Vec::new();
+    for (at, line) in lines.iter().enumerate() {
+        let body = line.trim_start();
+        let indent = &line[..line.len() - body.len()];
+        let rest = ["pub fn ", "fn ", "const fn ", "pub const fn "]
+            .iter()
+            .find_map(|p| body.strip_prefix(p))
+            .or_else(|| {
+                let after = body.strip_prefix("pub(")?;
+                after.split_once(") fn ").map(|(_, r)| r)
+            });
+        let Some(rest) = rest else { continue };
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let close = format!("{indent}}}");
+        let Some(end) = lines[at..].iter().position(|l| *l == close) else {
+            continue;
+        };
+        // A body on the line that opens it (`fn a() {}`) is one line.
+        let opening = lines[at..at + end].iter().find(|l| l.contains('{'));
+        let one_line = opening.is_some_and(|l| l.trim_end().ends_with('}'));
+        let bodiless = lines[at..at + end]
+            .iter()
+            .take_while(|l| !l.contains('{'))
+            .any(|l| l.trim_end().ends_with(';'));
+        if !one_line && !bodiless && end + 1 > PRODUCT_FUNCTION_LINES {
+            long.push((name, end + 1));
+        }
+    }
+    long
+}
+
+#[test]
+fn no_product_function_does_several_jobs() {
+    let mut files = Vec::new();
+    rust_files(&root().join("src"), &mut files);
+    rust_files(&root().join("crates"), &mut files);
+    files.retain(|f| {
+        let s = f.to_string_lossy();
+        !s.contains("/tests/")
+            && !s.contains("/benches/")
+            && !s.contains("/examples/")
+            && !s.ends_with("/tests.rs")
+            && !s.contains("/fuzz/")
+    });
+    assert!(files.len() > 100, "only {} source files found", files.len());
+    let mut long = Vec::new();
+    for f in &files {
+        let name = f.strip_prefix(root()).unwrap().display().to_string();
+        for (function, n) in long_functions(&std::fs::read_to_string(f).unwrap()) {
+            long.push(format!("{name}: {function} {n} lines"));
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "product functions over {PRODUCT_FUNCTION_LINES} lines (split them by job): {long:?}"
+    );
+}
+
+#[test]
+fn the_long_function_check_sees_one_and_skips_tests_and_declarations() {
+    let body = "    let x = 1;\n".repeat(PRODUCT_FUNCTION_LINES);
+    let code = format!(
+        "pub(crate) fn long(a: u8) -> u8 {{\n{body}}}\n\nfn short() {{\n    1\n}}\n\
+         trait T {{\n    fn declared(&self);\n    fn one() {{}}\n{body}    }}\n}}\n#[cfg(test)]\nmod tests {{\n    \
+         fn t() {{\n{body}    }}\n}}\n"
+    );
+    assert_eq!(
+        long_functions(&code),
+        [("long".to_string(), PRODUCT_FUNCTION_LINES + 2)]
+    );
+    let fits = format!(
+        "fn fits() {{\n{}}}\n",
+        "    x;\n".repeat(PRODUCT_FUNCTION_LINES - 2)
+    );
+    assert!(long_functions(&fits).is_empty());
 }
 
 #[test]

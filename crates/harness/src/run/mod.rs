@@ -348,86 +348,12 @@ fn measure(
         yielding: false,
         mask: placement::CpuMask::current(),
     };
-    let mut sink = match prepared {
-        Some(p) => {
-            let mut c = Collector::new(p, options.progress, options.stop_after)?;
-            c.senders = relay::result_senders(0, &go.relays);
-            walker.clock.charge(Activity::Collecting);
-            Sink::Root(Box::new(c))
-        }
-        None => {
-            crate::interrupt::arm_behind_rank_0();
-            match go.relays.get(rank).copied().unwrap_or(0) {
-                to if to == rank => Sink::Relay(Relay::new(rank, &go.relays, go.journal)),
-                to => Sink::Member(to),
-            }
-        }
-    };
-
+    let mut sink = sink_of(t, options, prepared, go, &mut walker.clock)?;
+    let tree = topology.tree();
     match &options.plan {
-        PlanKind::Full => {
-            let schedule = Schedule::new(topology.tree(), size, go.seed, options.fast)?;
-            let done: HashSet<SweepPair> = (0..options.sweeps)
-                .flat_map(|sweep| schedule.pairs().map(move |pair| SweepPair { sweep, pair }))
-                .filter(|sp| {
-                    let n = pair_number(sp.pair);
-                    go.done
-                        .get(sp.sweep as usize)
-                        .and_then(|bits| bits.get(n / 64))
-                        .is_some_and(|w| w >> (n % 64) & 1 == 1)
-                })
-                .collect();
-            if let Some(c) = sink.collector() {
-                c.expect(schedule.pairs_per_sweep() * options.sweeps as usize - done.len());
-            }
-            let steps = schedule
-                .program(rank, options.sweeps, &done)
-                .map(Action::from);
-            walker.walk(steps, test, None, &mut sink)?;
-        }
+        PlanKind::Full => walk_full(&mut walker, test, options, tree, &mut sink)?,
         PlanKind::Staged(staged) => {
-            let choices = go.staged.as_ref().unwrap_or(&staged.plan);
-            let plan = StagedPlan::new(topology.tree(), size, go.seed, choices)?;
-            let mut screen = staged.screening_test()?;
-            let done: HashSet<StagedTest> = go.staged_done.iter().copied().collect();
-            if let Some(c) = sink.collector() {
-                let left = plan
-                    .screening_tests(options.sweeps)
-                    .filter(|x| !done.contains(x))
-                    .count();
-                c.expect(left);
-            }
-            let steps = plan
-                .screening_program(rank, options.sweeps, &done)
-                .map(Action::from);
-            walker.walk(steps, test, Some(&mut screen), &mut sink)?;
-            // Rank 0 chooses the follow-up from every screening result, then tells everyone.
-            sink.end_part(t, &mut walker.clock)?;
-            let follow_up: FollowUp = match sink.collector() {
-                Some(c) => {
-                    // Chosen once: the values are let go (16 bytes a screening test).
-                    let chosen = choose_follow_up(
-                        &mut std::mem::take(&mut c.screened),
-                        &plan,
-                        options.judge,
-                    );
-                    c.note(&chosen.doubts);
-                    let left = (0..options.sweeps)
-                        .flat_map(|sweep| follow_up_tests(&chosen, sweep).collect::<Vec<_>>())
-                        .filter(|x| !done.contains(x))
-                        .count();
-                    c.expect(left);
-                    let chosen = broadcast(t, Some(&chosen))?;
-                    walker.clock.charge(Activity::Collecting);
-                    chosen
-                }
-                None => broadcast(t, None)?,
-            };
-            let members = follow_up.members();
-            let steps = plan
-                .follow_up_program(rank, options.sweeps, &follow_up, &members, &done)
-                .map(Action::from);
-            walker.walk(steps, test, Some(&mut screen), &mut sink)?;
+            walk_staged(&mut walker, test, options, staged, tree, &mut sink)?
         }
     }
     sink.end_part(t, &mut walker.clock)?;
@@ -446,6 +372,118 @@ fn measure(
             .map(|report| Some(RunReport { setup_s, ..report })),
         _ => Ok(None),
     }
+}
+
+/// Where this rank's results go: rank 0 collects them (from `prepared`), a host's relay
+/// gathers its host's, every other rank sends its own to its relay.
+fn sink_of(
+    t: &dyn Transport,
+    options: &RunOptions,
+    prepared: Option<Prepared>,
+    go: &Go,
+    clock: &mut RankClock,
+) -> Result<Sink, HarnessError> {
+    let rank = t.rank();
+    Ok(match prepared {
+        Some(p) => {
+            let mut c = Collector::new(p, options.progress, options.stop_after)?;
+            c.senders = relay::result_senders(0, &go.relays);
+            clock.charge(Activity::Collecting);
+            Sink::Root(Box::new(c))
+        }
+        None => {
+            crate::interrupt::arm_behind_rank_0();
+            match go.relays.get(rank).copied().unwrap_or(0) {
+                to if to == rank => Sink::Relay(Relay::new(rank, &go.relays, go.journal)),
+                to => Sink::Member(to),
+            }
+        }
+    })
+}
+
+/// The full plan: every pair's full test in the topology's schedule, the tests already done
+/// left out.
+fn walk_full(
+    walker: &mut Walker<'_>,
+    test: &mut dyn PairTest,
+    options: &RunOptions,
+    tree: &TopologyNode,
+    sink: &mut Sink,
+) -> Result<(), HarnessError> {
+    let (rank, size, go) = (walker.t.rank(), walker.t.size(), walker.go);
+    let schedule = Schedule::new(tree, size, go.seed, options.fast)?;
+    let done: HashSet<SweepPair> = (0..options.sweeps)
+        .flat_map(|sweep| schedule.pairs().map(move |pair| SweepPair { sweep, pair }))
+        .filter(|sp| {
+            let n = pair_number(sp.pair);
+            go.done
+                .get(sp.sweep as usize)
+                .and_then(|bits| bits.get(n / 64))
+                .is_some_and(|w| w >> (n % 64) & 1 == 1)
+        })
+        .collect();
+    if let Some(c) = sink.collector() {
+        c.expect(schedule.pairs_per_sweep() * options.sweeps as usize - done.len());
+    }
+    let steps = schedule
+        .program(rank, options.sweeps, &done)
+        .map(Action::from);
+    walker.walk(steps, test, None, sink)?;
+    Ok(())
+}
+
+/// The staged plan: the screening, rank 0's choice of the follow-up told to everyone, the
+/// follow-up; the tests already done left out.
+fn walk_staged(
+    walker: &mut Walker<'_>,
+    test: &mut dyn PairTest,
+    options: &RunOptions,
+    staged: &StagedPlanOptions,
+    tree: &TopologyNode,
+    sink: &mut Sink,
+) -> Result<(), HarnessError> {
+    let (t, go) = (walker.t, walker.go);
+    let (rank, size) = (t.rank(), t.size());
+    let choices = go.staged.as_ref().unwrap_or(&staged.plan);
+    let plan = StagedPlan::new(tree, size, go.seed, choices)?;
+    let mut screen = staged.screening_test()?;
+    let done: HashSet<StagedTest> = go.staged_done.iter().copied().collect();
+    if let Some(c) = sink.collector() {
+        let left = plan
+            .screening_tests(options.sweeps)
+            .filter(|x| !done.contains(x))
+            .count();
+        c.expect(left);
+    }
+    let steps = plan
+        .screening_program(rank, options.sweeps, &done)
+        .map(Action::from);
+    walker.walk(steps, test, Some(&mut screen), sink)?;
+    // Rank 0 chooses the follow-up from every screening result, then tells everyone.
+    sink.end_part(t, &mut walker.clock)?;
+    let follow_up: FollowUp = match sink.collector() {
+        Some(c) => {
+            // Chosen once: the values are let go (16 bytes a screening test).
+            let chosen =
+                choose_follow_up(&mut std::mem::take(&mut c.screened), &plan, options.judge);
+            c.note(&chosen.doubts);
+            let left = (0..options.sweeps)
+                .flat_map(|sweep| follow_up_tests(&chosen, sweep).collect::<Vec<_>>())
+                .filter(|x| !done.contains(x))
+                .count();
+            c.expect(left);
+            let chosen = broadcast(t, Some(&chosen))?;
+            walker.clock.charge(Activity::Collecting);
+            chosen
+        }
+        None => broadcast(t, None)?,
+    };
+    let members = follow_up.members();
+    let steps = plan
+        .follow_up_program(rank, options.sweeps, &follow_up, &members, &done)
+        .map(Action::from);
+    walker.walk(steps, test, Some(&mut screen), sink)?;
+    Ok(())
 }
 
 /// The tests of a follow-up in one sweep.

@@ -41,100 +41,126 @@ pub fn confirmation(
         .into_iter()
         .collect();
     for d in &doubts {
-        let need = d.pairs_needed.saturating_sub(d.pairs);
-        // Where every pair is screened, each is screened again until it has the tests that
-        // would decide the grouping (its tests counting as far as they vary independently).
-        let rounds = d
-            .tests_needed
-            .saturating_sub(d.tests.round() as usize)
-            .max(1);
-        let (mut added, mut again) = (0, 0);
-        'rounds: for round in 0..rounds {
-            for (n, &a) in d.members.iter().enumerate() {
-                for &b in &d.members[n + 1..] {
-                    let measured = plan.meeting_pairs(a, b);
-                    let (ga, gb) = (&plan.groups()[a], &plan.groups()[b]);
-                    // After a sweep every pair between the two is screened already.
-                    let mut more: Vec<Pair> = if plan.options().sweep || round > 0 {
-                        Vec::new()
-                    } else {
-                        diagonal_pairs(ga, gb)
-                            .filter(|p| !measured.contains(p) && !refine.contains(p))
-                            .take(need)
-                            .collect()
-                    };
-                    // Every pair between the two screened already: each screened again, once
-                    // a round, so that its value is the median of its tests.
-                    let fresh = !more.is_empty();
-                    if !fresh {
-                        more = measured
-                            .into_iter()
-                            .filter(|p| refine.iter().filter(|&q| q == p).count() <= round)
-                            .collect();
+        let (added, again) = add_pairs_for(d, plan, refine, budget - (refine.len() - before));
+        let spent = refine.len() - before == budget;
+        lines.push(doubt_line(d, judge, (added, again), spent));
+    }
+    lines
+}
+
+/// Adds to `refine`, within `budget` tests, the pairs that would decide the grouping `d`:
+/// between every two of its groups as many new pairs as it needs, or, where every pair between
+/// them is screened already, each again once a round until it has the tests it needs (its
+/// tests counting as far as they vary independently); returns the pairs added and screened
+/// again.
+fn add_pairs_for(
+    d: &Doubt,
+    plan: &StagedPlan,
+    refine: &mut Vec<Pair>,
+    budget: usize,
+) -> (usize, usize) {
+    let before = refine.len();
+    let need = d.pairs_needed.saturating_sub(d.pairs);
+    let rounds = d
+        .tests_needed
+        .saturating_sub(d.tests.round() as usize)
+        .max(1);
+    let (mut added, mut again) = (0, 0);
+    'rounds: for round in 0..rounds {
+        for (n, &a) in d.members.iter().enumerate() {
+            for &b in &d.members[n + 1..] {
+                let measured = plan.meeting_pairs(a, b);
+                let (ga, gb) = (&plan.groups()[a], &plan.groups()[b]);
+                // After a sweep every pair between the two is screened already.
+                let mut more: Vec<Pair> = if plan.options().sweep || round > 0 {
+                    Vec::new()
+                } else {
+                    diagonal_pairs(ga, gb)
+                        .filter(|p| !measured.contains(p) && !refine.contains(p))
+                        .take(need)
+                        .collect()
+                };
+                // Every pair between the two screened already: each screened again, once a
+                // round, so that its value is the median of its tests.
+                let fresh = !more.is_empty();
+                if !fresh {
+                    more = measured
+                        .into_iter()
+                        .filter(|p| refine.iter().filter(|&q| q == p).count() <= round)
+                        .collect();
+                }
+                for p in more {
+                    if refine.len() - before == budget {
+                        break 'rounds;
                     }
-                    for p in more {
-                        if refine.len() - before == budget {
-                            break 'rounds;
-                        }
-                        refine.push(p);
-                        if fresh {
-                            added += 1;
-                        } else {
-                            again += 1;
-                        }
+                    refine.push(p);
+                    if fresh {
+                        added += 1;
+                    } else {
+                        again += 1;
                     }
                 }
             }
-            if added > 0 {
-                break;
-            }
         }
-        let spent = if refine.len() - before == budget {
-            ", the budget spent (--confidence)"
-        } else {
-            ""
-        };
-        let what = match (added, again) {
-            (0, 0) => "every pair between two of them was screened and is screened again \
-                       above"
-                .to_string(),
-            (_, 0) => format!(
-                "{added} more pairs screened between them, up to {} between two",
-                d.pairs_needed
-            ),
-            (0, _) => format!(
-                "every pair between two of them was screened: {again} screened again, up to {} \
-                 tests a pair",
-                d.tests_needed
-            ),
-            _ => format!(
-                "{added} more pairs screened between them, up to {} between two, and {again} \
-                 screened again where every pair was",
-                d.pairs_needed
-            ),
-        };
-        let how = if d.z >= judge.z_decide() {
-            format!(
-                "fall into {}, but not firmly (Mann-Whitney z = {:.1}: {} decides, {} confirms",
-                d.groups,
-                d.z,
-                judge.z_decide(),
-                judge.z_firm()
-            )
-        } else {
-            format!(
-                "nearly fall into {} (Mann-Whitney z = {:.1} of the {} that decides",
-                d.groups,
-                d.z,
-                judge.z_decide()
-            )
-        };
-        lines.push(format!(
-            "confidence: {} groups {how}, {} pairs between two): {what}{spent}",
-            d.hosts, d.pairs
-        ));
+        if added > 0 {
+            break;
+        }
     }
-    lines
+    (added, again)
+}
+
+/// What was added for the grouping `d` in doubt, for people: `added` pairs new and `again`
+/// screened again, whether that `spent` the budget.
+fn doubt_line(
+    d: &Doubt,
+    judge: &dyn LevelJudge,
+    (added, again): (usize, usize),
+    spent: bool,
+) -> String {
+    let spent = if spent {
+        ", the budget spent (--confidence)"
+    } else {
+        ""
+    };
+    let what = match (added, again) {
+        (0, 0) => {
+            "every pair between two of them was screened and is screened again above".to_string()
+        }
+        (_, 0) => format!(
+            "{added} more pairs screened between them, up to {} between two",
+            d.pairs_needed
+        ),
+        (0, _) => format!(
+            "every pair between two of them was screened: {again} screened again, up to {} \
+             tests a pair",
+            d.tests_needed
+        ),
+        _ => format!(
+            "{added} more pairs screened between them, up to {} between two, and {again} \
+             screened again where every pair was",
+            d.pairs_needed
+        ),
+    };
+    let how = if d.z >= judge.z_decide() {
+        format!(
+            "fall into {}, but not firmly (Mann-Whitney z = {:.1}: {} decides, {} confirms",
+            d.groups,
+            d.z,
+            judge.z_decide(),
+            judge.z_firm()
+        )
+    } else {
+        format!(
+            "nearly fall into {} (Mann-Whitney z = {:.1} of the {} that decides",
+            d.groups,
+            d.z,
+            judge.z_decide()
+        )
+    };
+    format!(
+        "confidence: {} groups {how}, {} pairs between two): {what}{spent}",
+        d.hosts, d.pairs
+    )
 }
 
 /// Where the groups hold one rank each (one rank a host), the pairs between them are all the

@@ -312,59 +312,8 @@ impl PLogP {
         })
     }
 
-    /// Runs `rep` (one timed repetition of `procedure` at `m` bytes, returning its sample)
-    /// `reps` times into `samples`, announced to the receiver in chunks, or fewer once `share`
-    /// is spent (never fewer than 3); then, while the series is disturbed (against what is
-    /// `expected` of it), more in chunks of 3, up to [`DISTURBED_REPS_FACTOR`] times `reps` and
-    /// [`DISTURBED_EXTRA_TIME`].
-    #[allow(clippy::too_many_arguments)]
-    fn repeat(
-        t: &dyn Transport,
-        j: usize,
-        procedure: u64,
-        m: usize,
-        reps: usize,
-        share: Option<Duration>,
-        (samples, expected): (&mut Vec<f64>, Expected),
-        mut rep: impl FnMut() -> Result<f64, TransportError>,
-    ) -> Result<(), TransportError> {
-        let start = Instant::now();
-        let mut run = |chunk: usize, samples: &mut Vec<f64>| -> Result<(), TransportError> {
-            Self::control(t, j, procedure, m, chunk)?;
-            for _ in 0..chunk {
-                samples.push(rep()?);
-            }
-            Ok(())
-        };
-        let first = samples.len();
-        let mut chunk = match share {
-            Some(_) => reps.min(MIN_REPS),
-            None => reps,
-        };
-        while chunk > 0 {
-            run(chunk, samples)?;
-            let done = samples.len() - first;
-            let Some(share) = share else { break };
-            let spent = start.elapsed();
-            let per_rep = spent / done as u32;
-            let fit = share
-                .saturating_sub(spent)
-                .as_nanos()
-                .checked_div(per_rep.as_nanos().max(1))
-                .unwrap_or(0);
-            chunk = (reps - done).min(fit as usize);
-        }
-        let regular = start.elapsed();
-        let most = DISTURBED_REPS_FACTOR * reps.max(MIN_REPS);
-        while samples.len() - first < most
-            && start.elapsed() < regular + DISTURBED_EXTRA_TIME
-            && expected.disturbed(&summary(&samples[first..]))
-        {
-            run(MIN_REPS.min(most - (samples.len() - first)), samples)?;
-        }
-        Ok(())
-    }
-
+    /// RTT, o_s, o_r and (up to the saturation limit) g at `m` bytes with peer `j`, each timed
+    /// exchange less the clock's overhead `c`, in `share` of time each if given.
     fn measure_size(
         &mut self,
         t: &dyn Transport,
@@ -374,7 +323,6 @@ impl PLogP {
         share: Option<Duration>,
         measured: &BTreeMap<usize, SizeResult>,
     ) -> Result<SizeResult, TransportError> {
-        let reps = self.options.reps;
         let fastest = |procedure| {
             self.fastest
                 .get(&(procedure, m))
@@ -382,96 +330,19 @@ impl PLogP {
                 .unwrap_or(f64::INFINITY)
         };
         let (fastest_rtt, fastest_os) = (fastest(PROC_RTT), fastest(PROC_OS));
+        let series = Series {
+            t,
+            j,
+            m,
+            c,
+            reps: self.options.reps,
+            share,
+        };
         let buf = &mut self.buf[..m];
-
-        // RTT(m): m bytes out, an empty reply back.
-        let mut rtt = Vec::with_capacity(reps);
-        Self::repeat(
-            t,
-            j,
-            PROC_RTT,
-            m,
-            reps,
-            share,
-            (
-                &mut rtt,
-                Expected {
-                    fastest: fastest_rtt,
-                    ..Expected::NOTHING
-                },
-            ),
-            || {
-                let s = Instant::now();
-                t.send(j, DATA, buf)?;
-                t.recv(j, DATA, &mut [])?;
-                Ok((s.elapsed().as_secs_f64() - c).max(0.0))
-            },
-        )?;
+        let rtt = series.rtt(buf, fastest_rtt)?;
         let rtt_summary = summary(&rtt);
-
-        // o_s(m): a synchronous send to a receiver that is waiting for it.
-        let mut os = Vec::with_capacity(reps);
-        Self::repeat(
-            t,
-            j,
-            PROC_OS,
-            m,
-            reps,
-            share,
-            (
-                &mut os,
-                Expected {
-                    fastest: fastest_os,
-                    ..Expected::NOTHING
-                },
-            ),
-            || {
-                t.recv(j, DATA, &mut [])?;
-                let s = Instant::now();
-                t.ssend(j, DATA, buf)?;
-                Ok((s.elapsed().as_secs_f64() - c).max(0.0))
-            },
-        )?;
-
-        // o_r(m): the receiver echoes m bytes at once; the sender waits k times the round trip
-        // of that exchange, then times the receive of a message that has arrived.
-        Self::control(t, j, PROC_OR, m, OR_CALIBRATION)?;
-        let mut echo = Vec::with_capacity(OR_CALIBRATION);
-        for _ in 0..OR_CALIBRATION {
-            let s = Instant::now();
-            t.send(j, DATA, buf)?;
-            t.recv(j, DATA, buf)?;
-            echo.push(s.elapsed().as_secs_f64());
-        }
-        echo.sort_by(f64::total_cmp);
-        let wait = Duration::from_secs_f64(self.options.or_wait * echo[OR_CALIBRATION / 2]);
-        let mut or = Vec::with_capacity(reps);
-        let offer_core = t.yields_while_waiting();
-        Self::repeat(
-            t,
-            j,
-            PROC_OR,
-            m,
-            reps,
-            share,
-            (
-                &mut or,
-                Expected {
-                    ceiling: OR_CEILING_ECHOES * echo[0],
-                    ..Expected::NOTHING
-                },
-            ),
-            || {
-                let s = Instant::now();
-                t.send(j, DATA, buf)?;
-                spin_until(s + wait, offer_core);
-                // No probe first: between the eager and rendezvous limits a message arrives in
-                // fragments, and a probe that sees the first would start the clock too early.
-                let r = Instant::now();
-                t.recv(j, DATA, buf)?;
-                Ok((r.elapsed().as_secs_f64() - c).max(0.0))
-            },
-        )?;
+        let os = series.os(buf, fastest_os)?;
+        let or = series.or(buf, self.options.or_wait)?;
 
         // g(m): link saturation, up to the limit.
         let mut g_samples = Vec::new();
@@ -509,6 +380,131 @@ impl PLogP {
             adaptive: false,
             raw,
         })
+    }
+}
+
+/// One size's timed series with one peer: what every procedure's repetitions share.
+struct Series<'t> {
+    t: &'t dyn Transport,
+    /// The peer.
+    j: usize,
+    /// The message size in bytes.
+    m: usize,
+    /// The clock's overhead, taken off every sample.
+    c: f64,
+    reps: usize,
+    /// The time each procedure may take, if limited.
+    share: Option<Duration>,
+}
+
+impl Series<'_> {
+    /// RTT(m): m bytes out, an empty reply back.
+    fn rtt(&self, buf: &mut [u8], fastest: f64) -> Result<Vec<f64>, TransportError> {
+        let (t, j, c) = (self.t, self.j, self.c);
+        let expected = Expected {
+            fastest,
+            ..Expected::NOTHING
+        };
+        self.repeat(PROC_RTT, expected, || {
+            let s = Instant::now();
+            t.send(j, DATA, buf)?;
+            t.recv(j, DATA, &mut [])?;
+            Ok((s.elapsed().as_secs_f64() - c).max(0.0))
+        })
+    }
+
+    /// o_s(m): a synchronous send to a receiver that is waiting for it.
+    fn os(&self, buf: &mut [u8], fastest: f64) -> Result<Vec<f64>, TransportError> {
+        let (t, j, c) = (self.t, self.j, self.c);
+        let expected = Expected {
+            fastest,
+            ..Expected::NOTHING
+        };
+        self.repeat(PROC_OS, expected, || {
+            t.recv(j, DATA, &mut [])?;
+            let s = Instant::now();
+            t.ssend(j, DATA, buf)?;
+            Ok((s.elapsed().as_secs_f64() - c).max(0.0))
+        })
+    }
+
+    /// o_r(m): the receiver echoes m bytes at once; the sender waits `or_wait` times the round
+    /// trip of that exchange, then times the receive of a message that has arrived.
+    fn or(&self, buf: &mut [u8], or_wait: f64) -> Result<Vec<f64>, TransportError> {
+        let (t, j, c) = (self.t, self.j, self.c);
+        PLogP::control(t, j, PROC_OR, self.m, OR_CALIBRATION)?;
+        let mut echo = Vec::with_capacity(OR_CALIBRATION);
+        for _ in 0..OR_CALIBRATION {
+            let s = Instant::now();
+            t.send(j, DATA, buf)?;
+            t.recv(j, DATA, buf)?;
+            echo.push(s.elapsed().as_secs_f64());
+        }
+        echo.sort_by(f64::total_cmp);
+        let wait = Duration::from_secs_f64(or_wait * echo[OR_CALIBRATION / 2]);
+        let offer_core = t.yields_while_waiting();
+        let expected = Expected {
+            ceiling: OR_CEILING_ECHOES * echo[0],
+            ..Expected::NOTHING
+        };
+        self.repeat(PROC_OR, expected, || {
+            let s = Instant::now();
+            t.send(j, DATA, buf)?;
+            spin_until(s + wait, offer_core);
+            // No probe first: between the eager and rendezvous limits a message arrives in
+            // fragments, and a probe that sees the first would start the clock too early.
+            let r = Instant::now();
+            t.recv(j, DATA, buf)?;
+            Ok((r.elapsed().as_secs_f64() - c).max(0.0))
+        })
+    }
+
+    /// Runs `rep` (one timed repetition of `procedure`, returning its sample) `reps` times,
+    /// announced to the receiver in chunks, or fewer once `share` is spent (never fewer than
+    /// 3); then, while the series is disturbed (against what is `expected` of it), more in
+    /// chunks of 3, up to [`DISTURBED_REPS_FACTOR`] times `reps` and [`DISTURBED_EXTRA_TIME`].
+    fn repeat(
+        &self,
+        procedure: u64,
+        expected: Expected,
+        mut rep: impl FnMut() -> Result<f64, TransportError>,
+    ) -> Result<Vec<f64>, TransportError> {
+        let (t, j, m, reps) = (self.t, self.j, self.m, self.reps);
+        let mut samples = Vec::with_capacity(reps);
+        let start = Instant::now();
+        let mut run = |chunk: usize, samples: &mut Vec<f64>| -> Result<(), TransportError> {
+            PLogP::control(t, j, procedure, m, chunk)?;
+            for _ in 0..chunk {
+                samples.push(rep()?);
+            }
+            Ok(())
+        };
+        let mut chunk = match self.share {
+            Some(_) => reps.min(MIN_REPS),
+            None => reps,
+        };
+        while chunk > 0 {
+            run(chunk, &mut samples)?;
+            let done = samples.len();
+            let Some(share) = self.share else { break };
+            let spent = start.elapsed();
+            let per_rep = spent / done as u32;
+            let fit = share
+                .saturating_sub(spent)
+                .as_nanos()
+                .checked_div(per_rep.as_nanos().max(1))
+                .unwrap_or(0);
+            chunk = (reps - done).min(fit as usize);
+        }
+        let regular = start.elapsed();
+        let most = DISTURBED_REPS_FACTOR * reps.max(MIN_REPS);
+        while samples.len() < most
+            && start.elapsed() < regular + DISTURBED_EXTRA_TIME
+            && expected.disturbed(&summary(&samples))
+        {
+            run(MIN_REPS.min(most - samples.len()), &mut samples)?;
+        }
+        Ok(samples)
     }
 }
 
