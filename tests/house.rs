@@ -58,12 +58,12 @@ fn product_lines(code: &str) -> usize {
         .count()
 }
 
-#[test]
-fn no_product_file_holds_more_than_one_job() {
+/// The product source files of `src/` and `crates/`: tests, benches, examples and fuzz
+/// targets are not product code.
+fn product_files() -> Vec<PathBuf> {
     let mut files = Vec::new();
     rust_files(&root().join("src"), &mut files);
     rust_files(&root().join("crates"), &mut files);
-    // Tests, benches and examples are not product code.
     files.retain(|f| {
         let s = f.to_string_lossy();
         !s.contains("/tests/")
@@ -73,6 +73,12 @@ fn no_product_file_holds_more_than_one_job() {
             && !s.contains("/fuzz/")
     });
     assert!(files.len() > 100, "only {} source files found", files.len());
+    files
+}
+
+#[test]
+fn no_product_file_holds_more_than_one_job() {
+    let files = product_files();
     let long: Vec<String> = files
         .iter()
         .filter_map(|f| {
@@ -135,18 +141,7 @@ fn long_functions(code: &str) -> Vec<(String, usize)> {
 
 #[test]
 fn no_product_function_does_several_jobs() {
-    let mut files = Vec::new();
-    rust_files(&root().join("src"), &mut files);
-    rust_files(&root().join("crates"), &mut files);
-    files.retain(|f| {
-        let s = f.to_string_lossy();
-        !s.contains("/tests/")
-            && !s.contains("/benches/")
-            && !s.contains("/examples/")
-            && !s.ends_with("/tests.rs")
-            && !s.contains("/fuzz/")
-    });
-    assert!(files.len() > 100, "only {} source files found", files.len());
+    let files = product_files();
     let mut long = Vec::new();
     for f in &files {
         let name = f.strip_prefix(root()).unwrap().display().to_string();
