@@ -92,6 +92,15 @@ pub fn run(args: DiffArgs) -> Result<bool> {
         write_output(args.output.as_deref(), &text)?;
         return Ok(check.differs());
     }
+    // The library names the option's field; the user typed its flag.
+    if let Err(lgate_diff::DiffError::Option {
+        field,
+        value,
+        needs,
+    }) = options.check()
+    {
+        anyhow::bail!("--{} {value}: {needs}", field.replace('_', "-"));
+    }
     let diff = lgate_diff::diff(&args.a, &args.b, &options)?;
     let text = match args.format {
         DiffFormat::Text => diff.summary(),

@@ -109,6 +109,7 @@ impl MeasureArgs {
             (None, true) => TopologySource::Auto,
             (flag, _) => TopologySource::from_flag(flag.as_deref()),
         };
+        crate::plan_args::check_fast(self.fast)?;
         Ok(RunOptions {
             out,
             force: self.force,

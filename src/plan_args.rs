@@ -111,3 +111,13 @@ impl PlanArgs {
         self.plan == PlanName::Staged
     }
 }
+
+/// Refuses a fast-mode share of ranks (`--fast`, of `measure` and `simulate`) outside (0, 1].
+pub fn check_fast(fast: Option<f64>) -> Result<()> {
+    match fast {
+        Some(f) if !(f > 0.0 && f <= 1.0) => {
+            anyhow::bail!("--fast {f}: the share of ranks to test must be above 0 and at most 1")
+        }
+        _ => Ok(()),
+    }
+}

@@ -157,11 +157,7 @@ impl SimulateArgs {
             None => PLogPOptions::sizes_up_to(self.max_size.0),
         };
         let max = *sizes.last().expect("size 0 at least");
-        if let Some(f) = self.fast {
-            if !(f > 0.0 && f <= 1.0) {
-                bail!("--fast must be above 0 and at most 1");
-            }
-        }
+        crate::plan_args::check_fast(self.fast)?;
         Ok(SimulateOptions {
             sizes,
             reps: model.reps,

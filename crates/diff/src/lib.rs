@@ -72,9 +72,16 @@ pub enum DiffError {
         /// What is wrong.
         message: String,
     },
-    /// The options are unusable.
-    #[error("{0}")]
-    Options(String),
+    /// An option that cannot mean anything, named by its field of [`DiffOptions`].
+    #[error("{field} {value}: {needs}")]
+    Option {
+        /// The field of [`DiffOptions`].
+        field: &'static str,
+        /// Its value.
+        value: f64,
+        /// What a value of it must be.
+        needs: &'static str,
+    },
 }
 
 /// How `diff` judges.
@@ -139,39 +146,52 @@ pub const DEFAULT_SPREAD_FACTOR: f64 = 1.5;
 impl DiffOptions {
     /// Refuses a threshold or factor that cannot mean anything.
     pub fn check(&self) -> Result<(), DiffError> {
-        for (flag, t) in [
-            ("--threshold", self.threshold),
-            ("--pair-threshold", self.pair_threshold),
-        ] {
-            if !(t.is_finite() && t > 0.0) {
-                return Err(DiffError::Options(format!(
-                    "{flag} {t}: must be a positive number of standard deviations"
-                )));
-            }
+        const SIGMAS: &str = "must be a positive number of standard deviations";
+        const FACTOR: &str = "must be a factor of 1 or more";
+        let checks = [
+            ("threshold", self.threshold, self.threshold > 0.0, SIGMAS),
+            (
+                "pair_threshold",
+                self.pair_threshold,
+                self.pair_threshold > 0.0,
+                SIGMAS,
+            ),
+            (
+                "min_change",
+                self.min_change,
+                self.min_change >= 0.0,
+                "must be a relative change of 0 or more (0.1 for 10 %)",
+            ),
+            (
+                "machine_change",
+                self.machine_change,
+                self.machine_change >= 1.0,
+                FACTOR,
+            ),
+            (
+                "pair_change",
+                self.pair_change,
+                self.pair_change >= 1.0,
+                FACTOR,
+            ),
+            (
+                "spread_factor",
+                self.spread_factor,
+                self.spread_factor > 1.0,
+                "must be a number above 1",
+            ),
+        ];
+        match checks
+            .into_iter()
+            .find(|&(_, v, ok, _)| !(v.is_finite() && ok))
+        {
+            Some((field, value, _, needs)) => Err(DiffError::Option {
+                field,
+                value,
+                needs,
+            }),
+            None => Ok(()),
         }
-        if !(self.min_change.is_finite() && self.min_change >= 0.0) {
-            return Err(DiffError::Options(format!(
-                "--min-change {}: must be a relative change of 0 or more (0.1 for 10 %)",
-                self.min_change
-            )));
-        }
-        for (flag, f) in [
-            ("--machine-change", self.machine_change),
-            ("--pair-change", self.pair_change),
-        ] {
-            if !(f.is_finite() && f >= 1.0) {
-                return Err(DiffError::Options(format!(
-                    "{flag} {f}: must be a factor of 1 or more"
-                )));
-            }
-        }
-        if !(self.spread_factor.is_finite() && self.spread_factor > 1.0) {
-            return Err(DiffError::Options(format!(
-                "--spread-factor {}: must be a number above 1",
-                self.spread_factor
-            )));
-        }
-        Ok(())
     }
 }
 
@@ -513,4 +533,40 @@ pub struct MachineShift {
     pub flagged: bool,
     /// When it counts: the units whose pairs carry it (absolute changes).
     pub carried_by: Vec<UnitChange>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_option_is_named_by_its_field_never_a_flag() {
+        let bad = |o: DiffOptions| match o.check() {
+            Err(DiffError::Option { field, .. }) => field,
+            other => panic!("{other:?}"),
+        };
+        let base = DiffOptions::default;
+        assert_eq!(
+            bad(DiffOptions {
+                threshold: f64::NAN,
+                ..base()
+            }),
+            "threshold"
+        );
+        assert_eq!(
+            bad(DiffOptions {
+                pair_change: 0.5,
+                ..base()
+            }),
+            "pair_change"
+        );
+        assert_eq!(
+            bad(DiffOptions {
+                spread_factor: 1.0,
+                ..base()
+            }),
+            "spread_factor"
+        );
+        assert!(base().check().is_ok());
+    }
 }

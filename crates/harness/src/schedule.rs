@@ -46,7 +46,7 @@ pub enum ScheduleError {
         size: usize,
     },
     /// A fast-mode share outside (0, 1].
-    #[error("--fast {0}: the share of ranks to test must be above 0 and at most 1")]
+    #[error("fast mode's share of ranks {0}: must be above 0 and at most 1")]
     BadFraction(f64),
     /// An option of the plan that cannot make one.
     #[error("{0}")]
