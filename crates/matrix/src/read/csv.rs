@@ -1,9 +1,8 @@
 //! The CSV reader: square matrices with or without a header row and a label column, and
 //! lower triangles, with any of the usual separators, read in blocks.
 
-use super::number::{
-    cell_decimal, from_stored, from_stored_over, plain_decimal, zero_bytes, ONES, POW10,
-};
+use super::cells::{plain_cells, values_of_stored};
+use super::number::{cell_decimal, plain_decimal, zero_bytes, ONES};
 use super::*;
 
 /// CSV is read in blocks of about this many bytes; each block's lines are parsed on every core.
@@ -29,61 +28,6 @@ fn slot_stats(slot: &[f64]) -> (usize, bool) {
     slot.iter().fold((0, false), |(nans, negative), &x| {
         (nans + usize::from(x.is_nan()), negative | (x < 0.0))
     })
-}
-
-/// The cells of a line (after its first) into `out` when every one is a plain decimal with no
-/// blank, sign or exponent and the line is no wider than `out` (a distance matrix's usual line):
-/// one tight pass with nothing else to look for, then the values in a second. `None` for any
-/// other line, which the general reading takes from its start.
-fn plain_cells(b: &[u8], out: &mut [f64]) -> Option<usize> {
-    let (mut any, mut all) = (0u8, u8::MAX);
-    let (mut start, mut c, mut at) = (0, 0, 0);
-    let mut put = |c: usize, d: super::number::PlainDecimal| -> Option<()> {
-        *out.get_mut(c)? = f64::from_bits(d.stored());
-        any |= d.decimals;
-        all &= d.decimals;
-        Some(())
-    };
-    while let Some(word) = b.get(at..at + 8) {
-        let mut commas = zero_bytes(
-            u64::from_le_bytes(word.try_into().expect("eight bytes")) ^ (u64::from(b',') * ONES),
-        );
-        while commas != 0 {
-            let end = at + (commas.trailing_zeros() / 8) as usize;
-            put(c, cell_decimal(b, start, end)?)?;
-            (c, start) = (c + 1, end + 1);
-            commas &= commas - 1;
-        }
-        at += 8;
-    }
-    // The last bytes, with fewer than eight after a cell's start.
-    let whole = |start: usize, end: usize| {
-        cell_decimal(b, start, end)
-            .or_else(|| plain_decimal(&b[start..end]).filter(|d| d.len == end - start))
-    };
-    for k in (at..b.len()).filter(|&k| b[k] == b',') {
-        put(c, whole(start, k)?)?;
-        (c, start) = (c + 1, k + 1);
-    }
-    put(c, whole(start, b.len())?)?;
-    values_of_stored(&mut out[..=c], any, all);
-    Some(c + 1)
-}
-
-/// Stored plain decimals turned into their values: divided by one power of ten in vectors when
-/// every cell has the same number of decimals (`any` and `all`, their decimals OR-ed and
-/// AND-ed, agree), else each by its own.
-fn values_of_stored(read: &mut [f64], any: u8, all: u8) {
-    if any == all {
-        let divisor = POW10[usize::from(any)];
-        for x in read.iter_mut() {
-            *x = from_stored_over(x.to_bits(), divisor);
-        }
-    } else {
-        for x in read.iter_mut() {
-            *x = from_stored(x.to_bits());
-        }
-    }
 }
 
 /// The rows read so far, every cell of each parsed into one row-major buffer of `width` cells a
@@ -580,6 +524,7 @@ pub(super) fn read_csv_in_blocks(
 
 #[cfg(test)]
 mod tests {
+    use super::super::cells::even_cells;
     use super::*;
 
     #[test]
@@ -619,19 +564,80 @@ mod tests {
                     cell
                 })
                 .collect();
-            let line = cells.join(",");
-            let mut out = vec![0.0; cells.len()];
-            let count = rows.parse_cells(1, &line, &mut out).unwrap();
-            assert_eq!(count, cells.len(), "{line}");
-            for (cell, got) in cells.iter().zip(&out) {
-                let t = cell.trim().trim_matches('"');
-                let want = if t.is_empty() {
-                    f64::NAN
-                } else {
-                    t.parse().unwrap()
+            read_as_std(&rows, &cells);
+        }
+    }
+
+    /// Reads `cells` joined by commas and checks every value bit for bit against `str::parse`.
+    fn read_as_std(rows: &CsvRows, cells: &[String]) {
+        let line = cells.join(",");
+        let mut out = vec![0.0; cells.len()];
+        let count = rows.parse_cells(1, &line, &mut out).unwrap();
+        assert_eq!(count, cells.len(), "{line}");
+        for (cell, got) in cells.iter().zip(&out) {
+            let t = cell.trim().trim_matches('"');
+            let want = if t.is_empty() {
+                f64::NAN
+            } else {
+                t.parse().unwrap()
+            };
+            assert_eq!(got.to_bits(), want.to_bits(), "{cell:?} in {line:?}");
+        }
+    }
+
+    #[test]
+    fn lines_of_cells_as_wide_read_as_the_standard_library_reads_them() {
+        // Lines of 1-40 cells all 1-9 bytes wide (the point anywhere or nowhere, so that the
+        // decimals differ or agree), some with one cell spoilt (a sign, another width, an
+        // exponent, an empty cell, a blank): values bit for bit as `str::parse` gives them, and
+        // the even lines of at most eight bytes a cell read by `even_cells` itself.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let rows = CsvRows::new(Path::new("m.csv"), 0);
+        let mut even = 0;
+        for _ in 0..20_000 {
+            let (w, n) = (1 + next(9) as usize, 1 + next(40) as usize);
+            let fixed_point = next(2) == 0;
+            let point = next(w as u64 + 1) as usize;
+            let mut cells: Vec<String> = (0..n)
+                .map(|_| {
+                    let mut cell: String =
+                        (0..w).map(|_| char::from(b'0' + next(10) as u8)).collect();
+                    let at = if fixed_point {
+                        point
+                    } else {
+                        next(w as u64 + 1) as usize
+                    };
+                    if (1..w.saturating_sub(1) + 1).contains(&at) && w > 2 {
+                        cell.replace_range(at..at + 1, ".");
+                    }
+                    cell
+                })
+                .collect();
+            let spoilt = next(3) == 0;
+            if spoilt {
+                let k = next(n as u64) as usize;
+                cells[k] = match next(5) {
+                    0 => format!("-{}", cells[k]),
+                    1 => format!("{}7", cells[k]),
+                    2 => format!("{}e1", &cells[k][..w.saturating_sub(2).max(1)]),
+                    3 => String::new(),
+                    _ => format!(" {}", cells[k]),
                 };
-                assert_eq!(got.to_bits(), want.to_bits(), "{cell:?} in {line:?}");
+            }
+            read_as_std(&rows, &cells);
+            if !spoilt && w <= 8 && n >= 2 {
+                let line = cells.join(",");
+                let mut out = vec![0.0; n];
+                assert_eq!(even_cells(line.as_bytes(), &mut out), Some(n), "{line}");
+                even += 1;
             }
         }
+        assert!(even > 5_000, "only {even} even lines");
     }
 }

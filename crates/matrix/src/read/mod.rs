@@ -8,6 +8,7 @@ use ndarray::Array2;
 use crate::{DistanceMatrix, MatrixError};
 
 mod build;
+mod cells;
 mod csv;
 mod line;
 pub(crate) use line::other_separator;
