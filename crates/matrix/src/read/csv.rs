@@ -533,13 +533,7 @@ mod tests {
         // with the point anywhere or nowhere, signs, blanks around, exponents, quotes, empty
         // cells), each cell at every place of a line and near its end: every value bit for bit
         // what `str::parse` gives.
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut next = below(0x2545_f491_4f6c_dd1d);
         let rows = CsvRows::new(Path::new("m.csv"), 0);
         for _ in 0..20_000 {
             let cells: Vec<String> = (0..1 + next(12))
@@ -568,6 +562,17 @@ mod tests {
         }
     }
 
+    /// Numbers below `n` from a xorshift generator seeded with `seed`.
+    fn below(seed: u64) -> impl FnMut(u64) -> u64 {
+        let mut x = seed;
+        move |n| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        }
+    }
+
     /// Reads `cells` joined by commas and checks every value bit for bit against `str::parse`.
     fn read_as_std(rows: &CsvRows, cells: &[String]) {
         let line = cells.join(",");
@@ -591,13 +596,7 @@ mod tests {
         // decimals differ or agree), some with one cell spoilt (a sign, another width, an
         // exponent, an empty cell, a blank): values bit for bit as `str::parse` gives them, and
         // the even lines of at most eight bytes a cell read by `even_cells` itself.
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut next = below(0x9e37_79b9_7f4a_7c15);
         let rows = CsvRows::new(Path::new("m.csv"), 0);
         let mut even = 0;
         for _ in 0..20_000 {
