@@ -15,6 +15,7 @@
 #   sudo benches/testbed-random.sh --keep DIR      # keeps each seed's run directory in DIR
 #   benches/testbed-random.sh --rescore DIR        # clusters DIR's kept runs again and judges them
 #   sudo MEASURE_ARGS="--estimator p10" benches/testbed-random.sh   # measure with these options
+#   sudo LGATE_BIN=/tmp/lgate-before benches/testbed-random.sh     # another build, side by side
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -23,8 +24,9 @@ keep="" rescore=""
 if [ "${1:-}" = --keep ]; then keep="$2"; mkdir -p "$keep"; fi
 if [ "${1:-}" = --rescore ]; then rescore="$2"; fi
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/lgate-plogp/target}"
-cargo build --release --quiet
-bin="$CARGO_TARGET_DIR/release/lgate-plogp"
+# LGATE_BIN=PATH: another build of the tool (an earlier commit's), to set beside this one.
+bin="${LGATE_BIN:-$CARGO_TARGET_DIR/release/lgate-plogp}"
+[ -n "${LGATE_BIN:-}" ] || cargo build --release --quiet
 seeds="${SEEDS:-$(seq -s ' ' 1 12)}"
 work="$(mktemp -d)"
 export LGATE_TESTBED_STATE="$work/testbed"

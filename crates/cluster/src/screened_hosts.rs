@@ -53,6 +53,7 @@ impl LevelJudge for ScreenedJudge {
         let p = AutoParams {
             slow_inside_level: false,
             pairs_decide: crate::host_levels::Z_FIRM,
+            doubt_undecidable: true,
             ..AutoParams::default()
         };
         Ok(doubts_of_screened(groups, ranks, pairs, &p)?)
@@ -182,6 +183,43 @@ mod tests {
             "{doubts:?}"
         );
         assert!(doubts.iter().all(|d| d.z < crate::host_levels::Z_DECIDE));
+    }
+
+    #[test]
+    fn a_level_of_the_medians_one_test_a_pair_cannot_confirm_is_measures_doubt() {
+        // Random fabric 2 on the emulated cluster at screening time: four leaves of two hosts
+        // of two ranks, every pair between hosts screened once. The leaves stand out in the
+        // medians (20 us against 35), but 16 pairs inside against 64 between cannot reach
+        // `Z_FIRM` whatever the gap: `cluster` keeps the medians' level, and `measure` must
+        // still ask for more tests of those pairs (it spent nothing on them before).
+        let hosts: Vec<Vec<usize>> = (0..8).map(|x| vec![2 * x, 2 * x + 1]).collect();
+        let mut pairs = ScreenedRankPairs::with_sizes(1);
+        for i in 0..16u32 {
+            for j in i + 1..16 {
+                let (a, b) = (i as usize / 2, j as usize / 2);
+                let base = match (a == b, a / 2 == b / 2) {
+                    (true, _) => 2.0,
+                    (false, true) => 20.0,
+                    (false, false) => 35.0,
+                };
+                let v = base * (1.0 + 0.05 * (((i * 7 + j * 13) % 9) as f64 - 4.0) / 4.0);
+                // No floors: the medians alone (floors this clear decide: `CLEAR_GAP`).
+                pairs.push(i, j, &[v], &[f64::NAN]);
+            }
+        }
+        let doubts = ScreenedJudge.doubts(&hosts, 16, pairs.clone()).unwrap();
+        let leaves = [[0, 1], [2, 3], [4, 5], [6, 7]];
+        let d = doubts.iter().find(|d| d.groups_of() == leaves);
+        let d = d.unwrap_or_else(|| panic!("the leaves not in doubt: {doubts:?}"));
+        assert!(
+            d.z < crate::host_levels::Z_FIRM && d.tests_needed > 1,
+            "{d:?}"
+        );
+        // `cluster`'s judgement of the same pairs keeps the level and says no doubt.
+        let p = AutoParams::default();
+        assert!(doubts_of_screened(&hosts, 16, pairs, &p)
+            .unwrap()
+            .is_empty());
     }
 
     #[test]

@@ -127,8 +127,16 @@ pub(crate) fn hosts_part(
             }
             // The medians' own levels judged by the pairs too: a gap of a few host pairs'
             // medians can be noise that many pairs do not bear out.
-            let medians = crate::host_levels::judged_by_pairs(auto(&g, &hosts_p), &sets, &hosts_p);
-            crate::host_levels::refine_sizes(medians, &sets, &hosts_p)
+            let mut unjudged = Vec::new();
+            let medians = crate::host_levels::judged_by_pairs(
+                auto(&g, &hosts_p),
+                &sets,
+                &hosts_p,
+                &mut unjudged,
+            );
+            let (tree, mut doubts) = crate::host_levels::refine_sizes(medians, &sets, &hosts_p);
+            doubts.extend(unjudged);
+            (tree, doubts)
         }
         None => (auto(&g, &hosts_p), Vec::new()),
     };

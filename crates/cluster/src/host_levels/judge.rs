@@ -238,7 +238,9 @@ fn judge_any_gap(
     if w <= 0.0 {
         return None;
     }
-    let gap = b >= (1.0 + LEAST_GAP) * w;
+    // Each group of four hosts or more apart on its own too: pooled, one group far apart can
+    // carry a grouping that joins two groups as far apart as any.
+    let gap = b >= (1.0 + LEAST_GAP) * w && each_apart(&members, m, hosts, values);
     let mut counts: Vec<f64> = (within_pairs.iter().chain(&between_pairs))
         .map(|&(a, c)| values.of(hosts[a], hosts[c]).len() as f64)
         .collect();
@@ -282,6 +284,11 @@ fn judge_any_gap(
             }
         }
     }
+    // Floors far apart decide whatever few units cap the rank test at.
+    if values.are_floors && clear_gap(&within, &between) {
+        z = z.max(p.pairs_decide);
+        z_most = z_most.max(z);
+    }
     Some(Candidate {
         labels: labels.to_vec(),
         z,
@@ -292,6 +299,22 @@ fn judge_any_gap(
         tests: per_pair,
         gap,
     })
+}
+
+/// Whether every value of `within` lies below every value of `between` by [`CLEAR_GAP`] times
+/// the wider spread of the two at least, with [`MIN_CLEAR_INSIDE`] values inside at least.
+fn clear_gap(within: &[f64], between: &[f64]) -> bool {
+    let range = |v: &[f64]| {
+        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (lo, hi)
+    };
+    let ((w_lo, w_hi), (b_lo, b_hi)) = (range(within), range(between));
+    let gap = b_lo - w_hi;
+    within.len() >= MIN_CLEAR_INSIDE
+        && between.len() >= MIN_CLEAR_INSIDE
+        && gap > 0.0
+        && gap >= CLEAR_GAP * (w_hi - w_lo).max(b_hi - b_lo)
 }
 
 /// Every host nearer to each of its group than to any host outside it; in a group of four or
@@ -323,22 +346,72 @@ fn nearer_their_groups(labels: &[usize], members: &[Vec<usize>], m: &Array2<f64>
     true
 }
 
+/// Whether every group of four hosts or more (`members`, positions in `hosts`) stands apart on
+/// its own: the pairs across its own widest split (the last merge of its hosts' medians `m`)
+/// have their median [`LEAST_GAP`] below that of its pairs with its nearest group, as
+/// measured. The pairs inside its finer levels are left out (a group joining two leaves as
+/// far from each other as from any other leaf is no group, whatever its leaves' pairs), and
+/// so are the hosts' own effects (a host with no near group is far from all, and with that
+/// taken out such a group comes within the gap). Smaller groups have too few pairs across
+/// their split to be judged alone: they count in the pooled test only.
+fn each_apart(
+    members: &[Vec<usize>],
+    m: &Array2<f64>,
+    hosts: &[usize],
+    values: &BetweenValues,
+) -> bool {
+    let gather = |pairs: &mut dyn Iterator<Item = (usize, usize)>| -> Vec<f64> {
+        pairs
+            .flat_map(|(a, b)| values.of(hosts[a], hosts[b]).iter().copied())
+            .filter(|x| x.is_finite())
+            .collect()
+    };
+    (0..members.len())
+        .filter(|&x| members[x].len() >= 4)
+        .all(|x| {
+            let Some(y) = nearest_group(members, m, x) else {
+                return true;
+            };
+            let g = &members[x];
+            let sub = Array2::from_shape_fn((g.len(), g.len()), |(a, b)| m[[g[a], g[b]]]);
+            let halves = Dendrogram::new(&sub, Linkage::Average).cut(2);
+            let mut inside = gather(&mut (0..g.len()).flat_map(|a| {
+                let halves = &halves;
+                (a + 1..g.len())
+                    .filter(move |&b| halves[a] != halves[b])
+                    .map(move |b| (g[a], g[b]))
+            }));
+            let mut across =
+                gather(&mut (g.iter()).flat_map(|&a| members[y].iter().map(move |&b| (a, b))));
+            if inside.is_empty() || across.is_empty() {
+                return true;
+            }
+            median(&mut across) >= (1.0 + LEAST_GAP) * median(&mut inside)
+        })
+}
+
+/// The group nearest to group `x` of `members` (by the median of the medians `m` between
+/// them); `None` when there is no other group.
+fn nearest_group(members: &[Vec<usize>], m: &Array2<f64>, x: usize) -> Option<usize> {
+    let at = |y: usize| {
+        let mut v: Vec<f64> = (members[x].iter())
+            .flat_map(|&a| members[y].iter().map(move |&b| (a, b)))
+            .map(|(a, b)| m[[a, b]])
+            .collect();
+        median(&mut v)
+    };
+    (0..members.len())
+        .filter(|&y| y != x)
+        .min_by(|&y, &z| at(y).total_cmp(&at(z)))
+}
+
 /// The pairs of hosts between each group and its nearest group (by the median of the medians
 /// between them), each pair once; `None` when a group has no other group.
 fn pairs_to_nearest_groups(members: &[Vec<usize>], m: &Array2<f64>) -> Option<Vec<(usize, usize)>> {
     let k = members.len();
     let mut between_pairs: Vec<(usize, usize)> = Vec::new();
     for x in 0..k {
-        let near = (0..k).filter(|&y| y != x).min_by(|&y, &z| {
-            let at = |y: usize| {
-                let mut v: Vec<f64> = (members[x].iter())
-                    .flat_map(|&a| members[y].iter().map(move |&b| (a, b)))
-                    .map(|(a, b)| m[[a, b]])
-                    .collect();
-                median(&mut v)
-            };
-            at(y).total_cmp(&at(z))
-        })?;
+        let near = nearest_group(members, m, x)?;
         for &a in &members[x] {
             for &b in &members[near] {
                 between_pairs.push((a.min(b), a.max(b)));

@@ -15,7 +15,11 @@
 //!   brought to the mean of all, its pairs divided by the same factors);
 //! - the pairs between hosts of one group are shorter than the pairs between each group and its
 //!   nearest group by a one-sided Mann-Whitney test at `z >=` [`Z_DECIDE`], on every measured
-//!   pair (not the medians), and the medians of the two differ by [`LEAST_GAP`] at least.
+//!   pair (not the medians), and the medians of the two differ by [`LEAST_GAP`] at least;
+//! - each group of four hosts or more stands apart on its own: the pairs across its widest
+//!   split have their median [`LEAST_GAP`] below that of its pairs with its nearest group
+//!   (pooled, one group far apart can carry a grouping that joins two groups as far apart
+//!   as any).
 //!
 //! The threshold is set against the selection: on matrices with no structure (4-16 hosts, 4
 //! pairs between each two, log-normal noise), the best cut passing the first two tests reaches
@@ -82,6 +86,17 @@ pub const Z_LEND: f64 = 2.0;
 /// of the first: differences below a few percent are timer and placement artifacts.
 pub const LEAST_GAP: f64 = 0.03;
 
+/// How many times the wider spread (largest less least) of the floors inside groups and of
+/// those between them the gap between the two (least between less largest inside) must be to
+/// decide a grouping on the floors whatever the rank test's z: few pairs cap that z (five
+/// leaves of two one-rank hosts, one pair inside each: z 3.6 at most), and no noise of the
+/// least of many tests puts every pair inside a grouping of a few hosts that far below every
+/// pair between ([`MIN_CLEAR_INSIDE`] of them at least).
+pub const CLEAR_GAP: f64 = 2.0;
+
+/// The fewest floors inside groups that [`CLEAR_GAP`] decides on.
+pub const MIN_CLEAR_INSIDE: usize = 4;
+
 /// The pairs measured between each two hosts (`a < b`), at one size, in microseconds.
 #[derive(Debug, Clone, Default)]
 pub struct BetweenValues {
@@ -99,6 +114,9 @@ pub struct BetweenValues {
     /// Whether the tests of all the pairs between two hosts are one unit of the test (the two
     /// hosts' load moves them together), not each pair's tests.
     pub units_are_host_pairs: bool,
+    /// Whether the values are the pairs' floors (each the least repetition of any of its
+    /// tests), for which a gap far wider than either side's spread decides ([`CLEAR_GAP`]).
+    pub are_floors: bool,
 }
 
 impl BetweenValues {
@@ -142,6 +160,7 @@ impl BetweenValues {
             tests: HashMap::new(),
             floors: HashMap::new(),
             units_are_host_pairs: true,
+            are_floors: true,
         }
     }
 
@@ -155,6 +174,7 @@ impl BetweenValues {
             tests: self.tests.clone(),
             floors: HashMap::new(),
             units_are_host_pairs: true,
+            are_floors: false,
         }
     }
 

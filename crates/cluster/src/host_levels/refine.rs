@@ -57,8 +57,14 @@ pub fn refine_sizes(tree: Tree, sets: &[Evidence<'_>], p: &AutoParams) -> (Tree,
 /// size decide, though they are enough to, made one group again, for [`refine_in`] to split by
 /// what the pairs do decide or to leave in doubt. A level too few pairs can decide (every pair
 /// inside its groups nearer than every pair between them would still fall short) stays as the
-/// medians found it.
-pub fn judged_by_pairs(tree: Tree, sets: &[Evidence<'_>], p: &AutoParams) -> Tree {
+/// medians found it, and is added to `doubts` when [`AutoParams::doubt_undecidable`] asks (more
+/// tests of its pairs would decide it).
+pub fn judged_by_pairs(
+    tree: Tree,
+    sets: &[Evidence<'_>],
+    p: &AutoParams,
+    doubts: &mut Vec<Doubt>,
+) -> Tree {
     let (hosts, labels) = tree.ranks_by_child();
     let Tree::Node {
         children,
@@ -75,11 +81,32 @@ pub fn judged_by_pairs(tree: Tree, sets: &[Evidence<'_>], p: &AutoParams) -> Tre
     if could && !decided {
         return Tree::Leaf(hosts);
     }
+    if !could && !decided && p.doubt_undecidable {
+        let best = judged.iter().max_by(|a, b| a.z.total_cmp(&b.z));
+        doubts.extend(best.map(|c| doubt_of(&hosts, c, p)));
+    }
     Tree::Node {
         children: (children.into_iter())
-            .map(|c| judged_by_pairs(c, sets, p))
+            .map(|c| judged_by_pairs(c, sets, p, doubts))
             .collect(),
         separation,
+    }
+}
+
+/// The grouping `c` of `hosts` as a doubt: with the pairs and tests that would decide it.
+fn doubt_of(hosts: &[usize], c: &Candidate, p: &AutoParams) -> Doubt {
+    Doubt {
+        groups: c.labels.iter().max().map_or(0, |&m| m + 1),
+        hosts: hosts.len(),
+        members: hosts.to_vec(),
+        labels: c.labels.clone(),
+        z: c.z,
+        pairs: c.pairs,
+        pairs_needed: (c.pairs as f64 * (p.pairs_decide / c.z.max(0.5)).powi(2)).ceil() as usize,
+        every_pair: c.every_pair,
+        z_most: c.z_most,
+        tests: c.tests,
+        tests_needed: tests_needed(c.tests, c.z, p.pairs_decide),
     }
 }
 
@@ -95,19 +122,7 @@ pub(super) fn refine_in(
                 return Tree::Leaf(hosts);
             };
             if c.z < p.pairs_decide {
-                doubts.push(Doubt {
-                    groups: c.labels.iter().max().map_or(0, |&m| m + 1),
-                    hosts: hosts.len(),
-                    members: hosts.clone(),
-                    labels: c.labels.clone(),
-                    z: c.z,
-                    pairs: c.pairs,
-                    pairs_needed: (c.pairs as f64 * (p.pairs_decide / c.z).powi(2)).ceil() as usize,
-                    every_pair: c.every_pair,
-                    z_most: c.z_most,
-                    tests: c.tests,
-                    tests_needed: tests_needed(c.tests, c.z, p.pairs_decide),
-                });
+                doubts.push(doubt_of(&hosts, &c, p));
                 return Tree::Leaf(hosts);
             }
             split(&hosts, &c, sets, p, doubts)

@@ -5,6 +5,19 @@ use super::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+/// Draws from `seed`: a standard normal and the uniform in [0, 1) it was made with
+/// (Box-Muller), for the noise and the rare events of one draw.
+fn normal_draws(seed: u64) -> impl FnMut() -> (f64, f64) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    move || {
+        let (u1, u2): (f64, f64) = (rng.random_range(1e-12..1.0), rng.random_range(0.0..1.0));
+        (
+            (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos(),
+            u2,
+        )
+    }
+}
+
 /// `hosts` hosts in leaves of `per`, `pairs` pairs between each two: 100 us between hosts of
 /// a leaf and `far` across leaves, each pair off by log-normal noise `sigma`.
 fn fabric(
@@ -50,12 +63,7 @@ fn one_rank_a_host(
     (pair_sigma, sigma): (f64, f64),
     seed: u64,
 ) -> (Array2<f64>, BetweenValues) {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut normal = move || {
-        let (u1, u2): (f64, f64) = (rng.random_range(1e-12..1.0), rng.random_range(0.0..1.0));
-        let n = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
-        (n, u2)
-    };
+    let mut normal = normal_draws(seed);
     let mut values = BetweenValues {
         ranks: vec![1; hosts],
         ..BetweenValues::default()
@@ -456,36 +464,58 @@ fn three_ranks_a_host(
     shared: f64,
     seed: u64,
 ) -> (Array2<f64>, Array2<f64>, BetweenValues) {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut normal = move || {
-        let (u1, u2): (f64, f64) = (rng.random_range(1e-12..1.0), rng.random_range(0.0..1.0));
-        (
-            (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos(),
-            u2,
-        )
-    };
+    loaded_fabric(
+        hosts,
+        per,
+        (10.0, far),
+        (3, 4),
+        shared,
+        seed,
+        |at, normal| {
+            // One floor in six raised by a busy core through every repetition.
+            let (n, u) = normal();
+            let raised = if u < 1.0 / 6.0 { 1.0 + 3.0 * u } else { 1.0 };
+            let floor = at * (0.03 * n).exp() * raised;
+            let (_, u) = normal();
+            (
+                vec![floor * (1.1 + 0.6 * u) * (0.2 * normal().0).exp()],
+                floor,
+            )
+        },
+    )
+}
+
+/// `hosts` hosts of `ranks` ranks (`pairs` pairs between two) in leaves of `per` (`inside`
+/// between hosts of a leaf, `far` across), everything between two hosts moved by their load
+/// (log-normal `shared`): each pair's tests and floor drawn by `pair` from its class's value
+/// times the load; the medians of the pairs' medians, those of their floors, and the evidence.
+fn loaded_fabric(
+    hosts: usize,
+    per: usize,
+    (inside, far): (f64, f64),
+    (ranks, pairs): (usize, usize),
+    shared: f64,
+    seed: u64,
+    mut pair: impl FnMut(f64, &mut dyn FnMut() -> (f64, f64)) -> (Vec<f64>, f64),
+) -> (Array2<f64>, Array2<f64>, BetweenValues) {
+    let mut normal = normal_draws(seed);
     let mut values = BetweenValues {
-        ranks: vec![3; hosts],
+        ranks: vec![ranks; hosts],
         ..BetweenValues::default()
     };
     let (mut g, mut f) = (Array2::zeros((hosts, hosts)), Array2::zeros((hosts, hosts)));
     for a in 0..hosts {
         for b in a + 1..hosts {
-            let base = if a / per == b / per { 10.0 } else { far };
+            let base = if a / per == b / per { inside } else { far };
             let load = (shared * normal().0).exp();
-            let (mut medians, mut floors) = (Vec::new(), Vec::new());
-            for _ in 0..4 {
-                // One floor in six raised by a busy core through every repetition.
-                let (n, u) = normal();
-                let raised = if u < 1.0 / 6.0 { 1.0 + 3.0 * u } else { 1.0 };
-                let floor = base * load * (0.03 * n).exp() * raised;
-                let (_, u) = normal();
+            let (mut tests, mut medians, mut floors) = (Vec::new(), Vec::new(), Vec::new());
+            for _ in 0..pairs {
+                let (t, floor) = pair(base * load, &mut normal);
+                medians.push(median(&mut t.clone()));
+                tests.push(t);
                 floors.push(floor);
-                medians.push(floor * (1.1 + 0.6 * u) * (0.2 * normal().0).exp());
             }
-            values
-                .tests
-                .insert((a, b), medians.iter().map(|&m| vec![m]).collect());
+            values.tests.insert((a, b), tests);
             values.floors.insert((a, b), floors.clone());
             let (m, x) = (median(&mut medians.clone()), median(&mut floors));
             values.values.insert((a, b), medians);
@@ -601,7 +631,12 @@ fn a_level_of_the_medians_that_enough_pairs_do_not_bear_out_is_undone() {
             g[[b, a]] = 85.0;
         }
         let p = AutoParams::default();
-        let t = judged_by_pairs(leaves_with_a_split_second(), &[(&g, &v)], &p);
+        let t = judged_by_pairs(
+            leaves_with_a_split_second(),
+            &[(&g, &v)],
+            &p,
+            &mut Vec::new(),
+        );
         let want = Tree::Node {
             children: vec![Tree::Leaf(vec![0, 1, 2, 3]), Tree::Leaf(vec![4, 5, 6, 7])],
             separation: Some(1.46),
@@ -636,7 +671,12 @@ fn a_level_of_the_medians_that_the_pairs_bear_out_or_are_too_few_to_judge_stays(
             g[[b, a]] = mid;
         }
     }
-    let t = judged_by_pairs(leaves_with_a_split_second(), &[(&g, &values)], &p);
+    let t = judged_by_pairs(
+        leaves_with_a_split_second(),
+        &[(&g, &values)],
+        &p,
+        &mut Vec::new(),
+    );
     assert_eq!(t, leaves_with_a_split_second());
     // One pair between two hosts and leaves of two hosts ten times apart: every pair inside
     // nearer than every pair across still falls short of deciding, so the medians' level stays.
@@ -645,5 +685,151 @@ fn a_level_of_the_medians_that_the_pairs_bear_out_or_are_too_few_to_judge_stays(
         children: vec![Tree::Leaf(vec![0, 1]), Tree::Leaf(vec![2, 3])],
         separation: Some(10.0),
     };
-    assert_eq!(judged_by_pairs(two.clone(), &[(&g, &v)], &p), two);
+    assert_eq!(
+        judged_by_pairs(two.clone(), &[(&g, &v)], &p, &mut Vec::new()),
+        two
+    );
+}
+
+/// The groups of hosts of every node of `t` below its root, each sorted.
+fn all_groups(t: &Tree) -> Vec<Vec<usize>> {
+    let mut out = Vec::new();
+    if let Tree::Node { children, .. } = t {
+        for c in children {
+            let (mut hosts, _) = c.ranks_by_child();
+            hosts.sort_unstable();
+            out.push(hosts);
+            out.extend(all_groups(c));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_group_joining_two_leaves_as_far_apart_as_any_is_no_level() {
+    // Random fabric 2 on the emulated cluster: four leaves of two hosts, the first two
+    // joined in a group, the last two each a group of their own (as far from each other as
+    // from the first group), 4 pairs between two hosts. Pooled, the first group's pairs let a
+    // cut joining the last two leaves pass the test (their hosts' own effects, taken out,
+    // bring them near); each group of four hosts or more must stand apart on its own.
+    let mut three = 0;
+    for seed in 0..20 {
+        let mut rng = ChaCha8Rng::seed_from_u64(900 + seed);
+        let mut values = BetweenValues {
+            ranks: vec![2; 8],
+            ..BetweenValues::default()
+        };
+        let mut g = Array2::zeros((8, 8));
+        for a in 0..8usize {
+            for b in a + 1..8 {
+                let base = match (a / 2 == b / 2, a / 4 == 0 && b / 4 == 0) {
+                    (true, _) => 100.0,
+                    (false, true) => 150.0,
+                    (false, false) => 180.0,
+                };
+                let v: Vec<f64> = (0..4)
+                    .map(|_| base * (1.0 + rng.random_range(-0.04..0.04)))
+                    .collect();
+                let mid = median(&mut v.clone());
+                values.values.insert((a, b), v);
+                g[[a, b]] = mid;
+                g[[b, a]] = mid;
+            }
+        }
+        let (t, _) = refine(
+            Tree::Leaf((0..8).collect()),
+            &g,
+            &values,
+            &AutoParams::default(),
+        );
+        let found = all_groups(&t);
+        assert!(
+            !found
+                .iter()
+                .any(|h| h.len() < 8 && h.contains(&4) && h.contains(&6)),
+            "seed {seed}: the last two leaves joined: {t:?}"
+        );
+        three += usize::from(found.contains(&vec![0, 1, 2, 3]));
+    }
+    assert!(three >= 15, "the first group found in {three} of 20");
+}
+
+/// One pair between two one-rank hosts (its class's value `at`) tested 10 times: a test off
+/// by log-normal 0.02 and, one in two, slowed 10-60 % throughout (ranks taking turns on shared
+/// cores, as on the emulated testbed); its tests and floor (the least test), for
+/// [`loaded_fabric`] with floors 20 us inside a leaf.
+fn one_rank_tests(at: f64, normal: &mut dyn FnMut() -> (f64, f64)) -> (Vec<f64>, f64) {
+    let tests: Vec<f64> = (0..10)
+        .map(|_| {
+            let (n, u) = normal();
+            let slowed = if u < 0.5 { 1.1 + u } else { 1.0 };
+            at * (0.02 * n).exp() * slowed
+        })
+        .collect();
+    let floor = tests.iter().copied().fold(f64::INFINITY, f64::min);
+    (tests, floor)
+}
+
+#[test]
+fn floors_far_apart_decide_leaves_of_one_rank_hosts() {
+    // Random fabric 1 on the emulated cluster (2026-12-04): five leaves of two one-rank
+    // hosts, ten tests a pair, floors 19.7-20.1 us inside the leaves and 23.9-24.9 across,
+    // half the tests slowed throughout. One pair inside each leaf caps the rank test of the
+    // floors at z 3.6 and the slowed tests take the tests' own z lower: the leaves were
+    // missed or undecided. A gap twice the wider spread of the two sides decides them.
+    let (mut found, mut capped) = (0, 0);
+    for seed in 0..20 {
+        let (g, f, v) = loaded_fabric(
+            10,
+            2,
+            (20.0, 24.0),
+            (1, 1),
+            0.01,
+            51_000 + seed,
+            one_rank_tests,
+        );
+        let (t, _) = refine_with_floors(10, &g, &f, &v);
+        found += usize::from(groups(&t) == 5);
+        // The floors' rank test alone, as before.
+        let floors = v.of_floors();
+        let mut plain = floors.clone();
+        plain.are_floors = false;
+        let p = AutoParams::default();
+        let sets: [Evidence<'_>; 1] = [(&f, &plain)];
+        let (t, _) = refine_sizes(Tree::Leaf((0..10).collect()), &sets, &p);
+        capped += usize::from(groups(&t) == 5);
+    }
+    assert!(found >= 18, "leaves found in {found} of 20");
+    assert_eq!(
+        capped, 0,
+        "the rank test alone decided them in {capped} of 20"
+    );
+}
+
+#[test]
+fn floors_of_one_rank_hosts_make_no_level_of_noise() {
+    // No structure, one rank a host, ten tests a pair, the two hosts' load moving a pair's
+    // floor (none, 2 % or 5 %): a clear gap between the floors of some grouping and the rest
+    // makes at most 1 level in 200 draws at each count of hosts.
+    for (hosts, shared) in [(6, 0.02), (8, 0.0), (10, 0.05), (12, 0.02)] {
+        let mut made = 0;
+        for seed in 0..200 {
+            let at = (20.0, 20.0);
+            let (g, f, v) = loaded_fabric(
+                hosts,
+                hosts,
+                at,
+                (1, 1),
+                shared,
+                61_000 + seed,
+                one_rank_tests,
+            );
+            let (t, _) = refine_with_floors(hosts, &g, &f, &v);
+            made += usize::from(groups(&t) > 1);
+        }
+        assert!(
+            made <= 1,
+            "{hosts} hosts, shared load {shared}: levels of noise in {made} of 200"
+        );
+    }
 }

@@ -55,6 +55,10 @@ pub struct AutoParams {
     /// ([`PAIRS_DECIDE`]; `measure` asks more of a level before it spends nothing on it: its
     /// `Z_FIRM` of the levels on hosts).
     pub pairs_decide: f64,
+    /// Whether a level the host medians show whose pairs are too few to decide it at
+    /// `pairs_decide` is a doubt too (`measure`: more tests of its pairs would decide it); off
+    /// in `cluster`, which keeps such a level as the medians show it.
+    pub doubt_undecidable: bool,
 }
 
 impl Default for AutoParams {
@@ -72,6 +76,7 @@ impl Default for AutoParams {
             jump_cuts: 12,
             slow_inside_level: true,
             pairs_decide: PAIRS_DECIDE,
+            doubt_undecidable: false,
         }
     }
 }

@@ -49,10 +49,10 @@ pub fn confirmation(
 }
 
 /// Adds to `refine`, within `budget` tests, the pairs that would decide the grouping `d`:
-/// between every two of its groups as many new pairs as it needs, or, where every pair between
-/// them is screened already, each again once a round until it has the tests it needs (its
-/// tests counting as far as they vary independently); returns the pairs added and screened
-/// again.
+/// between every two of its groups as many new pairs as it needs; where every pair between
+/// them is screened already, or the new pairs are fewer than it needs, each again once a round
+/// until it has the tests it needs (its tests counting as far as they vary independently);
+/// returns the pairs added and screened again.
 fn add_pairs_for(
     d: &Doubt,
     plan: &StagedPlan,
@@ -65,7 +65,7 @@ fn add_pairs_for(
         .tests_needed
         .saturating_sub(d.tests.round() as usize)
         .max(1);
-    let (mut added, mut again) = (0, 0);
+    let (mut added, mut again, mut short) = (0, 0, false);
     'rounds: for round in 0..rounds {
         for (n, &a) in d.members.iter().enumerate() {
             for &b in &d.members[n + 1..] {
@@ -80,11 +80,28 @@ fn add_pairs_for(
                         .take(need)
                         .collect()
                 };
-                // Every pair between the two screened already: each screened again, once a
-                // round, so that its value is the median of its tests.
+                short |= round == 0 && more.len() < need;
+                // Every pair between the two screened already (or added by a round before):
+                // each screened again, once a round, so that its value is the median of its
+                // tests and its floor the least of them.
                 let fresh = !more.is_empty();
                 if !fresh {
-                    more = measured
+                    let mut known = measured;
+                    // The pairs a round before added (none unless it did).
+                    let ours = |p: &&Pair| {
+                        (ga.contains(&p.i) && gb.contains(&p.j))
+                            || (gb.contains(&p.i) && ga.contains(&p.j))
+                    };
+                    for &p in refine[before..]
+                        .iter()
+                        .take_while(|_| added > 0)
+                        .filter(ours)
+                    {
+                        if !known.contains(&p) {
+                            known.push(p);
+                        }
+                    }
+                    more = known
                         .into_iter()
                         .filter(|p| refine.iter().filter(|&q| q == p).count() <= round)
                         .collect();
@@ -102,7 +119,8 @@ fn add_pairs_for(
                 }
             }
         }
-        if added > 0 {
+        // New pairs enough to decide it: no need of their tests again.
+        if added > 0 && !short {
             break;
         }
     }
@@ -136,9 +154,9 @@ fn doubt_line(
             d.tests_needed
         ),
         _ => format!(
-            "{added} more pairs screened between them, up to {} between two, and {again} \
-             screened again where every pair was",
-            d.pairs_needed
+            "{added} more pairs screened between them and {again} screened again (up to {} \
+             pairs between two, {} tests a pair)",
+            d.pairs_needed, d.tests_needed
         ),
     };
     let how = if d.z >= judge.z_decide() {

@@ -245,22 +245,24 @@ fn members_agree_on_the_order_of_shared_barriers() {
     }
 }
 
-#[test]
-fn a_level_the_samples_nearly_decide_gets_the_pairs_that_would_decide_it() {
-    // 6 hosts of 4 ranks in 3 leaves (hosts 2k and 2k + 1), 2 pairs sampled between two
-    // hosts: 100 us inside a leaf, 108 across, off by up to 1.5 %. The leaves stand apart
-    // in every pair, but a gap of 8 % is no level on the medians (auto asks 10 % of the
-    // median distance at least), and 2 pairs a host are too few to decide it (z about 3).
-    let t = tree(
-        "cluster { group { 0-3 } group { 4-7 } group { 8-11 } group { 12-15 } \
-         group { 16-19 } group { 20-23 } }",
-    );
-    let options = |confidence| StagedOptions {
+/// The follow-up rank 0 chooses for `plan` from `screened`, judged as `measure` judges it.
+fn judged_follow_up(screened: &[ScreenedPair], plan: &StagedPlan) -> FollowUp {
+    let mut values = screened.iter().copied().collect();
+    choose_follow_up(&mut values, plan, Some(&lgate_cluster::ScreenedJudge))
+}
+
+/// The staged plan's options with 2 pairs sampled between two groups and `confidence` tests.
+fn two_pairs_between(confidence: usize) -> StagedOptions {
+    StagedOptions {
         pairs_between: 2,
         confidence,
         ..StagedOptions::default()
-    };
-    let plan = StagedPlan::new(&t, 24, 1, &options(512)).unwrap();
+    }
+}
+
+/// The screening of `plan`'s pairs between its six groups (hosts) in three leaves (groups 2k
+/// and 2k + 1): 100 us inside a leaf, 108 across, off by up to 1.5 %.
+fn leaves_eight_percent_apart(plan: &StagedPlan) -> Vec<ScreenedPair> {
     let mut screened = Vec::new();
     let mut k = 0u64;
     for a in 0..6 {
@@ -280,11 +282,23 @@ fn a_level_the_samples_nearly_decide_gets_the_pairs_that_would_decide_it() {
             }
         }
     }
-    let f = choose_follow_up(
-        &mut screened.iter().copied().collect(),
-        &plan,
-        Some(&lgate_cluster::ScreenedJudge),
+    screened
+}
+
+#[test]
+fn a_level_the_samples_nearly_decide_gets_the_pairs_that_would_decide_it() {
+    // 6 hosts of 4 ranks in 3 leaves (hosts 2k and 2k + 1), 2 pairs sampled between two
+    // hosts: 100 us inside a leaf, 108 across, off by up to 1.5 %. The leaves stand apart
+    // in every pair, but a gap of 8 % is no level on the medians (auto asks 10 % of the
+    // median distance at least), and 2 pairs a host are too few to decide it (z about 3).
+    let t = tree(
+        "cluster { group { 0-3 } group { 4-7 } group { 8-11 } group { 12-15 } \
+         group { 16-19 } group { 20-23 } }",
     );
+    let options = two_pairs_between;
+    let plan = StagedPlan::new(&t, 24, 1, &options(512)).unwrap();
+    let screened = leaves_eight_percent_apart(&plan);
+    let f = judged_follow_up(&screened, &plan);
     assert_eq!(f.doubts.len(), 1, "{:?}", f.doubts);
     assert!(
         f.doubts[0].contains("6 groups nearly fall into 3"),
@@ -303,20 +317,41 @@ fn a_level_the_samples_nearly_decide_gets_the_pairs_that_would_decide_it() {
     assert_eq!(hosts_met.len(), 15, "{:?}", f.refine);
     // Within the budget, and none without one.
     let small = StagedPlan::new(&t, 24, 1, &options(5)).unwrap();
-    let f = choose_follow_up(
-        &mut screened.iter().copied().collect(),
-        &small,
-        Some(&lgate_cluster::ScreenedJudge),
-    );
+    let f = judged_follow_up(&screened, &small);
     assert_eq!(f.refine.len(), 5);
     assert!(f.doubts[0].contains("the budget spent"), "{:?}", f.doubts);
     let none = StagedPlan::new(&t, 24, 1, &options(0)).unwrap();
-    let f = choose_follow_up(
-        &mut screened.iter().copied().collect(),
-        &none,
-        Some(&lgate_cluster::ScreenedJudge),
-    );
+    let f = judged_follow_up(&screened, &none);
     assert!(f.refine.is_empty() && f.doubts.is_empty());
+}
+
+#[test]
+fn a_level_that_every_pair_cannot_decide_gets_them_tested_again() {
+    // 6 hosts of 2 ranks in 3 leaves, 2 of the 4 pairs between two hosts sampled, leaves 8 %
+    // apart (as above): the level wants more pairs than two hosts have. The other two are
+    // added, then every pair between two hosts is screened again, round by round, within the
+    // budget (before, the two added were all: 30 of 512 tests spent, the level left in doubt).
+    let t = tree(
+        "cluster { group { 0-1 } group { 2-3 } group { 4-5 } group { 6-7 } \
+         group { 8-9 } group { 10-11 } }",
+    );
+    let plan = StagedPlan::new(&t, 12, 1, &two_pairs_between(512)).unwrap();
+    let screened = leaves_eight_percent_apart(&plan);
+    let f = judged_follow_up(&screened, &plan);
+    assert_eq!(f.doubts.len(), 1, "{:?}", f.doubts);
+    assert!(f.doubts[0].contains("screened again"), "{:?}", f.doubts);
+    let mut tests: std::collections::HashMap<Pair, usize> = Default::default();
+    for p in &f.refine {
+        *tests.entry(*p).or_default() += 1;
+    }
+    // Every one of the 60 pairs between hosts: the 30 sampled again, the 30 others added.
+    assert_eq!(tests.len(), 60, "{:?}", f.refine);
+    assert!(tests.values().all(|&n| n >= 2), "{tests:?}");
+    assert!(
+        f.refine.len() > 60 && f.refine.len() <= 512,
+        "{}",
+        f.refine.len()
+    );
 }
 
 #[test]
@@ -327,12 +362,7 @@ fn a_level_only_the_smallest_size_nearly_decides_gets_its_pairs_too() {
         "cluster { group { 0-3 } group { 4-7 } group { 8-11 } group { 12-15 } \
          group { 16-19 } group { 20-23 } }",
     );
-    let options = StagedOptions {
-        pairs_between: 2,
-        confidence: 512,
-        ..StagedOptions::default()
-    };
-    let plan = StagedPlan::new(&t, 24, 1, &options).unwrap();
+    let plan = StagedPlan::new(&t, 24, 1, &two_pairs_between(512)).unwrap();
     let mut screened = Vec::new();
     let mut k = 0u64;
     for a in 0..6 {
@@ -353,11 +383,7 @@ fn a_level_only_the_smallest_size_nearly_decides_gets_its_pairs_too() {
             }
         }
     }
-    let f = choose_follow_up(
-        &mut screened.iter().copied().collect(),
-        &plan,
-        Some(&lgate_cluster::ScreenedJudge),
-    );
+    let f = judged_follow_up(&screened, &plan);
     assert_eq!(f.doubts.len(), 1, "{:?}", f.doubts);
     assert!(
         f.doubts[0].contains("6 groups nearly fall into 3 ("),
@@ -369,11 +395,7 @@ fn a_level_only_the_smallest_size_nearly_decides_gets_its_pairs_too() {
     for s in &mut screened {
         s.smallest = f64::NAN;
     }
-    let f = choose_follow_up(
-        &mut screened.iter().copied().collect(),
-        &plan,
-        Some(&lgate_cluster::ScreenedJudge),
-    );
+    let f = judged_follow_up(&screened, &plan);
     assert!(f.doubts.is_empty(), "{:?}", f.doubts);
 }
 
@@ -400,11 +422,7 @@ fn follow_up_spreads_over_distances_and_takes_the_slowest() {
     }
     let two = tree("cluster { group { 0-29 } group { 30-59 } }");
     let plan = StagedPlan::new(&two, 60, 1, &StagedOptions::default()).unwrap();
-    let f = choose_follow_up(
-        &mut screened.iter().copied().collect(),
-        &plan,
-        Some(&lgate_cluster::ScreenedJudge),
-    );
+    let f = judged_follow_up(&screened, &plan);
     assert!(
         f.refine.is_empty(),
         "one pair of groups: nothing to compare it with"
