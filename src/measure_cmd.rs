@@ -43,7 +43,7 @@ pub fn run(args: MeasureArgs) -> Result<()> {
                 eprintln!("lgate-plogp: rank {rank}: error: {e}");
                 mpi.abort(1)
             }
-            Err(e) => Err(e.into()),
+            Err(e) => Err(crate::resume_args::said(e)),
         };
     }
     match lgate_harness::run(&mpi, test.as_mut(), &options) {
@@ -94,7 +94,7 @@ pub fn run(args: MeasureArgs) -> Result<()> {
             eprintln!("lgate-plogp: rank {rank}: error: {e}");
             mpi.abort(1)
         }
-        Err(e) => Err(e.into()),
+        Err(e) => Err(crate::resume_args::said(e)),
     }
 }
 

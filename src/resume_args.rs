@@ -2,6 +2,8 @@
 
 use anyhow::Result;
 
+use lgate_rundir::PlanItem;
+
 use crate::measure_args::MeasureArgs;
 
 /// `measure`'s flags alone, parsed from words: a resumed run's recorded ones, then those given
@@ -103,5 +105,74 @@ pub fn with_run_flags(
             }
             Ok(args)
         }
+    }
+}
+
+/// A harness error as `measure` says it: a resumption refused for other parameters names the
+/// flag that sets each one that differs.
+pub(crate) fn said(e: lgate_harness::HarnessError) -> anyhow::Error {
+    let lgate_harness::HarnessError::ResumeParameters { run, differences } = e else {
+        return e.into();
+    };
+    let each: Vec<String> = (differences.iter())
+        .map(|d| match (flag_of(&d.what), &d.what) {
+            (Some(flag), what) => format!("{what} ({flag}): {} in the run, {} now", d.then, d.now),
+            (None, PlanItem::TestParameter(key)) => {
+                format!("test parameter {key}: {} in the run, {} now", d.then, d.now)
+            }
+            (None, _) => d.to_string(),
+        })
+        .collect();
+    anyhow::anyhow!(
+        "{}: cannot resume with other parameters: {}",
+        run.display(),
+        each.join("; ")
+    )
+}
+
+/// The flag of `measure` that sets `item` alone, where one does.
+fn flag_of(item: &PlanItem) -> Option<&'static str> {
+    match item {
+        PlanItem::TestParameter(key) => match key.as_str() {
+            "reps" => Some("--reps"),
+            "or_wait" => Some("--or-wait"),
+            "budget_s" => Some("--pair-budget"),
+            "adaptive" => Some("--no-adaptive"),
+            "raw" => Some("--raw"),
+            "sizes" => Some("--max-size or --sizes"),
+            _ => None,
+        },
+        PlanItem::Test => Some("--test"),
+        PlanItem::Sweeps => Some("--sweeps"),
+        PlanItem::Seed => Some("--seed"),
+        PlanItem::Fast => Some("--fast"),
+        PlanItem::Ranks | PlanItem::Topology | PlanItem::Plan => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_resumption_names_the_flags_of_what_differs() {
+        let differ = |what: PlanItem, then: &str, now: &str| lgate_rundir::PlanDifference {
+            what,
+            then: then.into(),
+            now: now.into(),
+        };
+        let e = lgate_harness::HarnessError::ResumeParameters {
+            run: "lgate-run-x".into(),
+            differences: vec![
+                differ(PlanItem::TestParameter("reps".into()), "4", "5"),
+                differ(PlanItem::TestParameter("estimator".into()), "median", "p10"),
+                differ(PlanItem::Ranks, "4", "2"),
+            ],
+        };
+        assert_eq!(
+            said(e).to_string(),
+            "lgate-run-x: cannot resume with other parameters: reps (--reps): 4 in the run, 5 \
+             now; test parameter estimator: median in the run, p10 now; ranks: 4 in the run, 2 now"
+        );
     }
 }

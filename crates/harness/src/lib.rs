@@ -85,6 +85,18 @@ pub enum HarnessError {
     /// A run cannot be resumed as asked.
     #[error("{0}")]
     Resume(String),
+    /// A run cannot be resumed with other parameters: each that differs.
+    #[error(
+        "{}: cannot resume with other parameters: {}",
+        .run.display(),
+        lgate_rundir::PlanDifference::joined(.differences)
+    )]
+    ResumeParameters {
+        /// The run directory.
+        run: std::path::PathBuf,
+        /// What differs, and how.
+        differences: Vec<lgate_rundir::PlanDifference>,
+    },
     /// Rank 0 stopped the run before it started; it reports why.
     #[error("rank 0 stopped the run (see its message)")]
     Aborted,

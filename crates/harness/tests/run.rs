@@ -275,7 +275,7 @@ fn resume_after_a_crash_gives_the_same_pair_set() {
     other.seed = Some(12);
     let refused = world().run(|t| run(&t, &mut Recorder::new(Duration::ZERO), &other));
     let msg = match &refused[0] {
-        Err(HarnessError::Resume(m)) => m.clone(),
+        Err(e @ HarnessError::ResumeParameters { .. }) => e.to_string(),
         other => panic!("expected a refusal, got {other:?}"),
     };
     assert!(msg.contains("seed: 11 in the run, 12 now"), "{msg}");

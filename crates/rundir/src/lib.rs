@@ -38,8 +38,9 @@ pub use journal::{
 };
 pub use matrices::{MatrixEntry, MatrixIndex, MeasuredMask, MATRICES_DIR, MATRIX_INDEX_FILE};
 pub use meta::{
-    LauncherInfo, PlanInfo, RankInfo, RankTime, RunMeta, RunPart, RunStatus, RunSummary,
-    ScheduleInfo, StageSummary, SystemInfo, TestInfo, META_FILE, RUN_FORMAT, RUN_VERSION,
+    LauncherInfo, PlanDifference, PlanInfo, PlanItem, RankInfo, RankTime, RunMeta, RunPart,
+    RunStatus, RunSummary, ScheduleInfo, StageSummary, SystemInfo, TestInfo, META_FILE, RUN_FORMAT,
+    RUN_VERSION,
 };
 pub use mpi::{MpiInfo, MpiSettings, SettingValue, YieldSetting};
 pub use placement::KnownPlacement;

@@ -301,6 +301,50 @@ fn judge_any_gap(
     })
 }
 
+/// The rank test of the pairs between the hosts of each of `inside` (pairs of hosts) against
+/// the pairs between those of `across`, their units as [`judge_cut`]'s (each pair's tests, or
+/// the pairs between two hosts as one) and floors far apart deciding as there; `None` unless
+/// the medians of the two stand [`LEAST_GAP`] apart.
+pub(super) fn pooled_z(
+    inside: &[(usize, usize)],
+    across: &[(usize, usize)],
+    values: &BetweenValues,
+    p: &AutoParams,
+) -> Option<f64> {
+    let gather = |pairs: &[(usize, usize)]| -> Vec<f64> {
+        (pairs.iter())
+            .flat_map(|&(a, b)| values.of(a, b).iter().copied())
+            .filter(|x| x.is_finite())
+            .collect()
+    };
+    let (mut within, mut between) = (gather(inside), gather(across));
+    if within.is_empty() || between.is_empty() {
+        return None;
+    }
+    let mut z = lgate_stats::mann_whitney_z(&within, &between);
+    if !values.tests.is_empty() || values.units_are_host_pairs {
+        let units = |pairs: &[(usize, usize)]| -> Vec<Vec<f64>> {
+            (pairs.iter())
+                .flat_map(|&(a, b)| {
+                    let of = values.tests_of(a, b);
+                    match values.units_are_host_pairs {
+                        true => vec![of.concat()],
+                        false => of.into_iter().map(<[f64]>::to_vec).collect(),
+                    }
+                })
+                .collect()
+        };
+        if let Some(c) = lgate_stats::mann_whitney_z_clustered(&units(inside), &units(across)) {
+            z = c.z;
+        }
+    }
+    if values.are_floors && clear_gap(&within, &between) {
+        z = z.max(p.pairs_decide);
+    }
+    let (w, b) = (median(&mut within), median(&mut between));
+    (w > 0.0 && b >= (1.0 + LEAST_GAP) * w).then_some(z)
+}
+
 /// Whether every value of `within` lies below every value of `between` by [`CLEAR_GAP`] times
 /// the wider spread of the two at least, with [`MIN_CLEAR_INSIDE`] values inside at least.
 fn clear_gap(within: &[f64], between: &[f64]) -> bool {

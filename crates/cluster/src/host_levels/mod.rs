@@ -41,6 +41,11 @@
 //! inside against 16 between, z 3.9 at most). Their z's combine by Stouffer's rule (their sum
 //! over the square root of their number); at [`Z_DECIDE`] or more, each of the groups that
 //! reached [`Z_DOUBT`] is split by its grouping.
+//!
+//! A group whose best grouping makes groups of `s` hosts each, beside siblings of `s` hosts
+//! with none of their own, is split when the pairs inside all those groups (the siblings are
+//! groups of the level too: a dragonfly group of one leaf beside one of two) against the
+//! pairs across its groups reach [`Z_DECIDE`]; the siblings stay whole at the level.
 
 use std::collections::HashMap;
 

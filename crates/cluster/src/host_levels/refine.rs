@@ -244,6 +244,9 @@ pub(super) fn jointly(
         let lends = lent.iter().flatten().any(|c| c.z < p.pairs_decide);
         return lends.then_some(lent);
     }
+    if let Some(pooled) = with_sibling_leaves(children, &found, sets, p) {
+        return Some(pooled);
+    }
     // Groups of the same sizes (two leaves of two hosts beside three): one level's.
     let shapes: Vec<Vec<usize>> = found.iter().flatten().map(sizes_of).collect();
     if shapes.len() < 2 || shapes.iter().any(|s| *s != shapes[0]) {
@@ -251,6 +254,85 @@ pub(super) fn jointly(
     }
     let sum: f64 = found.iter().flatten().map(|c| c.z).sum();
     (sum / (children.len() as f64).sqrt() >= p.pairs_decide).then_some(found)
+}
+
+/// The groupings `found` of sibling groups of hosts (`children`, all leaves) decided with
+/// the siblings that are groups of that level already: when every grouping found makes groups
+/// of `s` hosts each and some siblings without one are groups of `s` hosts, those siblings
+/// are groups of the level too (a dragonfly group of one leaf beside one of two), and the
+/// pairs inside all its groups against the pairs across the groupings' groups decide it at
+/// [`Z_DECIDE`]. Few pairs cap one group's own z (two leaves of two hosts, two ranks a host:
+/// 8 pairs inside against 16 across, z 3.9 at most); its siblings' pairs inside count too.
+fn with_sibling_leaves(
+    children: &[Tree],
+    found: &[Option<Candidate>],
+    sets: &[Evidence<'_>],
+    p: &AutoParams,
+) -> Option<Vec<Option<Candidate>>> {
+    let hosts_of = |t: &Tree| match t {
+        Tree::Leaf(hosts) => Some(hosts.clone()),
+        Tree::Node { .. } => None,
+    };
+    let mut size = None;
+    for c in found.iter().flatten() {
+        let k = c.labels.iter().max().map_or(0, |&m| m + 1);
+        let s = c.labels.len() / k.max(1);
+        if s < 2 || (0..k).any(|g| c.labels.iter().filter(|&&l| l == g).count() != s) {
+            return None;
+        }
+        if size.is_some_and(|x| x != s) {
+            return None;
+        }
+        size = Some(s);
+    }
+    let s = size?;
+    let alike: Vec<Vec<usize>> = (children.iter().zip(found))
+        .filter(|(_, c)| c.is_none())
+        .filter_map(|(t, _)| hosts_of(t))
+        .filter(|hosts| hosts.len() == s)
+        .collect();
+    if alike.is_empty() {
+        return None;
+    }
+    let (mut inside, mut across) = (Vec::new(), Vec::new());
+    for (child, c) in children.iter().zip(found) {
+        let (Some(hosts), Some(c)) = (hosts_of(child), c) else {
+            continue;
+        };
+        for a in 0..hosts.len() {
+            for b in a + 1..hosts.len() {
+                match c.labels[a] == c.labels[b] {
+                    true => inside.push((hosts[a], hosts[b])),
+                    false => across.push((hosts[a], hosts[b])),
+                }
+            }
+        }
+    }
+    for hosts in &alike {
+        for a in 0..hosts.len() {
+            inside.extend(hosts[a + 1..].iter().map(|&b| (hosts[a], b)));
+        }
+    }
+    let decides = (sets.iter())
+        .filter_map(|&(_, values)| judge::pooled_z(&inside, &across, values, p))
+        .any(|z| z >= p.pairs_decide);
+    if !decides {
+        return None;
+    }
+    // The siblings alike stay whole at the level (a group of one), their hosts below it.
+    let split = found.iter().flatten().next()?;
+    let whole = |t: &Tree| {
+        let hosts = hosts_of(t)?;
+        (hosts.len() == s).then(|| Candidate {
+            labels: vec![0; s],
+            ..split.clone()
+        })
+    };
+    Some(
+        (children.iter().zip(found))
+            .map(|(t, c)| c.clone().or_else(|| whole(t)))
+            .collect(),
+    )
 }
 
 /// The grouping of `hosts` that the pairs of some size show best (highest z), if any.

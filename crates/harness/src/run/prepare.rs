@@ -270,11 +270,10 @@ fn resume(
     let run = &prepared.run;
     let differences = old.plan_differences(&prepared.meta);
     if !differences.is_empty() {
-        return Err(HarnessError::Resume(format!(
-            "{}: cannot resume with other parameters: {}",
-            run.path().display(),
-            differences.join("; ")
-        )));
+        return Err(HarnessError::ResumeParameters {
+            run: run.path().to_path_buf(),
+            differences,
+        });
     }
     if let Some(moved) = old.placement_difference(&prepared.meta) {
         return Err(HarnessError::Resume(format!(

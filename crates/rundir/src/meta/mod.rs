@@ -11,6 +11,7 @@ mod resume;
 mod summary;
 mod test_info;
 
+pub use resume::{PlanDifference, PlanItem};
 pub use summary::{RankTime, RunPart, RunSummary, StageSummary};
 use test_info::sorted;
 pub use test_info::TestInfo;
@@ -603,11 +604,17 @@ mod tests {
         });
         let d = a.plan_differences(&b);
         assert_eq!(d.len(), 2, "{d:?}");
-        assert!(d.iter().any(|s| s.starts_with("seed: 7 in the run, 8 now")));
-        assert!(
-            d.iter().any(|s| s == "reps (--reps): 8 in the run, 16 now"),
-            "{d:?}"
-        );
+        let said: Vec<String> = d.iter().map(ToString::to_string).collect();
+        assert!(said
+            .iter()
+            .any(|s| s.starts_with("seed: 7 in the run, 8 now")));
+        let reps = PlanDifference {
+            what: PlanItem::TestParameter("reps".into()),
+            then: "8".into(),
+            now: "16".into(),
+        };
+        assert!(d.contains(&reps), "{d:?}");
+        assert!(said.iter().all(|s| !s.contains("--")), "no flag: {said:?}");
     }
 
     #[test]
@@ -623,7 +630,11 @@ mod tests {
             )
             .unwrap(),
         );
-        let d = a.plan_differences(&b);
+        let d: Vec<String> = a
+            .plan_differences(&b)
+            .iter()
+            .map(|d| d.to_string())
+            .collect();
         assert!(
             d.iter()
                 .any(|s| s.starts_with("topology: ") && s.ends_with("levels node of 2 groups now")),
@@ -633,7 +644,11 @@ mod tests {
         // Other rank counts: the ranks are named, and the topology (which differs with them)
         // is not printed as JSON.
         b.ranks.pop();
-        let d = a.plan_differences(&b);
+        let d: Vec<String> = a
+            .plan_differences(&b)
+            .iter()
+            .map(|d| d.to_string())
+            .collect();
         assert!(d.iter().any(|s| s.starts_with("ranks: ")), "{d:?}");
         assert!(d.iter().all(|s| !s.contains('{')), "no raw JSON: {d:?}");
     }

@@ -34,21 +34,21 @@ impl RunMeta {
         ))
     }
 
-    /// Why a run with `other`'s plan cannot continue this one, if it cannot.
-    pub fn plan_differences(&self, other: &RunMeta) -> Vec<String> {
+    /// Why a run with `other`'s plan cannot continue this one: each thing that differs.
+    pub fn plan_differences(&self, other: &RunMeta) -> Vec<PlanDifference> {
         let mut out = Vec::new();
-        let mut differ = |what: &str, a: String, b: String| {
-            if a != b {
-                out.push(format!("{what}: {a} in the run, {b} now"));
+        let mut differ = |what: PlanItem, then: String, now: String| {
+            if then != now {
+                out.push(PlanDifference { what, then, now });
             }
         };
         differ(
-            "ranks",
+            PlanItem::Ranks,
             self.ranks.len().to_string(),
             other.ranks.len().to_string(),
         );
         differ(
-            "test",
+            PlanItem::Test,
             self.test.name().to_string(),
             other.test.name().to_string(),
         );
@@ -63,14 +63,14 @@ impl RunMeta {
             for key in keys {
                 let value =
                     |m: &BTreeMap<String, String>| m.get(key).cloned().unwrap_or("none".into());
-                differ(&parameter_name(key), value(&a), value(&b));
+                differ(PlanItem::TestParameter(key.clone()), value(&a), value(&b));
             }
         }
         let (a, b) = (&self.schedule, &other.schedule);
-        differ("sweeps", a.sweeps.to_string(), b.sweeps.to_string());
-        differ("seed", a.seed.to_string(), b.seed.to_string());
+        differ(PlanItem::Sweeps, a.sweeps.to_string(), b.sweeps.to_string());
+        differ(PlanItem::Seed, a.seed.to_string(), b.seed.to_string());
         differ(
-            "fast",
+            PlanItem::Fast,
             format!("{:?}", a.fast_fraction),
             format!("{:?}", b.fast_fraction),
         );
@@ -79,12 +79,12 @@ impl RunMeta {
             let (then, now) = (topology_words(&a.topology), topology_words(&b.topology));
             if then == now {
                 differ(
-                    "topology",
+                    PlanItem::Topology,
                     format!("{then} ({})", a.topology_source),
                     format!("other groups ({})", b.topology_source),
                 );
             } else {
-                differ("topology", then, now);
+                differ(PlanItem::Topology, then, now);
             }
         }
         let plan = |p: &Option<PlanInfo>| {
@@ -97,8 +97,74 @@ impl RunMeta {
                 )
             })
         };
-        differ("plan", plan(&a.plan), plan(&b.plan));
+        differ(PlanItem::Plan, plan(&a.plan), plan(&b.plan));
         out
+    }
+}
+
+/// What of a run's plan a resume changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlanItem {
+    /// The number of ranks.
+    Ranks,
+    /// The pair test (`plogp`, `pingpong`).
+    Test,
+    /// One of the pair test's parameters, by its field name in meta.json (`reps`, `or_wait`,
+    /// `budget_s`, `adaptive`, `raw`, `sizes`, ...).
+    TestParameter(String),
+    /// The number of sweeps.
+    Sweeps,
+    /// The schedule's seed.
+    Seed,
+    /// The share of ranks of the fast mode.
+    Fast,
+    /// The topology the schedule was made for.
+    Topology,
+    /// The plan and its parameters.
+    Plan,
+}
+
+impl std::fmt::Display for PlanItem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PlanItem::Ranks => f.write_str("ranks"),
+            PlanItem::Test => f.write_str("test"),
+            PlanItem::TestParameter(key) => f.write_str(key),
+            PlanItem::Sweeps => f.write_str("sweeps"),
+            PlanItem::Seed => f.write_str("seed"),
+            PlanItem::Fast => f.write_str("fast"),
+            PlanItem::Topology => f.write_str("topology"),
+            PlanItem::Plan => f.write_str("plan"),
+        }
+    }
+}
+
+/// One thing a resume's plan has otherwise than its run's: what, and its two values in words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanDifference {
+    /// What differs.
+    pub what: PlanItem,
+    /// Its value in the run.
+    pub then: String,
+    /// Its value in the resume.
+    pub now: String,
+}
+
+impl PlanDifference {
+    /// `differences` in words, one after the other.
+    pub fn joined(differences: &[PlanDifference]) -> String {
+        let said: Vec<String> = differences.iter().map(ToString::to_string).collect();
+        said.join("; ")
+    }
+}
+
+impl std::fmt::Display for PlanDifference {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: {} in the run, {} now",
+            self.what, self.then, self.now
+        )
     }
 }
 
@@ -112,18 +178,4 @@ fn topology_words(t: &Option<lgate_topology::Topology>) -> String {
     } else {
         format!("levels {}", levels.join(", "))
     }
-}
-
-/// A pair test parameter as `measure` sets it: the flag's name where one sets it alone.
-fn parameter_name(key: &str) -> String {
-    let flag = match key {
-        "reps" => "--reps",
-        "or_wait" => "--or-wait",
-        "budget_s" => "--pair-budget",
-        "adaptive" => "--no-adaptive",
-        "raw" => "--raw",
-        "sizes" => "--max-size or --sizes",
-        _ => return format!("test parameter {key}"),
-    };
-    format!("{key} ({flag})")
 }
