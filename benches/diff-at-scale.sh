@@ -11,20 +11,22 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . benches/lib.sh
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/lgate-plogp/target}"
-cargo build --release --quiet
-bin="$CARGO_TARGET_DIR/release/lgate-plogp"
+release_bin
 work="${WORK:-$(mktemp -d)}"
 trap 'rm -rf "$work"' EXIT
 hosts="${1:-1000}"
 ranks=$((hosts * 128))
-planted="betzy-n$((hosts / 2))"
+# The planted host by number; its name as the simulation writes it (numbers padded to the
+# widest).
+planted_number=$((hosts / 2))
+last=$((hosts - 1))
+planted=$(printf "betzy-n%0${#last}d" "$planted_number")
 machine="node=$hosts,socket=2,core=64"
 echo "$hosts hosts x 128 = $ranks ranks; B has $planted 1.3x slower"
 "$bin" simulate --preset betzy --machine "$machine" --artifacts all --seed 1 \
     --output "$work/a" --force --quiet
 "$bin" simulate --preset betzy --machine "$machine" --artifacts all --seed 2 \
-    --slow-host "$planted=1.3" --output "$work/b" --force --quiet
+    --slow-host "$planted_number=1.3" --output "$work/b" --force --quiet
 # diff exits 1 when something changed (as here), 2 on an error.
 status=0
 /usr/bin/time -f '%e %M' -o "$work/time" "$bin" diff "$work/a" "$work/b" \

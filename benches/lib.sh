@@ -18,3 +18,11 @@ result() {
     printf 'RESULT\t%s\t%s%s\t%s %s%s\t%s\n' "$name" "${value:-?}" "${unit:+ $unit}" "$op" \
         "$target" "${unit:+ $unit}" "$verdict"
 }
+
+# The tool's release build (built first if out of date) as $bin, in the project's target
+# directory unless CARGO_TARGET_DIR says another.
+release_bin() {
+    export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/lgate-plogp/target}"
+    cargo build --release --quiet
+    bin="$CARGO_TARGET_DIR/release/lgate-plogp"
+}

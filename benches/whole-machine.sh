@@ -16,9 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . benches/lib.sh
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/lgate-plogp/target}"
-cargo build --release --quiet
-bin="$CARGO_TARGET_DIR/release/lgate-plogp"
+release_bin
 work="${WORK:-$(mktemp -d)}"
 trap 'rm -rf "$work"' EXIT
 hosts_list=("$@")

@@ -2,6 +2,7 @@
 //! slower hosts, links and ranks, and the noise drawn anew.
 
 use clap::Args;
+use lgate_simulate::{ChangeKind, SimulateError};
 
 /// What differs from the machine's first measurement.
 #[derive(Debug, Args)]
@@ -43,5 +44,51 @@ impl ChangeArgs {
             .chain(&self.slow_link)
             .cloned()
             .collect()
+    }
+}
+
+/// A simulation's error as `simulate` says it: a change that does not fit the machine is named
+/// by its flag.
+pub fn said(e: SimulateError) -> anyhow::Error {
+    match e {
+        SimulateError::Change {
+            what,
+            given,
+            problem,
+        } => anyhow::anyhow!("{} {given}: {problem}", flag_of(what)),
+        e => e.into(),
+    }
+}
+
+/// The flag that asks for a change of the machine.
+fn flag_of(what: ChangeKind) -> &'static str {
+    match what {
+        ChangeKind::SlowHost => "--slow-host",
+        ChangeKind::SlowLink => "--slow-link",
+        ChangeKind::SlowRank => "--slow-rank",
+        ChangeKind::SlowPair => "--slow-pair",
+        ChangeKind::OddHost => "--odd-host",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_change_that_does_not_fit_is_named_by_its_flag() {
+        let e = SimulateError::Change {
+            what: ChangeKind::SlowPair,
+            given: "3:999=2".into(),
+            problem: "no rank 999; the ranks are 0-15".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "slow pair 3:999=2: no rank 999; the ranks are 0-15"
+        );
+        assert_eq!(
+            said(e).to_string(),
+            "--slow-pair 3:999=2: no rank 999; the ranks are 0-15"
+        );
     }
 }

@@ -204,7 +204,7 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         return Ok(());
     }
     let options = args.options(&model)?;
-    let sim = Simulation::new(&model, &options)?;
+    let sim = Simulation::new(&model, &options).map_err(crate::change_args::said)?;
     if args.estimate_time {
         crate::output::write_output(None, &sim.estimate_text()?)?;
         return Ok(());

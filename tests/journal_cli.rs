@@ -75,12 +75,20 @@ fn json_lines_on_request_and_a_crashed_run_resumes_in_its_own_format() {
         "--stop-after",
         "2",
     ];
-    assert!(
-        !mpirun(3, &args, d).status.success(),
-        "the crash stops the job"
-    );
+    let crashed = mpirun(3, &args, d);
+    assert!(!crashed.status.success(), "the crash stops the job");
     let jsonl = d.join("run/journal.jsonl");
-    let kept = std::fs::read_to_string(&jsonl).unwrap().lines().count();
+    // Where the job stopped before its journal (not as --stop-after stops it), its words.
+    let kept = std::fs::read_to_string(&jsonl)
+        .unwrap_or_else(|e| {
+            panic!(
+                "{}: {e}; the job said: {}",
+                jsonl.display(),
+                String::from_utf8_lossy(&crashed.stderr)
+            )
+        })
+        .lines()
+        .count();
     assert!(kept >= 2, "{kept} lines kept");
     // Resumed without --journal: it goes on in JSON lines, and every pair is there once.
     success(mpirun(3, &["measure", "--resume", "run", "--quiet"], d));

@@ -10,7 +10,7 @@ use rand_distr::StandardNormal;
 
 use crate::layout::Layout;
 use crate::model::MachineModel;
-use crate::options::{SimulateError, SimulateOptions};
+use crate::options::{ChangeKind, SimulateError, SimulateOptions};
 use crate::seed::splitmix;
 
 /// The seeded, fixed choices of a simulation: which pairs and nodes are slow.
@@ -173,14 +173,21 @@ impl Effects {
         layout: &Layout,
         hosts: &mut [lgate_rundir::HostFacts],
     ) -> Result<(), SimulateError> {
-        let node_named = |flag: &str, host: &str| -> Result<usize, SimulateError> {
+        let node_named = |what: ChangeKind, given: &str, host: &str| {
             hosts
                 .iter()
                 .position(|h| h.host == host)
                 .or_else(|| host.parse::<usize>().ok().filter(|&k| k < hosts.len()))
-                .ok_or_else(|| {
-                    SimulateError::Options(format!(
-                        "{flag} {host}: no such host; the hosts are {} or their numbers 0-{}",
+                .ok_or_else(|| SimulateError::Change {
+                    what,
+                    given: given.to_string(),
+                    problem: format!(
+                        "no such host{}; the hosts are {} or their numbers 0-{}",
+                        if given == host {
+                            String::new()
+                        } else {
+                            format!(" {host}")
+                        },
                         hosts
                             .iter()
                             .map(|h| h.host.as_str())
@@ -189,25 +196,26 @@ impl Effects {
                             .join(", ")
                             + if hosts.len() > 4 { ", ..." } else { "" },
                         hosts.len() - 1
-                    ))
+                    ),
                 })
         };
         for d in &options.degraded {
-            let flag = if d.hosts.len() == 2 {
-                "--slow-link"
-            } else {
-                "--slow-host"
+            let what = match d.hosts.len() {
+                2 => ChangeKind::SlowLink,
+                _ => ChangeKind::SlowHost,
             };
+            let given = d.hosts.join(":");
             let nodes = d
                 .hosts
                 .iter()
-                .map(|h| node_named(flag, h))
+                .map(|h| node_named(what, &given, h))
                 .collect::<Result<Vec<usize>, _>>()?;
             if nodes.len() == 2 && nodes[0] == nodes[1] {
-                return Err(SimulateError::Options(format!(
-                    "{flag} {}: a link joins two different hosts",
-                    d.hosts.join(":")
-                )));
+                return Err(SimulateError::Change {
+                    what,
+                    given,
+                    problem: "a link joins two different hosts".into(),
+                });
             }
             self.degraded.push((nodes, d.factor));
         }
@@ -217,26 +225,31 @@ impl Effects {
                 .flatten()
                 .find(|&k| k >= layout.size())
             {
-                let flag = match r.with {
-                    None => format!("--slow-rank {}={}", r.rank, r.factor),
-                    Some(w) => format!("--slow-pair {}:{w}={}", r.rank, r.factor),
+                let (what, given) = match r.with {
+                    None => (ChangeKind::SlowRank, format!("{}={}", r.rank, r.factor)),
+                    Some(w) => (ChangeKind::SlowPair, format!("{}:{w}={}", r.rank, r.factor)),
                 };
-                return Err(SimulateError::Options(format!(
-                    "{flag}: no rank {bad_rank}; the ranks are 0-{}",
-                    layout.size() - 1
-                )));
+                return Err(SimulateError::Change {
+                    what,
+                    given,
+                    problem: format!("no rank {bad_rank}; the ranks are 0-{}", layout.size() - 1),
+                });
             }
             self.slow_ranks.push((r.rank, r.with, r.factor));
         }
         let changed = options
             .host_changes
             .iter()
-            .map(|c| node_named("--odd-host", &c.host).map(|k| (k, c)))
+            .map(|c| node_named(ChangeKind::OddHost, &c.host, &c.host).map(|k| (k, c)))
             .collect::<Result<Vec<_>, _>>()?;
         for (k, change) in changed {
             hosts[k]
                 .set(&change.fact, &change.value)
-                .map_err(|e| SimulateError::Options(format!("--odd-host: {e}")))?;
+                .map_err(|e| SimulateError::Change {
+                    what: ChangeKind::OddHost,
+                    given: change.host.clone(),
+                    problem: e.to_string(),
+                })?;
         }
         Ok(())
     }

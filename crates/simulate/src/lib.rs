@@ -36,7 +36,7 @@ pub use generate::Simulation;
 pub use layout::Layout;
 pub use model::{MachineModel, ModelError, Placement, UnknownArtifact};
 pub use options::{
-    untested_slow_pairs, Degradation, DegradationError, HostChange, HostChangeError, RankSlowdown,
-    SimulateError, SimulateOptions, SimulationReport,
+    untested_slow_pairs, ChangeKind, Degradation, DegradationError, HostChange, HostChangeError,
+    RankSlowdown, SimulateError, SimulateOptions, SimulationReport,
 };
 pub use presets::{preset, PRESETS};

@@ -262,12 +262,49 @@ impl SimulateOptions {
     }
 }
 
+/// Which change of [`SimulateOptions`] an error is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeKind {
+    /// A host made slower (`degraded`, one host).
+    SlowHost,
+    /// A link between two hosts made slower (`degraded`, two hosts).
+    SlowLink,
+    /// A rank made slower (`slow_ranks`, alone).
+    SlowRank,
+    /// A pair of ranks made slower (`slow_ranks`, with another rank).
+    SlowPair,
+    /// A host whose facts differ (`host_changes`).
+    OddHost,
+}
+
+impl std::fmt::Display for ChangeKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ChangeKind::SlowHost => "slow host",
+            ChangeKind::SlowLink => "slow link",
+            ChangeKind::SlowRank => "slow rank",
+            ChangeKind::SlowPair => "slow pair",
+            ChangeKind::OddHost => "odd host",
+        })
+    }
+}
+
 /// An error of simulating.
 #[derive(Debug, thiserror::Error)]
 pub enum SimulateError {
     /// The options do not fit the model.
     #[error("{0}")]
     Options(String),
+    /// A change asked of the machine does not fit it: which change, as given, and why.
+    #[error("{what} {given}: {problem}")]
+    Change {
+        /// Which of [`SimulateOptions`]'s changes.
+        what: ChangeKind,
+        /// The change as given (`betzy-n9=1.3`, `3:999=2`, ...).
+        given: String,
+        /// What is wrong with it.
+        problem: String,
+    },
     /// A count of the options is refused (`field` names it).
     #[error("{field} {source}")]
     Count {
