@@ -65,7 +65,8 @@ const HWLOC_DISTANCES: &str = "hwloc-distances";
 /// Runs `cluster`.
 pub fn run(args: ClusterArgs) -> Result<()> {
     let m = &args.method;
-    lgate_cluster::methods::refuse_unread(&m.algo, &m.params())?;
+    lgate_cluster::methods::refuse_unread(&m.algo, &m.params())
+        .map_err(|e| anyhow::anyhow!(crate::method_args::param_said(&e)))?;
     let targets = targets(&args)?;
     let hwloc = targets.iter().any(|t| t.0 == HWLOC_DISTANCES);
     if hwloc && targets.len() > 1 {
@@ -112,7 +113,8 @@ pub fn run(args: ClusterArgs) -> Result<()> {
                 Some(r.file),
             ),
             None => {
-                let f = lgate_cluster::stored::compute_and_store(&args.input, &opts, !args.quiet)?;
+                let f = lgate_cluster::stored::compute_and_store(&args.input, &opts, !args.quiet)
+                    .map_err(crate::method_args::said)?;
                 (f.topology, f.input.hosts, f.input.source, f.summary, None)
             }
         };

@@ -1,8 +1,8 @@
 //! The flags of `cluster` that choose the clustering method and set its parameters.
 
 use clap::{Args, ValueEnum};
-use lgate_cluster::methods::MethodParams;
-use lgate_cluster::{AutoParams, Linkage};
+use lgate_cluster::methods::{listed, MethodParams, Param, ParamError, Problem};
+use lgate_cluster::{AutoParams, ClusteringError, Linkage};
 
 /// The clustering method and its parameters, as `cluster`'s flags give them.
 #[derive(Debug, Clone, Args)]
@@ -121,8 +121,77 @@ fn algo_names() -> clap::builder::PossibleValuesParser {
     clap::builder::PossibleValuesParser::new(
         lgate_cluster::methods::METHODS
             .iter()
-            .map(|m| clap::builder::PossibleValue::new(m.name).help(m.description)),
+            .map(|m| clap::builder::PossibleValue::new(m.name).help(described(m.description))),
     )
+}
+
+/// A method's description with each `{field}` named by its flag.
+fn described(description: &str) -> String {
+    Param::ALL.iter().fold(description.to_string(), |d, &p| {
+        d.replace(&format!("{{{}}}", p.field()), &flag(p))
+    })
+}
+
+/// The flag of `cluster` that sets a method parameter (clap names it from the field).
+pub fn flag(p: Param) -> String {
+    format!("--{}", p.field().replace('_', "-"))
+}
+
+/// A clustering's error as `cluster` says it: each method parameter named by its flag.
+pub fn said(e: ClusteringError) -> anyhow::Error {
+    match e {
+        ClusteringError::Param(e) => anyhow::anyhow!(param_said(&e)),
+        ClusteringError::ParamFor { input, error } => {
+            anyhow::anyhow!("{input}: {}", param_said(&error))
+        }
+        ClusteringError::NotOnVectors => anyhow::anyhow!(
+            "--space features runs --algo hdbscan, dbscan (petal-clustering), kmeans or \
+             spectral (linfa); the other algorithms work on the matrix"
+        ),
+        e => e.into(),
+    }
+}
+
+/// A method's parameter error, each parameter named by its flag.
+pub fn param_said(e: &ParamError) -> String {
+    match e {
+        ParamError::UnknownMethod { .. } => e.to_string(),
+        ParamError::Invalid { method, problem } => {
+            format!("--algo {method} {}", problem_said(problem))
+        }
+        ParamError::NotTaken {
+            param,
+            takers,
+            method,
+        } => format!(
+            "{} is a parameter of --algo {}; --algo {method} does not take it",
+            flag(*param),
+            listed(takers, |t| t.to_string(), "and")
+        ),
+    }
+}
+
+/// What is wrong with a parameter, the parameter named by its flag.
+fn problem_said(p: &Problem) -> String {
+    match *p {
+        Problem::Needs(params) => format!("needs {}", listed(params, |p| flag(*p), "or")),
+        Problem::AtLeast { param, least, was } => {
+            format!("{} must be at least {least} (it was {was})", flag(param))
+        }
+        Problem::NotADistance { param, was } => format!(
+            "{} {was} must be a positive distance (in the matrix's unit)",
+            flag(param)
+        ),
+        Problem::NotAScale { param, was } => format!(
+            "{} must be a positive number in the distances' unit (it was {was})",
+            flag(param)
+        ),
+        Problem::MoreGroupsThanItems { param, k, items } => {
+            format!("{} {k} is more groups than the {items} ranks", flag(param))
+        }
+        Problem::NothingToSearch => "has no parameter to search (--search needs one)".into(),
+        Problem::SearchFoundNothing => "--search found nothing to try".into(),
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -188,5 +257,50 @@ mod tests {
         assert_eq!(flags.method.params(), MethodParams::default());
         assert_eq!(flags.method.algo, "auto");
         assert_eq!(flags.method.space, Space::Matrix);
+    }
+
+    /// Every method parameter is named by a flag `cluster` has, and every description's
+    /// parameters by theirs.
+    #[test]
+    fn every_parameter_has_its_flag() {
+        use clap::CommandFactory;
+        let command = Flags::command();
+        let longs: Vec<String> = (command.get_arguments())
+            .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+            .collect();
+        for p in Param::ALL {
+            assert!(longs.contains(&flag(p)), "{p}: {}", flag(p));
+        }
+        for m in lgate_cluster::methods::METHODS {
+            assert!(!described(m.description).contains('{'), "{}", m.name);
+        }
+        assert_eq!(
+            described(
+                lgate_cluster::methods::spec("agglomerative")
+                    .unwrap()
+                    .description
+            ),
+            "Average, single, complete or Ward linkage, cut by --k or --height"
+        );
+    }
+
+    #[test]
+    fn a_parameter_error_names_the_flags() {
+        let e =
+            lgate_cluster::methods::method("agglomerative", &MethodParams::default()).unwrap_err();
+        assert_eq!(param_said(&e), "--algo agglomerative needs --k or --height");
+        let e = lgate_cluster::methods::refuse_unread(
+            "auto",
+            &MethodParams {
+                k: Some(3),
+                ..MethodParams::default()
+            },
+        )
+        .unwrap_err();
+        assert_eq!(
+            param_said(&e),
+            "--k is a parameter of --algo agglomerative, kmedoids, spectral and kmeans; \
+             --algo auto does not take it"
+        );
     }
 }

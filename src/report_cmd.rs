@@ -65,7 +65,8 @@ pub fn report(args: ReportArgs) -> Result<()> {
                     r.topology,
                 ),
                 None => {
-                    let f = lgate_cluster::stored::compute_and_store(&args.run, &opts, false)?;
+                    let f = lgate_cluster::stored::compute_and_store(&args.run, &opts, false)
+                        .map_err(crate::method_args::said)?;
                     (f.input, f.topology)
                 }
             };

@@ -34,7 +34,7 @@ pub fn score(args: ScoreArgs) -> Result<()> {
     let rows = lgate_cluster::score::score_levels(&truth, &topology)
         .with_context(|| args.topology.display().to_string())?;
     let text = if args.json {
-        format!("{:#}\n", lgate_cluster::score::scores_json(&rows))
+        lgate_cluster::score::scores_json(&rows)? + "\n"
     } else {
         lgate_cluster::score::scores_table(&rows)
     };

@@ -43,8 +43,8 @@ pub enum ClusteringError {
     },
     /// The method works on the matrix, not on feature vectors.
     #[error(
-        "--space features runs --algo hdbscan, dbscan (petal-clustering), kmeans or spectral \
-         (linfa); the other algorithms work on the matrix"
+        "feature vectors are clustered by hdbscan, dbscan (petal-clustering), kmeans or \
+         spectral (linfa); the other methods work on the matrix"
     )]
     NotOnVectors,
 }
@@ -176,6 +176,7 @@ fn fit_one(
     Ok::<_, ClusteringError>(match search {
         Some(steps) => {
             let (t, setting, s) = methods::search(algo, params, d, steps)?;
+            let setting = setting.map_or("nothing (one rank)".into(), |s| s.to_string());
             searched.push((
                 input.source.clone(),
                 format!(

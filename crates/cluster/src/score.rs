@@ -195,13 +195,28 @@ pub fn score_levels(
     Ok(rows)
 }
 
-/// The scores as JSON, one object per known level.
-pub fn scores_json(rows: &[LevelScore]) -> serde_json::Value {
-    rows.iter()
-        .map(|r| {
-            serde_json::json!({"level": r.level, "groups": r.groups, "best_match": r.best_match, "ari": r.ari, "accuracy": r.accuracy})
+/// One known level's score as `score` writes it in JSON (the keys in their written order).
+#[derive(serde::Serialize)]
+struct ScoreRecord<'a> {
+    accuracy: f64,
+    ari: f64,
+    best_match: &'a str,
+    groups: usize,
+    level: &'a str,
+}
+
+/// The scores as pretty JSON, one object per known level.
+pub fn scores_json(rows: &[LevelScore]) -> serde_json::Result<String> {
+    let records: Vec<ScoreRecord<'_>> = (rows.iter())
+        .map(|r| ScoreRecord {
+            accuracy: r.accuracy,
+            ari: r.ari,
+            best_match: &r.best_match,
+            groups: r.groups,
+            level: &r.level,
         })
-        .collect()
+        .collect();
+    serde_json::to_string_pretty(&records)
 }
 
 /// The scores as a table for people.

@@ -134,6 +134,8 @@ pub(crate) fn hosts_part(
                 &hosts_p,
                 &mut unjudged,
             );
+            // A level above the medians' top one that their pairs decide (groups of leaves).
+            let medians = crate::host_levels::coarsened(medians, &sets, &hosts_p);
             let (tree, mut doubts) = crate::host_levels::refine_sizes(medians, &sets, &hosts_p);
             doubts.extend(unjudged);
             (tree, doubts)

@@ -55,9 +55,11 @@ use crate::auto::{outvoted, AutoParams, Tree};
 use crate::linkage::{Dendrogram, Linkage};
 use crate::separation::{cut_sizes, median};
 
+mod coarsen;
 mod judge;
 mod refine;
 
+pub use coarsen::coarsened;
 pub use refine::{judged_by_pairs, refine, refine_sizes, Evidence, MOST_TESTS};
 
 use judge::best_grouping;

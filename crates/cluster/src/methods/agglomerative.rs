@@ -2,7 +2,9 @@
 
 use ndarray::Array2;
 
-use super::{integers, ClusterMethod, MethodParams, MethodSpec, ParamError};
+use super::{
+    integers, ClusterMethod, MethodParams, MethodSpec, Param, ParamError, Problem, Setting,
+};
 use crate::algorithms::agglomerative;
 use crate::auto::Tree;
 use crate::linkage::Linkage;
@@ -10,7 +12,7 @@ use crate::linkage::Linkage;
 /// The registry entry.
 pub(super) const SPEC: MethodSpec = MethodSpec {
     name: "agglomerative",
-    description: "Average, single, complete or Ward linkage, cut by --k or --height",
+    description: "Average, single, complete or Ward linkage, cut by {k} or {height}",
     build,
     search: Some(search),
 };
@@ -27,11 +29,11 @@ fn build(p: &MethodParams) -> Result<Box<dyn ClusterMethod>, ParamError> {
     if p.k.is_none() && p.height.is_none() {
         return Err(ParamError::Invalid {
             method: SPEC.name,
-            message: "needs --k or --height".into(),
+            problem: Problem::Needs(&[Param::K, Param::Height]),
         });
     }
     let height = (p.height)
-        .map(|h| super::positive_distance(SPEC.name, "--height", h))
+        .map(|h| super::positive_distance(SPEC.name, Param::Height, h))
         .transpose()?;
     Ok(Box::new(Agglomerative {
         linkage: p.linkage,
@@ -40,7 +42,7 @@ fn build(p: &MethodParams) -> Result<Box<dyn ClusterMethod>, ParamError> {
     }))
 }
 
-/// The k from 2 to --max-k (and below the item count) that `--search` tries.
+/// The k from 2 to max_k (and below the item count) that a search tries.
 pub(super) fn search(p: &MethodParams, d: &Array2<f64>, steps: usize) -> Vec<MethodParams> {
     let n = d.nrows();
     integers(2, p.max_k.min(n.saturating_sub(1)).max(2), steps)
@@ -63,7 +65,10 @@ impl ClusterMethod for Agglomerative {
     fn fit(&self, d: &Array2<f64>) -> Tree {
         agglomerative(d, self.linkage, self.k, self.height)
     }
-    fn setting(&self) -> String {
-        format!("--k {}", self.k.unwrap_or(0))
+    fn setting(&self) -> Option<Setting> {
+        Some(Setting {
+            param: Param::K,
+            value: self.k.unwrap_or(0).to_string(),
+        })
     }
 }

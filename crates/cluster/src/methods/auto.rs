@@ -2,7 +2,7 @@
 
 use ndarray::Array2;
 
-use super::{ClusterMethod, MethodParams, MethodSpec, ParamError};
+use super::{ClusterMethod, MethodParams, MethodSpec, Param, ParamError, Problem};
 use crate::auto::{auto, auto_with_outliers, AutoParams, Tree};
 
 /// The registry entry.
@@ -18,18 +18,16 @@ pub(super) const SPEC: MethodSpec = MethodSpec {
 struct Auto(AutoParams);
 
 fn build(p: &MethodParams) -> Result<Box<dyn ClusterMethod>, ParamError> {
-    let bad = |message: String| ParamError::Invalid {
-        method: "auto",
-        message,
-    };
-    if !(p.min_ratio.is_finite() && p.min_ratio >= 1.0) {
-        return Err(bad(format!(
-            "--min-ratio {} must be at least 1",
-            p.min_ratio
-        )));
-    }
-    if !(p.min_gap.is_finite() && p.min_gap >= 0.0) {
-        return Err(bad(format!("--min-gap {} must be at least 0", p.min_gap)));
+    for (param, was, least) in [
+        (Param::MinRatio, p.min_ratio, 1.0),
+        (Param::MinGap, p.min_gap, 0.0),
+    ] {
+        if !(was.is_finite() && was >= least) {
+            return Err(ParamError::Invalid {
+                method: SPEC.name,
+                problem: Problem::AtLeast { param, least, was },
+            });
+        }
     }
     Ok(Box::new(Auto(AutoParams {
         min_ratio: p.min_ratio,

@@ -2,14 +2,17 @@
 
 use ndarray::Array2;
 
-use super::{distance_range, linear, ClusterMethod, MethodParams, MethodSpec, ParamError};
+use super::{
+    distance_range, linear, ClusterMethod, MethodParams, MethodSpec, Param, ParamError, Problem,
+    Setting,
+};
 use crate::algorithms::components;
 use crate::auto::Tree;
 
 /// The registry entry.
 pub(super) const SPEC: MethodSpec = MethodSpec {
     name: "components",
-    description: "Connected components below --threshold",
+    description: "Connected components below {threshold}",
     build,
     search: Some(search),
 };
@@ -21,9 +24,9 @@ struct Components(f64);
 fn build(p: &MethodParams) -> Result<Box<dyn ClusterMethod>, ParamError> {
     let t = p.threshold.ok_or(ParamError::Invalid {
         method: SPEC.name,
-        message: "needs --threshold".into(),
+        problem: Problem::Needs(&[Param::Threshold]),
     })?;
-    let t = super::positive_distance(SPEC.name, "--threshold", t)?;
+    let t = super::positive_distance(SPEC.name, Param::Threshold, t)?;
     Ok(Box::new(Components(t)))
 }
 
@@ -45,7 +48,10 @@ impl ClusterMethod for Components {
     fn fit(&self, d: &Array2<f64>) -> Tree {
         components(d, self.0)
     }
-    fn setting(&self) -> String {
-        format!("--threshold {:.4}", self.0)
+    fn setting(&self) -> Option<Setting> {
+        Some(Setting {
+            param: Param::Threshold,
+            value: format!("{:.4}", self.0),
+        })
     }
 }

@@ -2,14 +2,17 @@
 
 use ndarray::Array2;
 
-use super::{distance_range, linear, ClusterMethod, MethodParams, MethodSpec, ParamError};
+use super::{
+    distance_range, linear, ClusterMethod, MethodParams, MethodSpec, Param, ParamError, Problem,
+    Setting,
+};
 use crate::algorithms::dbscan;
 use crate::auto::Tree;
 
 /// The registry entry.
 pub(super) const SPEC: MethodSpec = MethodSpec {
     name: "dbscan",
-    description: "DBSCAN with --eps and --min-points",
+    description: "DBSCAN with {eps} and {min_points}",
     build,
     search: Some(search),
 };
@@ -24,9 +27,9 @@ struct Dbscan {
 fn build(p: &MethodParams) -> Result<Box<dyn ClusterMethod>, ParamError> {
     let eps = p.eps.ok_or(ParamError::Invalid {
         method: SPEC.name,
-        message: "needs --eps".into(),
+        problem: Problem::Needs(&[Param::Eps]),
     })?;
-    let eps = super::positive_distance(SPEC.name, "--eps", eps)?;
+    let eps = super::positive_distance(SPEC.name, Param::Eps, eps)?;
     Ok(Box::new(Dbscan {
         eps,
         min_points: p.min_points,
@@ -58,7 +61,10 @@ impl ClusterMethod for Dbscan {
             self.min_points,
         ))
     }
-    fn setting(&self) -> String {
-        format!("--eps {:.4}", self.eps)
+    fn setting(&self) -> Option<Setting> {
+        Some(Setting {
+            param: Param::Eps,
+            value: format!("{:.4}", self.eps),
+        })
     }
 }

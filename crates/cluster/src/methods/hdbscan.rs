@@ -3,7 +3,7 @@
 
 use ndarray::Array2;
 
-use super::{integers, ClusterMethod, MethodParams, MethodSpec, ParamError};
+use super::{integers, ClusterMethod, MethodParams, MethodSpec, Param, ParamError, Setting};
 use crate::auto::Tree;
 use crate::hdbscan::{hdbscan, HdbscanParams};
 
@@ -52,7 +52,10 @@ impl ClusterMethod for Hdbscan {
             self.0.min_samples,
         ))
     }
-    fn setting(&self) -> String {
-        format!("--min-cluster-size {}", self.0.min_cluster_size)
+    fn setting(&self) -> Option<Setting> {
+        Some(Setting {
+            param: Param::MinClusterSize,
+            value: self.0.min_cluster_size.to_string(),
+        })
     }
 }

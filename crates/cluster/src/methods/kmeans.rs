@@ -5,14 +5,14 @@
 use ndarray::Array2;
 
 use super::spectral::checked;
-use super::{ClusterMethod, MethodParams, MethodSpec, ParamError};
+use super::{ClusterMethod, MethodParams, MethodSpec, Param, ParamError, Setting};
 use crate::auto::Tree;
 use crate::spectral::{euclidean_distances, kmeans, SpectralValidParams};
 
 /// The registry entry.
 pub(super) const SPEC: MethodSpec = MethodSpec {
     name: "kmeans",
-    description: "K-means of each rank's row (or feature vector), --k or by eigengap",
+    description: "K-means of each rank's row (or feature vector), {k} or by eigengap",
     build,
     search: Some(super::agglomerative::search),
 };
@@ -38,7 +38,10 @@ impl ClusterMethod for Kmeans {
     fn fit_vectors(&self, v: &Array2<f64>) -> Option<Tree> {
         Some(kmeans(&euclidean_distances(v), v, false, &self.0))
     }
-    fn setting(&self) -> String {
-        format!("--k {}", self.0.k().unwrap_or(0))
+    fn setting(&self) -> Option<Setting> {
+        Some(Setting {
+            param: Param::K,
+            value: self.0.k().unwrap_or(0).to_string(),
+        })
     }
 }

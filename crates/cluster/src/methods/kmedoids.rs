@@ -2,14 +2,14 @@
 
 use ndarray::Array2;
 
-use super::{ClusterMethod, MethodParams, MethodSpec, ParamError};
+use super::{ClusterMethod, MethodParams, MethodSpec, Param, ParamError, Setting};
 use crate::algorithms::kmedoids;
 use crate::auto::Tree;
 
 /// The registry entry.
 pub(super) const SPEC: MethodSpec = MethodSpec {
     name: "kmedoids",
-    description: "FasterPAM k-medoids, --k or chosen by medoid silhouette",
+    description: "FasterPAM k-medoids, {k} or chosen by medoid silhouette",
     build,
     search: Some(super::agglomerative::search),
 };
@@ -38,7 +38,10 @@ impl ClusterMethod for Kmedoids {
     fn fit(&self, d: &Array2<f64>) -> Tree {
         kmedoids(d, self.k, self.max_k)
     }
-    fn setting(&self) -> String {
-        format!("--k {}", self.k.unwrap_or(0))
+    fn setting(&self) -> Option<Setting> {
+        Some(Setting {
+            param: Param::K,
+            value: self.k.unwrap_or(0).to_string(),
+        })
     }
 }

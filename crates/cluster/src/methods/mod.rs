@@ -1,4 +1,4 @@
-//! The clustering methods behind `cluster --algo`: each a type with checked parameters that
+//! The clustering methods `cluster` chooses from: each a type with checked parameters that
 //! turns a distance matrix into one [`Tree`], listed in [`METHODS`].
 //!
 //! A new method is one module here (a type implementing [`ClusterMethod`] and a `build`
@@ -11,7 +11,7 @@
 //! let d = Array2::from_shape_fn((6, 6), |(i, j)| if i == j { 0.0 } else if i / 3 == j / 3 { 1.0 } else { 5.0 });
 //! let kmedoids = method("kmedoids", &MethodParams { k: Some(2), ..MethodParams::default() })?;
 //! assert_eq!(kmedoids.fit(&d).ranks().len(), 6);
-//! assert!(method("agglomerative", &MethodParams::default()).is_err(), "needs --k or --height");
+//! assert!(method("agglomerative", &MethodParams::default()).is_err(), "needs k or height");
 //! # Ok::<(), lgate_cluster::methods::ParamError>(())
 //! ```
 
@@ -22,155 +22,20 @@ mod dbscan;
 mod hdbscan;
 mod kmeans;
 mod kmedoids;
+mod params;
 mod spectral;
 mod ssstree;
+
+use params::{check_k, positive_distance};
+pub use params::{listed, refuse_unread, MethodParams, Param, ParamError, Problem, Setting};
 
 use ndarray::Array2;
 
 use crate::auto::{separation_of, AutoParams, Tree};
-use crate::linkage::Linkage;
-
-/// Every setting any method takes, as `cluster`'s flags give them; each method reads its own.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MethodParams {
-    /// auto: the least separation of a level.
-    pub min_ratio: f64,
-    /// auto: the least gap between groups, as a share of the median distance.
-    pub min_gap: f64,
-    /// agglomerative: how clusters are joined.
-    pub linkage: Linkage,
-    /// agglomerative, kmedoids: the number of groups.
-    pub k: Option<usize>,
-    /// agglomerative: cut where merges pass this distance.
-    pub height: Option<f64>,
-    /// components: join items closer than this.
-    pub threshold: Option<f64>,
-    /// dbscan: the neighbourhood radius.
-    pub eps: Option<f64>,
-    /// dbscan: items within eps (itself included) that make a core item.
-    pub min_points: usize,
-    /// kmedoids: the largest k tried when k is chosen by silhouette; spectral, kmeans: the
-    /// first window of eigengaps.
-    pub max_k: usize,
-    /// hdbscan: the least ranks of a cluster.
-    pub min_cluster_size: usize,
-    /// hdbscan: the neighbourhood of the core distance, the rank itself counted.
-    pub min_samples: usize,
-    /// ssstree: a new center opens at this share of twice the cluster's radius.
-    pub alpha: f64,
-    /// ssstree: clusters with fewer items are not split.
-    pub min_children: usize,
-    /// spectral, kmeans: one Gaussian kernel scale for every rank, in the distances' unit.
-    pub scale: Option<f64>,
-    /// spectral, kmeans: without `scale`, each rank's scale is its distance to this nearest
-    /// other rank.
-    pub scale_neighbour: usize,
-}
-
-impl MethodParams {
-    /// The parameters `spectral` and `kmeans` read, unchecked.
-    pub fn spectral(&self) -> crate::spectral::SpectralParams {
-        crate::spectral::SpectralParams::new()
-            .k(self.k)
-            .max_k(self.max_k)
-            .scale(match self.scale {
-                Some(s) => crate::spectral::KernelScale::Fixed(s),
-                None => crate::spectral::KernelScale::Neighbour(self.scale_neighbour),
-            })
-    }
-}
-
-impl Default for MethodParams {
-    fn default() -> Self {
-        MethodParams {
-            min_ratio: AutoParams::default().min_ratio,
-            min_gap: AutoParams::default().min_gap,
-            linkage: Linkage::Average,
-            k: None,
-            height: None,
-            threshold: None,
-            eps: None,
-            min_points: 2,
-            max_k: 16,
-            min_cluster_size: 4,
-            min_samples: 4,
-            alpha: 0.5,
-            min_children: 2,
-            scale: None,
-            scale_neighbour: 7,
-        }
-    }
-}
-
-/// A parameter a method needs and was not given, or one it cannot use.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ParamError {
-    /// No method has this name.
-    #[error("no clustering method `{name}`; the methods are {known}")]
-    UnknownMethod {
-        /// The name asked for.
-        name: String,
-        /// The names there are.
-        known: String,
-    },
-    /// A parameter is missing or out of range.
-    #[error("--algo {method} {message}")]
-    Invalid {
-        /// The method.
-        method: &'static str,
-        /// What is wrong, e.g. `needs --k or --height`.
-        message: String,
-    },
-    /// A parameter given to a method that does not read it (it would be ignored).
-    #[error("{flag} is a parameter of --algo {takers}; --algo {method} does not take it")]
-    NotTaken {
-        /// The flag that sets it.
-        flag: &'static str,
-        /// The methods that take it, listed.
-        takers: String,
-        /// The method chosen.
-        method: String,
-    },
-}
-
-/// Whether a parameter without a default was given.
-type Given = fn(&MethodParams) -> bool;
-
-/// The parameters without a default, the flag that sets each, and the methods that read it:
-/// given to another method they would be ignored without a word, so they are refused.
-const WITHOUT_DEFAULT: &[(&str, Given, &[&str])] = &[
-    (
-        "--k",
-        |p| p.k.is_some(),
-        &["agglomerative", "kmedoids", "spectral", "kmeans"],
-    ),
-    ("--scale", |p| p.scale.is_some(), &["spectral", "kmeans"]),
-    ("--height", |p| p.height.is_some(), &["agglomerative"]),
-    ("--threshold", |p| p.threshold.is_some(), &["components"]),
-    ("--eps", |p| p.eps.is_some(), &["dbscan"]),
-];
-
-/// Refuses a parameter without a default that the method `name` does not read.
-pub fn refuse_unread(name: &str, params: &MethodParams) -> Result<(), ParamError> {
-    for &(flag, given, takers) in WITHOUT_DEFAULT {
-        if given(params) && !takers.contains(&name) {
-            return Err(ParamError::NotTaken {
-                flag,
-                takers: match takers.split_last() {
-                    Some((last, [])) => last.to_string(),
-                    Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
-                    None => String::new(),
-                },
-                method: name.to_string(),
-            });
-        }
-    }
-    Ok(())
-}
 
 /// A clustering method with its parameters checked.
 pub trait ClusterMethod: Send + Sync + std::fmt::Debug {
-    /// The method's name as `--algo` takes it.
+    /// The method's name in the registry.
     fn name(&self) -> &'static str;
     /// Refuses parameters that do not fit `items` items (a k above it).
     fn check_items(&self, _items: usize) -> Result<(), ParamError> {
@@ -203,29 +68,30 @@ pub trait ClusterMethod: Send + Sync + std::fmt::Debug {
         None
     }
     /// The hierarchy of the items as points (rows of `v`) in vector space, for the methods that
-    /// work there (`--space features`); `None` for those that need a matrix.
+    /// work there (feature vectors); `None` for those that need a matrix.
     fn fit_vectors(&self, _v: &Array2<f64>) -> Option<Tree> {
         None
     }
-    /// The flags that set this method's main parameter as it is, e.g. `--k 4`.
-    fn setting(&self) -> String {
-        String::new()
+    /// This method's main parameter as it is (`k = 4`); `None` for a method without one.
+    fn setting(&self) -> Option<Setting> {
+        None
     }
 }
 
-/// The settings `--search N` tries for a method over a matrix: N values of its main parameter.
+/// The settings a search of N steps tries for a method over a matrix: N values of its main
+/// parameter.
 pub type SearchSpace = fn(&MethodParams, &Array2<f64>, usize) -> Vec<MethodParams>;
 
 /// A method's entry in the registry.
 pub struct MethodSpec {
-    /// The name `--algo` takes.
+    /// The method's name.
     pub name: &'static str,
-    /// What the method does, in one line (the `--algo` help).
+    /// What the method does, in one line, each parameter named as `{field}` (`{k}`).
     pub description: &'static str,
     /// The method with `params` checked.
     pub build: fn(&MethodParams) -> Result<Box<dyn ClusterMethod>, ParamError>,
-    /// The methods `--search N` tries, `N` values of the main parameter across its range
-    /// over the matrix `d`; `None` for a method with no parameter to search.
+    /// The methods a search of `N` steps tries, `N` values of the main parameter across its
+    /// range over the matrix `d`; `None` for a method with no parameter to search.
     pub search: Option<SearchSpace>,
 }
 
@@ -270,23 +136,19 @@ pub fn search(
     params: &MethodParams,
     d: &Array2<f64>,
     steps: usize,
-) -> Result<(Tree, String, f64), ParamError> {
+) -> Result<(Tree, Option<Setting>, f64), ParamError> {
     let spec = spec(name)?;
     let candidates = spec.search.ok_or(ParamError::Invalid {
         method: spec.name,
-        message: "has no parameter to search (--search needs one)".into(),
+        problem: Problem::NothingToSearch,
     })?;
     let n = d.nrows();
     if n < 2 {
         // One rank (or none): one group, whatever the parameter.
-        return Ok((
-            Tree::Leaf((0..n).collect()),
-            "nothing (one rank)".into(),
-            0.0,
-        ));
+        return Ok((Tree::Leaf((0..n).collect()), None, 0.0));
     }
     let separation = AutoParams::default();
-    let mut best: Option<(f64, Tree, String)> = None;
+    let mut best: Option<(f64, Tree, Option<Setting>)> = None;
     for candidate in candidates(params, d, steps.max(1)) {
         let method = (spec.build)(&candidate)?;
         if method.check_items(n).is_err() {
@@ -301,38 +163,9 @@ pub fn search(
     }
     let (s, tree, setting) = best.ok_or(ParamError::Invalid {
         method: spec.name,
-        message: "--search found nothing to try".into(),
+        problem: Problem::SearchFoundNothing,
     })?;
     Ok((tree, setting, s))
-}
-
-/// Refuses a number of groups above the item count.
-/// A distance given on the command line (`--height`, `--eps`, `--threshold`): a positive
-/// number, or the error naming `flag`.
-fn positive_distance(method: &'static str, flag: &str, x: f64) -> Result<f64, ParamError> {
-    if x.is_finite() && x > 0.0 {
-        Ok(x)
-    } else {
-        Err(ParamError::Invalid {
-            method,
-            message: format!("{flag} {x} must be a positive distance (in the matrix's unit)"),
-        })
-    }
-}
-
-fn check_k(method: &'static str, k: Option<usize>, items: usize) -> Result<(), ParamError> {
-    match k {
-        // 0 groups would put every rank in one.
-        Some(0) => Err(ParamError::Invalid {
-            method,
-            message: "--k must be at least 1".into(),
-        }),
-        Some(k) if k > items => Err(ParamError::Invalid {
-            method,
-            message: format!("--k {k} is more groups than the {items} ranks"),
-        }),
-        _ => Ok(()),
-    }
 }
 
 /// `steps` values strictly between `a` and `b`, evenly spaced.
@@ -402,30 +235,60 @@ mod tests {
             if spec.search.is_some() {
                 let (tree, setting, s) = search(spec.name, &given, &d, 4).unwrap();
                 assert_eq!(tree.ranks().len(), 8);
-                assert!(setting.starts_with("--"), "{setting}");
+                let setting = setting.expect("a searched method has a main parameter");
+                assert_eq!(m.setting().map(|s| s.param), Some(setting.param));
+                assert!(!setting.value.is_empty());
                 assert!(s >= 0.0);
             }
         }
-        for (name, says) in [
-            ("agglomerative", "needs --k or --height"),
-            ("components", "needs --threshold"),
-            ("dbscan", "needs --eps"),
+        for (name, needs) in [
+            ("agglomerative", &[Param::K, Param::Height][..]),
+            ("components", &[Param::Threshold]),
+            ("dbscan", &[Param::Eps]),
         ] {
-            let err = method(name, &MethodParams::default())
-                .unwrap_err()
-                .to_string();
-            assert!(err.contains(says), "{err}");
+            let err = method(name, &MethodParams::default()).unwrap_err();
+            assert_eq!(
+                err,
+                ParamError::Invalid {
+                    method: spec(name).unwrap().name,
+                    problem: Problem::Needs(needs)
+                }
+            );
         }
+        assert_eq!(
+            method("agglomerative", &MethodParams::default())
+                .unwrap_err()
+                .to_string(),
+            "agglomerative needs k or height"
+        );
         assert!(method("spectre", &given)
             .unwrap_err()
             .to_string()
             .contains("auto, hdbscan"));
         assert!(
-            search("auto", &given, &d, 3)
-                .unwrap_err()
-                .to_string()
-                .contains("nothing to search")
-                || search("auto", &given, &d, 3).is_err()
+            search("auto", &given, &d, 3).unwrap_err()
+                == ParamError::Invalid {
+                    method: "auto",
+                    problem: Problem::NothingToSearch
+                }
         );
+    }
+
+    #[test]
+    fn every_parameter_a_description_names_is_a_field() {
+        for spec in METHODS {
+            let mut rest = spec.description;
+            while let Some(open) = rest.find('{') {
+                let close = rest[open..].find('}').expect("a closed name") + open;
+                let name = &rest[open + 1..close];
+                assert!(
+                    Param::ALL.iter().any(|p| p.field() == name),
+                    "{}: `{name}`",
+                    spec.name
+                );
+                rest = &rest[close + 1..];
+            }
+            assert!(!spec.description.contains("--"), "{}", spec.name);
+        }
     }
 }

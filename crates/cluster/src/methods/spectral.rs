@@ -4,7 +4,7 @@
 use linfa::ParamGuard;
 use ndarray::Array2;
 
-use super::{ClusterMethod, MethodParams, MethodSpec, ParamError};
+use super::{ClusterMethod, MethodParams, MethodSpec, Param, ParamError, Setting};
 use crate::auto::Tree;
 use crate::spectral::{euclidean_distances, spectral, SpectralValidParams};
 
@@ -12,7 +12,7 @@ use crate::spectral::{euclidean_distances, spectral, SpectralValidParams};
 pub(super) const SPEC: MethodSpec = MethodSpec {
     name: "spectral",
     description:
-        "Spectral clustering (Ng, Jordan, Weiss) of a Gaussian affinity, --k or by eigengap",
+        "Spectral clustering (Ng, Jordan, Weiss) of a Gaussian affinity, {k} or by eigengap",
     build,
     search: Some(super::agglomerative::search),
 };
@@ -32,7 +32,7 @@ pub(super) fn checked(
 ) -> Result<SpectralValidParams, ParamError> {
     p.spectral().check().map_err(|e| ParamError::Invalid {
         method,
-        message: e.to_string(),
+        problem: e.problem(),
     })
 }
 
@@ -49,7 +49,10 @@ impl ClusterMethod for Spectral {
     fn fit_vectors(&self, v: &Array2<f64>) -> Option<Tree> {
         Some(spectral(&euclidean_distances(v), &self.0))
     }
-    fn setting(&self) -> String {
-        format!("--k {}", self.0.k().unwrap_or(0))
+    fn setting(&self) -> Option<Setting> {
+        Some(Setting {
+            param: Param::K,
+            value: self.0.k().unwrap_or(0).to_string(),
+        })
     }
 }

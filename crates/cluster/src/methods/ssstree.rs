@@ -2,14 +2,14 @@
 
 use ndarray::Array2;
 
-use super::{linear, ClusterMethod, MethodParams, MethodSpec, ParamError};
+use super::{linear, ClusterMethod, MethodParams, MethodSpec, Param, ParamError, Setting};
 use crate::algorithms::ssstree;
 use crate::auto::Tree;
 
 /// The registry entry.
 pub(super) const SPEC: MethodSpec = MethodSpec {
     name: "ssstree",
-    description: "Sparse Spatial Selection tree, --alpha and --min-children",
+    description: "Sparse Spatial Selection tree, {alpha} and {min_children}",
     build,
     search: Some(search),
 };
@@ -45,7 +45,10 @@ impl ClusterMethod for Ssstree {
     fn fit(&self, d: &Array2<f64>) -> Tree {
         ssstree(d, self.alpha, self.min_children)
     }
-    fn setting(&self) -> String {
-        format!("--alpha {:.3}", self.alpha)
+    fn setting(&self) -> Option<Setting> {
+        Some(Setting {
+            param: Param::Alpha,
+            value: format!("{:.3}", self.alpha),
+        })
     }
 }

@@ -65,10 +65,10 @@ pub enum KernelScale {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SpectralError {
     /// k is zero.
-    #[error("--k must be at least 1")]
+    #[error("k must be at least 1")]
     NoGroups,
     /// k is above the item count.
-    #[error("--k {k} is more groups than the {items} ranks")]
+    #[error("k {k} is more groups than the {items} ranks")]
     MoreGroupsThanItems {
         /// The k asked for.
         k: usize,
@@ -76,14 +76,47 @@ pub enum SpectralError {
         items: usize,
     },
     /// max_k below 2.
-    #[error("--max-k must be at least 2 (it was {0})")]
+    #[error("max_k must be at least 2 (it was {0})")]
     MaxKTooSmall(usize),
     /// A fixed scale that is zero, negative or not finite.
-    #[error("--scale must be a positive number in the distances' unit (it was {0})")]
+    #[error("scale must be a positive number in the distances' unit (it was {0})")]
     BadScale(f64),
     /// The neighbour of the local scale is the item itself.
-    #[error("--scale-neighbour must be at least 1 (the nearest other rank)")]
+    #[error("scale_neighbour must be at least 1 (the nearest other rank)")]
     NoNeighbour,
+}
+
+impl SpectralError {
+    /// The problem as the clustering methods name it, by parameter.
+    pub fn problem(&self) -> crate::methods::Problem {
+        use crate::methods::{Param, Problem};
+        match *self {
+            SpectralError::NoGroups => Problem::AtLeast {
+                param: Param::K,
+                least: 1.0,
+                was: 0.0,
+            },
+            SpectralError::MoreGroupsThanItems { k, items } => Problem::MoreGroupsThanItems {
+                param: Param::K,
+                k,
+                items,
+            },
+            SpectralError::MaxKTooSmall(was) => Problem::AtLeast {
+                param: Param::MaxK,
+                least: 2.0,
+                was: was as f64,
+            },
+            SpectralError::BadScale(was) => Problem::NotAScale {
+                param: Param::Scale,
+                was,
+            },
+            SpectralError::NoNeighbour => Problem::AtLeast {
+                param: Param::ScaleNeighbour,
+                least: 1.0,
+                was: 0.0,
+            },
+        }
+    }
 }
 
 /// The parameters of [`spectral`] and [`kmeans`], checked.
