@@ -96,13 +96,45 @@ fn coarsest_deciding(
         }
     }
     let dendrogram = Dendrogram::new(&m, Linkage::Average);
-    for k in 2..n {
+    let tops = Tops {
+        members,
+        m: &m,
+        g,
+        values,
+    };
+    (2..n).find_map(|k| {
         let labels = dendrogram.cut(k);
-        let lab = &labels;
-        let of = |l: usize| (0..n).filter(move |&i| lab[i] == l);
+        tops.decided(&labels, k, p).map(|ratio| (labels, ratio))
+    })
+}
+
+/// The top groups and what is known of them.
+struct Tops<'a> {
+    /// Each top group's hosts.
+    members: &'a [Vec<usize>],
+    /// The top groups' medians.
+    m: &'a Array2<f64>,
+    /// The host x host medians.
+    g: &'a Array2<f64>,
+    /// The pairs between hosts.
+    values: &'a BetweenValues,
+}
+
+impl Tops<'_> {
+    /// The ratio of the medians across and inside the grouping `labels` (`k` groups) of the
+    /// top groups when its pairs decide it.
+    fn decided(&self, labels: &[usize], k: usize, p: &AutoParams) -> Option<f64> {
+        let Tops {
+            members,
+            m,
+            g,
+            values,
+        } = *self;
+        let n = members.len();
+        let of = |l: usize| (0..n).filter(move |&i| labels[i] == l);
         let joined: Vec<usize> = (0..k).filter(|&l| of(l).count() >= 2).collect();
         if joined.is_empty() {
-            continue;
+            return None;
         }
         // Each top group of a group nearer to one of its group than to any outside it.
         let near = (0..n).filter(|&i| joined.contains(&labels[i])).all(|i| {
@@ -115,7 +147,7 @@ fn coarsest_deciding(
             nearest(true) < nearest(false)
         });
         if !near {
-            continue;
+            return None;
         }
         let pairs = |a: &[usize], b: &[usize]| -> Vec<(usize, usize)> {
             let mut out = Vec::with_capacity(a.len() * b.len());
@@ -153,7 +185,7 @@ fn coarsest_deciding(
             w > 0.0 && b >= (1.0 + LEAST_GAP) * w
         });
         if !apart {
-            continue;
+            return None;
         }
         let mut inside = Vec::new();
         let mut across: BTreeSet<(usize, usize)> = BTreeSet::new();
@@ -194,19 +226,17 @@ fn coarsest_deciding(
             across.extend(towards);
         }
         if !each_apart {
-            continue;
+            return None;
         }
         let across: Vec<(usize, usize)> = across.into_iter().collect();
-        let Some(z) = judge::pooled_z(&inside, &across, values, p) else {
-            continue;
-        };
+        let z = judge::pooled_z(&inside, &across, values, p)?;
         if z >= p.pairs_decide {
             let of_pairs = |pairs: &[(usize, usize)]| {
                 let mut v: Vec<f64> = pairs.iter().map(|&(a, b)| g[[a, b]]).collect();
                 median(&mut v)
             };
-            return Some((labels.clone(), of_pairs(&across) / of_pairs(&inside)));
+            return Some(of_pairs(&across) / of_pairs(&inside));
         }
+        None
     }
-    None
 }

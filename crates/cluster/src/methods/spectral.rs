@@ -4,9 +4,9 @@
 use linfa::ParamGuard;
 use ndarray::Array2;
 
-use super::{ClusterMethod, MethodParams, MethodSpec, Param, ParamError, Setting};
+use super::{ClusterMethod, MethodParams, MethodSpec, Param, ParamError, Problem, Setting};
 use crate::auto::Tree;
-use crate::spectral::{euclidean_distances, spectral, SpectralValidParams};
+use crate::spectral::{euclidean_distances, spectral, SpectralError, SpectralValidParams};
 
 /// The registry entry.
 pub(super) const SPEC: MethodSpec = MethodSpec {
@@ -32,8 +32,38 @@ pub(super) fn checked(
 ) -> Result<SpectralValidParams, ParamError> {
     p.spectral().check().map_err(|e| ParamError::Invalid {
         method,
-        problem: e.problem(),
+        problem: problem_of(&e),
     })
+}
+
+/// A spectral parameter error as the methods name it, by parameter.
+fn problem_of(e: &SpectralError) -> Problem {
+    match *e {
+        SpectralError::NoGroups => Problem::AtLeast {
+            param: Param::K,
+            least: 1.0,
+            was: 0.0,
+        },
+        SpectralError::MoreGroupsThanItems { k, items } => Problem::MoreGroupsThanItems {
+            param: Param::K,
+            k,
+            items,
+        },
+        SpectralError::MaxKTooSmall(was) => Problem::AtLeast {
+            param: Param::MaxK,
+            least: 2.0,
+            was: was as f64,
+        },
+        SpectralError::BadScale(was) => Problem::NotAScale {
+            param: Param::Scale,
+            was,
+        },
+        SpectralError::NoNeighbour => Problem::AtLeast {
+            param: Param::ScaleNeighbour,
+            least: 1.0,
+            was: 0.0,
+        },
+    }
 }
 
 impl ClusterMethod for Spectral {

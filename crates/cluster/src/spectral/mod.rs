@@ -86,39 +86,6 @@ pub enum SpectralError {
     NoNeighbour,
 }
 
-impl SpectralError {
-    /// The problem as the clustering methods name it, by parameter.
-    pub fn problem(&self) -> crate::methods::Problem {
-        use crate::methods::{Param, Problem};
-        match *self {
-            SpectralError::NoGroups => Problem::AtLeast {
-                param: Param::K,
-                least: 1.0,
-                was: 0.0,
-            },
-            SpectralError::MoreGroupsThanItems { k, items } => Problem::MoreGroupsThanItems {
-                param: Param::K,
-                k,
-                items,
-            },
-            SpectralError::MaxKTooSmall(was) => Problem::AtLeast {
-                param: Param::MaxK,
-                least: 2.0,
-                was: was as f64,
-            },
-            SpectralError::BadScale(was) => Problem::NotAScale {
-                param: Param::Scale,
-                was,
-            },
-            SpectralError::NoNeighbour => Problem::AtLeast {
-                param: Param::ScaleNeighbour,
-                least: 1.0,
-                was: 0.0,
-            },
-        }
-    }
-}
-
 /// The parameters of [`spectral`] and [`kmeans`], checked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SpectralValidParams {
