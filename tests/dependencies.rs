@@ -373,10 +373,11 @@ fn module_graph(src: &std::path::Path) -> std::collections::BTreeMap<String, Vec
 
 #[test]
 fn no_module_circle_inside_any_crate() {
-    let crates = package_dir().join("crates");
     let mut circles = Vec::new();
-    for entry in std::fs::read_dir(&crates).unwrap() {
-        let src = entry.unwrap().path().join("src");
+    let crates = crate_dirs();
+    assert!(crates.len() >= 19, "only {} crates found", crates.len());
+    for dir in crates {
+        let src = dir.join("src");
         if !src.is_dir() {
             continue;
         }
@@ -420,6 +421,70 @@ fn the_circle_check_sees_a_circle() {
 
 /// The package's directory as cargo gives it to this run (a binary left by a checkout elsewhere
 /// that shares the target directory still holds that checkout's path), else as built.
+/// The pipeline's stages, in order, after the vocabulary they share (`base`): each crate
+/// lives in the folder of its stage.
+const STAGES: [&str; 5] = ["base", "measure", "store", "analyse", "export"];
+
+/// Every crate's folder: `crates/STAGE/NAME`.
+fn crate_dirs() -> Vec<std::path::PathBuf> {
+    let mut dirs = Vec::new();
+    for stage in STAGES {
+        for entry in std::fs::read_dir(package_dir().join("crates").join(stage)).unwrap() {
+            let dir = entry.unwrap().path();
+            if dir.join("Cargo.toml").is_file() {
+                dirs.push(dir);
+            }
+        }
+    }
+    dirs.sort();
+    dirs
+}
+
+#[test]
+fn every_crate_is_in_the_folder_of_its_stage() {
+    // Nothing under crates/ but the stages, and no crate outside them.
+    let mut found: Vec<String> = std::fs::read_dir(package_dir().join("crates"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    found.sort();
+    let mut stages = STAGES.map(String::from).to_vec();
+    stages.sort();
+    assert_eq!(found, stages, "crates/ holds the pipeline's stages only");
+    let output = Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--no-deps",
+            "--format-version",
+            "1",
+            "--offline",
+        ])
+        .current_dir(package_dir())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let mut members = 0;
+    for package in metadata["packages"].as_array().unwrap() {
+        let manifest = std::path::Path::new(package["manifest_path"].as_str().unwrap());
+        let dir = manifest.parent().unwrap();
+        if dir == package_dir() {
+            continue;
+        }
+        members += 1;
+        assert!(
+            crate_dirs().iter().any(|d| d == dir),
+            "{}: not in a stage's folder (crates/STAGE/NAME)",
+            dir.display()
+        );
+    }
+    assert!(members >= 19, "only {members} crates in the workspace");
+}
+
 fn package_dir() -> std::path::PathBuf {
     std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(
         || env!("CARGO_MANIFEST_DIR").into(),

@@ -2,7 +2,7 @@
 //! exit code and the words it gets now: matrices in the layouts people write, `.npy` arrays of
 //! the wrong kind, runs that have not finished, outputs that cannot be written. Topology files
 //! have their own table (`tests/cli_topology.rs`), outputs that would replace an input theirs
-//! (`tests/cluster_cli.rs`), and every reader is fuzzed (`crates/inputs`).
+//! (`tests/cluster_cli.rs`), and every reader is fuzzed (`crates/store/inputs`).
 
 mod common;
 

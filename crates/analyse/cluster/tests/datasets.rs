@@ -8,7 +8,7 @@ use lgate_cluster::{adjusted_rand_index, auto, topology_of, AutoParams};
 use serde_json::Value;
 
 fn datasets() -> PathBuf {
-    package_dir().join("../../../shared/datasets")
+    package_dir().join("../../../../shared/datasets")
 }
 
 /// The datasets' truth.json: one entry per file.

@@ -628,7 +628,7 @@ mod tests {
     fn corrupt_parquet_is_an_error_never_a_panic() {
         let seed = std::fs::read(
             Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../../fuzz/seeds/pair_list_parquet/three-ranks.parquet"),
+                .join("../../../fuzz/seeds/pair_list_parquet/three-ranks.parquet"),
         )
         .unwrap();
         let good = read_pairs_bytes(Path::new("p.parquet"), seed.clone()).unwrap();

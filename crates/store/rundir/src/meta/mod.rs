@@ -577,7 +577,7 @@ mod tests {
     fn measured_runs_meta_json_is_written_back_byte_for_byte() {
         // Two real staged PLogP runs of the emulated testbed: the test, the plan's choices and
         // the screening test typed, their keys sorted as they were written.
-        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/testbed");
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../fixtures/testbed");
         for run in ["one-rank-a-host", "three-ranks-a-host"] {
             let path = fixtures.join(run).join(META_FILE);
             let text = std::fs::read(&path).unwrap();

@@ -79,7 +79,7 @@
 //! Tested against the public datasets in `shared/datasets` (every level of every file found
 //! exactly, none on the flat mesh and the torus whose nodes do not show) and against the
 //! thesis's systems simulated with every artifact, 1 and 2 slow nodes and noise up to 0.15
-//! (`crates/simulate/tests/robustness.rs`). The price of `min_gap`: a level whose gap between
+//! (`crates/measure/simulate/tests/robustness.rs`). The price of `min_gap`: a level whose gap between
 //! the median between groups and the upper quartile inside is below a fifth of the set's
 //! median distance, and not 7 times the noise, is not reported: 32 single-rank hosts in 4
 //! switches at 0.45 against 0.65 us are found at 8 % cell noise, and in some draws not at

@@ -262,7 +262,7 @@ mod tests {
     fn four() -> String {
         std::fs::read_to_string(
             Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../../fuzz/seeds/mpigraph_output/four-ranks.out"),
+                .join("../../../fuzz/seeds/mpigraph_output/four-ranks.out"),
         )
         .unwrap()
     }

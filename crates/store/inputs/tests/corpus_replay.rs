@@ -8,7 +8,7 @@ use lgate_inputs::{InputFormat, FORMATS};
 use proptest::prelude::*;
 
 fn fuzz_dir() -> PathBuf {
-    package_dir().join("../../fuzz")
+    package_dir().join("../../../fuzz")
 }
 
 /// The files of `fuzz/<kind>/<format>/`, sorted; none when the folder does not exist.
