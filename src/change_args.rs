@@ -56,6 +56,9 @@ pub fn said(e: SimulateError) -> anyhow::Error {
             given,
             problem,
         } => anyhow::anyhow!("{} {given}: {problem}", flag_of(what)),
+        SimulateError::Harness(lgate_harness::HarnessError::Schedule(e)) => {
+            anyhow::anyhow!(crate::plan_args::schedule_said(&e))
+        }
         e => e.into(),
     }
 }

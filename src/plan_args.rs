@@ -86,7 +86,8 @@ impl PlanArgs {
             },
             screen_reps: self.screen_reps,
         };
-        lgate_harness::staged::check_options(&staged.plan)?;
+        lgate_harness::staged::check_options(&staged.plan)
+            .map_err(|e| anyhow::anyhow!(schedule_said(&e)))?;
         crate::count(
             "--screen-reps",
             lgate_stats::check_repetitions(staged.screen_reps),
@@ -112,6 +113,25 @@ impl PlanArgs {
     }
 }
 
+/// A plan's error as `measure` and `simulate` say it: each choice named by its flag.
+pub fn schedule_said(e: &lgate_harness::ScheduleError) -> String {
+    use lgate_harness::{ScheduleError, StagedChoice};
+    match e {
+        ScheduleError::NoneOf(choice) => {
+            let flag = match choice {
+                StagedChoice::PairsBetween => "--pairs-between",
+                StagedChoice::Concurrency => "--concurrency",
+            };
+            format!("{flag} must be at least 1")
+        }
+        ScheduleError::SweepTooLarge { pairs, size, most } => format!(
+            "--sweep tests every pair between hosts: {pairs} pairs at {size} ranks; it runs on \
+             up to {most} ranks: sweep a part of the machine at a time"
+        ),
+        e => e.to_string(),
+    }
+}
+
 /// Refuses a fast-mode share of ranks (`--fast`, of `measure` and `simulate`) outside (0, 1].
 pub fn check_fast(fast: Option<f64>) -> Result<()> {
     match fast {
@@ -119,5 +139,28 @@ pub fn check_fast(fast: Option<f64>) -> Result<()> {
             anyhow::bail!("--fast {f}: the share of ranks to test must be above 0 and at most 1")
         }
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lgate_harness::{ScheduleError, StagedChoice};
+
+    #[test]
+    fn a_refused_plan_names_the_flag_of_its_choice() {
+        let said = schedule_said(&ScheduleError::NoneOf(StagedChoice::PairsBetween));
+        assert_eq!(said, "--pairs-between must be at least 1");
+        let said = schedule_said(&ScheduleError::NoneOf(StagedChoice::Concurrency));
+        assert_eq!(said, "--concurrency must be at least 1");
+        let said = schedule_said(&ScheduleError::SweepTooLarge {
+            pairs: 10,
+            size: 5,
+            most: 4,
+        });
+        assert!(said.starts_with("--sweep tests every pair between hosts: 10 pairs at 5 ranks"));
+        // The library says it without flags.
+        let e = ScheduleError::NoneOf(StagedChoice::PairsBetween).to_string();
+        assert_eq!(e, "pairs_between must be at least 1");
     }
 }

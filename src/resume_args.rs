@@ -109,10 +109,14 @@ pub fn with_run_flags(
 }
 
 /// A harness error as `measure` says it: a resumption refused for other parameters names the
-/// flag that sets each one that differs.
+/// flag that sets each one that differs, a plan refused the flag of its choice.
 pub(crate) fn said(e: lgate_harness::HarnessError) -> anyhow::Error {
-    let lgate_harness::HarnessError::ResumeParameters { run, differences } = e else {
-        return e.into();
+    let (run, differences) = match e {
+        lgate_harness::HarnessError::ResumeParameters { run, differences } => (run, differences),
+        lgate_harness::HarnessError::Schedule(e) => {
+            return anyhow::anyhow!(crate::plan_args::schedule_said(&e))
+        }
+        e => return e.into(),
     };
     let each: Vec<String> = (differences.iter())
         .map(|d| match (flag_of(&d.what), &d.what) {

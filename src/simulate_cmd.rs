@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use crate::change_args::said;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use lgate_derive::OutputOptions;
@@ -204,9 +205,9 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         return Ok(());
     }
     let options = args.options(&model)?;
-    let sim = Simulation::new(&model, &options).map_err(crate::change_args::said)?;
+    let sim = Simulation::new(&model, &options).map_err(said)?;
     if args.estimate_time {
-        crate::output::write_output(None, &sim.estimate_text()?)?;
+        crate::output::write_output(None, &sim.estimate_text().map_err(said)?)?;
         return Ok(());
     }
     let out = args
@@ -215,12 +216,15 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         .unwrap_or_else(|| PathBuf::from(format!("sim-{}-{}", model.name, args.seed)));
     let existed = out.exists();
     let run = lgate_rundir::RunDir::create(&out, args.force)?;
-    let report = sim.write(&run).inspect_err(|_| {
-        // A run that cannot be simulated (its plan refused) leaves no folder behind.
-        if !existed {
-            let _ = std::fs::remove_dir_all(&out);
-        }
-    })?;
+    let report = sim
+        .write(&run)
+        .inspect_err(|_| {
+            // A run that cannot be simulated (its plan refused) leaves no folder behind.
+            if !existed {
+                let _ = std::fs::remove_dir_all(&out);
+            }
+        })
+        .map_err(said)?;
     if !args.quiet {
         eprintln!(
             "simulated {} pair measurements of {} in {:.2} s",

@@ -49,7 +49,9 @@ pub use run::{
     broadcast, resolve_topology, run, screening_value, topology_by_host, wait_for_rank_0, PlanKind,
     ProgressStyle, RunOptions, RunReport, StagedPlanOptions, TopologySource,
 };
-pub use schedule::{turn, unit_barrier_time, Pair, Schedule, ScheduleError, Step, SweepPair, Turn};
+pub use schedule::{
+    turn, unit_barrier_time, Pair, Schedule, ScheduleError, StagedChoice, Step, SweepPair, Turn,
+};
 pub use staged::{
     choose_follow_up, FollowUp, FollowUpCounts, ScreenedPair, ScreenedValues, StagedOptions,
     StagedPlan, StagedStep, StagedTest,

@@ -48,9 +48,40 @@ pub enum ScheduleError {
     /// A fast-mode share outside (0, 1].
     #[error("fast mode's share of ranks {0}: must be above 0 and at most 1")]
     BadFraction(f64),
-    /// An option of the plan that cannot make one.
-    #[error("{0}")]
-    BadOption(String),
+    /// A choice of the staged plan that must be at least 1.
+    #[error("{0} must be at least 1")]
+    NoneOf(StagedChoice),
+    /// A sweep asked of more ranks than it runs on.
+    #[error(
+        "a sweep tests every pair between hosts: {pairs} pairs at {size} ranks; it runs on up to \
+         {most} ranks: sweep a part of the machine at a time"
+    )]
+    SweepTooLarge {
+        /// The pairs it would test.
+        pairs: usize,
+        /// The job's ranks.
+        size: usize,
+        /// The most ranks a sweep runs on.
+        most: usize,
+    },
+}
+
+/// A choice of the staged plan that a count sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StagedChoice {
+    /// The pairs tested between each two hosts.
+    PairsBetween,
+    /// The tests run at once.
+    Concurrency,
+}
+
+impl std::fmt::Display for StagedChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StagedChoice::PairsBetween => "pairs_between",
+            StagedChoice::Concurrency => "concurrency",
+        })
+    }
 }
 
 /// A node of the schedule: the ranks under it and the pairs it tests.

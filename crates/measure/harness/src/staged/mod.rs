@@ -47,7 +47,7 @@ use lgate_topology::{Rank, TopologyNode};
 use serde::{Deserialize, Serialize};
 
 use crate::schedule::{
-    turn, unit_barrier_time, Pair, Schedule, ScheduleError, Step, SweepPair, Turn,
+    turn, unit_barrier_time, Pair, Schedule, ScheduleError, StagedChoice, Step, SweepPair, Turn,
 };
 
 /// The choices of a staged plan (a run's meta.json records them, hence defined there).
@@ -56,14 +56,10 @@ pub use lgate_rundir::StagedChoices as StagedOptions;
 /// Checks the choices of a staged plan.
 pub fn check_options(options: &StagedOptions) -> Result<(), ScheduleError> {
     if options.pairs_between == 0 {
-        return Err(ScheduleError::BadOption(
-            "--pairs-between must be at least 1".into(),
-        ));
+        return Err(ScheduleError::NoneOf(StagedChoice::PairsBetween));
     }
     if options.concurrency == Some(0) {
-        return Err(ScheduleError::BadOption(
-            "--concurrency must be at least 1".into(),
-        ));
+        return Err(ScheduleError::NoneOf(StagedChoice::Concurrency));
     }
     Ok(())
 }
@@ -114,11 +110,11 @@ impl StagedPlan {
     ) -> Result<Self, ScheduleError> {
         check_options(options)?;
         if options.sweep && size > SWEEP_MAX_RANKS {
-            return Err(ScheduleError::BadOption(format!(
-                "--sweep tests every pair between hosts: {} pairs at {size} ranks; it runs on up \
-                 to {SWEEP_MAX_RANKS} ranks: sweep a part of the machine at a time",
-                size * (size - 1) / 2
-            )));
+            return Err(ScheduleError::SweepTooLarge {
+                pairs: size * (size - 1) / 2,
+                size,
+                most: SWEEP_MAX_RANKS,
+            });
         }
         // The same checks as the full plan: every rank in one group.
         Schedule::new(tree, size, seed, None)?;
