@@ -9,6 +9,7 @@ mod cluster_cmd;
 mod diff_cmd;
 mod import_cmd;
 mod journal_cmd;
+mod knob_names;
 mod measure_args;
 mod measure_cmd;
 mod method_args;
@@ -106,6 +107,7 @@ fn version() -> String {
 }
 
 fn main() -> ExitCode {
+    lgate_knobs::name_by(knob_names::knob_flag);
     // Built once per process; clap keeps borrowed strings.
     let version: &'static str = Box::leak(version().into_boxed_str());
     let matches = match Cli::command().version(version).try_get_matches() {

@@ -134,7 +134,7 @@ fn described(description: &str) -> String {
 
 /// The flag of `cluster` that sets a method parameter (clap names it from the field).
 pub fn flag(p: Param) -> String {
-    format!("--{}", p.field().replace('_', "-"))
+    crate::knob_names::long(p.field())
 }
 
 /// A clustering's error as `cluster` says it: each method parameter named by its flag.

@@ -190,31 +190,33 @@ fn analysis_crates_need_neither_the_harness_nor_mpi() {
 }
 
 /// The workspace's crates by layer: a crate may use crates of lower layers only, so no arrow
-/// points sideways or up. Layer 0 is the vocabulary, 1 the run directory's files and the
-/// matrices, 2 the run directory's long tables and messaging, 3 what works on them alone
-/// (deriving, clustering), 4 measuring and the analyses of runs, 5 the pair tests, 6 the
-/// modelled machine, 7 the readers of every input, 8 the binary.
+/// points sideways or up. Layer 0 is the knobs (the settings messages advise, spelled by the
+/// binary), 1 the vocabulary, 2 the run directory's files and the matrices, 3 the run
+/// directory's long tables and messaging, 4 what works on them alone (deriving, clustering), 5
+/// measuring and the analyses of runs, 6 the pair tests, 7 the modelled machine, 8 the readers
+/// of every input, 9 the binary.
 const LAYERS: &[(&str, u32)] = &[
-    ("lgate-stats", 0),
-    ("lgate-output", 0),
-    ("lgate-topology", 0),
-    ("lgate-testbed-hop", 0),
-    ("lgate-model", 0),
-    ("lgate-rundir", 1),
-    ("lgate-matrix", 1),
-    ("lgate-tables", 2),
-    ("lgate-transport", 2),
-    ("lgate-derive", 3),
-    ("lgate-cluster", 3),
-    ("lgate-harness", 4),
-    ("lgate-mpi", 4),
-    ("lgate-bcast", 4),
-    ("lgate-diff", 4),
-    ("lgate-plot", 4),
-    ("lgate-plogp-bench", 5),
-    ("lgate-simulate", 6),
-    ("lgate-inputs", 7),
-    ("lgate-plogp", 8),
+    ("lgate-knobs", 0),
+    ("lgate-stats", 1),
+    ("lgate-output", 1),
+    ("lgate-topology", 1),
+    ("lgate-testbed-hop", 1),
+    ("lgate-model", 1),
+    ("lgate-rundir", 2),
+    ("lgate-matrix", 2),
+    ("lgate-tables", 3),
+    ("lgate-transport", 3),
+    ("lgate-derive", 4),
+    ("lgate-cluster", 4),
+    ("lgate-harness", 5),
+    ("lgate-mpi", 5),
+    ("lgate-bcast", 5),
+    ("lgate-diff", 5),
+    ("lgate-plot", 5),
+    ("lgate-plogp-bench", 6),
+    ("lgate-simulate", 7),
+    ("lgate-inputs", 8),
+    ("lgate-plogp", 9),
 ];
 
 /// Each workspace package's own lgate-* dependencies (normal and build), from cargo metadata.
@@ -310,8 +312,8 @@ fn the_layering_check_sees_an_arrow_up_and_sideways() {
     ];
     let breaks = layering_breaks(&arrows);
     assert_eq!(breaks.len(), 3, "{breaks:#?}");
-    assert!(breaks[0].contains("lgate-rundir (layer 1) uses lgate-derive (layer 3)"));
-    assert!(breaks[1].contains("lgate-cluster (layer 3) uses lgate-harness (layer 4)"));
+    assert!(breaks[0].contains("lgate-rundir (layer 2) uses lgate-derive (layer 4)"));
+    assert!(breaks[1].contains("lgate-cluster (layer 4) uses lgate-harness (layer 5)"));
     assert!(breaks[2].contains("lgate-new has no layer"));
 }
 

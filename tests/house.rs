@@ -1,6 +1,7 @@
 //! Guards of the house: the binary's command files stay thin, no product file holds more than
-//! 600 lines nor a function more than 120, no public function returns a `String` for its error, the paths the README and docs/ cite exist, and a test that cannot
-//! run says so as a skip.
+//! 600 lines nor a function more than 120, no public function returns a `String` for its error,
+//! no library spells a flag of ours, the paths the README and docs/ cite exist, and a test that
+//! cannot run says so as a skip.
 
 mod common;
 
@@ -359,4 +360,176 @@ fn a_test_that_cannot_run_says_so_as_a_skip() {
     )
     .unwrap();
     assert_eq!(own_skips(&[planted]).len(), 2);
+}
+
+/// The subcommands `help` lists after its "Commands:" line (each line two spaces in, then the
+/// name), `help` itself left out.
+fn subcommands(help: &str) -> Vec<String> {
+    help.lines()
+        .skip_while(|l| l.trim() != "Commands:")
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter(|l| l.starts_with("  ") && !l[2..].starts_with(' '))
+        .filter_map(|l| l.split_whitespace().next().map(String::from))
+        .filter(|name| name != "help")
+        .collect()
+}
+
+/// The long flags a help text's option lines define (`  -o, --output <DIR>` gives `--output`).
+fn defined_flags(help: &str) -> Vec<String> {
+    help.lines()
+        .map(str::trim_start)
+        .filter(|l| l.starts_with('-'))
+        .flat_map(|l| l.split([' ', ',', '=', '[', '<']))
+        .filter(|w| w.starts_with("--") && w.len() > 2)
+        .map(String::from)
+        .collect()
+}
+
+/// The long flags of every command and subcommand of the binary, from their help.
+fn our_flags() -> std::collections::BTreeSet<String> {
+    let help = |words: &[String]| -> String {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_lgate-plogp"))
+            .args(words)
+            .arg("--help")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{words:?} --help failed");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let mut flags = std::collections::BTreeSet::new();
+    let mut todo: Vec<Vec<String>> = vec![vec![]];
+    while let Some(words) = todo.pop() {
+        let text = help(&words);
+        flags.extend(defined_flags(&text));
+        for sub in subcommands(&text) {
+            let mut next = words.clone();
+            next.push(sub);
+            todo.push(next);
+        }
+    }
+    flags
+}
+
+/// The string literals of `code` before its tests, each as the compiler reads it across a
+/// backslash line end (comments, character literals and lifetimes skipped).
+fn string_literals(code: &str) -> Vec<String> {
+    let code = code.split("#[cfg(test)]").next().unwrap_or("").as_bytes();
+    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let text = |from: usize, to: usize| {
+        let raw = String::from_utf8_lossy(&code[from..to]).to_string();
+        let mut joined = String::new();
+        let mut parts = raw.split("\\\n");
+        joined.push_str(parts.next().unwrap_or(""));
+        for part in parts {
+            joined.push_str(part.trim_start());
+        }
+        joined
+    };
+    let (mut found, mut i) = (Vec::new(), 0);
+    while i < code.len() {
+        let rest = &code[i..];
+        let after_ident = i > 0 && ident(code[i - 1]) && code[i - 1] != b'b';
+        if rest.starts_with(b"//") {
+            i += rest.iter().position(|&c| c == b'\n').unwrap_or(rest.len());
+        } else if rest.starts_with(b"/*") {
+            i += rest
+                .windows(2)
+                .position(|w| w == b"*/")
+                .map_or(rest.len(), |p| p + 2);
+        } else if rest[0] == b'\'' {
+            // '\'' or '\n', 'x', or a lifetime 'a.
+            i += match (rest.get(1), rest.get(2)) {
+                (Some(b'\\'), _) => 3 + rest[3..].iter().position(|&c| c == b'\'').unwrap_or(0) + 1,
+                (_, Some(b'\'')) => 3,
+                _ => 1,
+            };
+        } else if rest[0] == b'r' && !after_ident && matches!(rest.get(1), Some(b'"' | b'#')) {
+            let hashes = rest[1..].iter().take_while(|&&c| c == b'#').count();
+            if rest.get(1 + hashes) != Some(&b'"') {
+                i += 1;
+                continue;
+            }
+            let close: Vec<u8> = std::iter::once(b'"').chain(vec![b'#'; hashes]).collect();
+            let from = i + 2 + hashes;
+            let len = code[from..].windows(close.len()).position(|w| w == close);
+            let to = from + len.unwrap_or(code.len() - from);
+            found.push(String::from_utf8_lossy(&code[from..to]).to_string());
+            i = to + close.len();
+        } else if rest[0] == b'"' {
+            let mut j = i + 1;
+            while j < code.len() && code[j] != b'"' {
+                j += if code[j] == b'\\' { 2 } else { 1 };
+            }
+            found.push(text(i + 1, j.min(code.len())));
+            i = j + 1;
+        } else {
+            i += 1;
+        }
+    }
+    found
+}
+
+/// The flags of `flags` that a string literal of `code` names (a `--word` at the start of the
+/// literal or after a space, a bracket, a quote or a backtick).
+fn named_flags(code: &str, flags: &std::collections::BTreeSet<String>) -> Vec<String> {
+    let mut named = Vec::new();
+    for literal in string_literals(code) {
+        for (at, _) in literal.match_indices("--") {
+            let before = literal[..at].chars().last();
+            if before.is_some_and(|c| !matches!(c, ' ' | '(' | '[' | '`' | '\'' | '"')) {
+                continue;
+            }
+            let word: String = literal[at..]
+                .chars()
+                .take_while(|c| *c == '-' || c.is_ascii_lowercase())
+                .collect();
+            if flags.contains(&word) {
+                named.push(word);
+            }
+        }
+    }
+    named
+}
+
+/// The libraries never spell a flag of the binary: a message that advises one formats a
+/// `lgate_knobs::Knob`, which the binary names (ripgrep's way: the flags live in `src/`).
+#[test]
+fn no_library_names_a_flag_of_ours() {
+    let flags = our_flags();
+    for known in [
+        "--reps",
+        "--algo",
+        "--resamples",
+        "--truth",
+        "--machine",
+        "--pairs-between",
+    ] {
+        assert!(flags.contains(known), "{known} not among {flags:?}");
+    }
+    let found: Vec<String> = product_files()
+        .iter()
+        .filter(|f| f.starts_with(root().join("crates")))
+        .flat_map(|f| {
+            let code = std::fs::read_to_string(f).unwrap();
+            let name = f.strip_prefix(root()).unwrap().display().to_string();
+            (named_flags(&code, &flags).into_iter()).map(move |flag| format!("{name}: {flag}"))
+        })
+        .collect();
+    assert!(
+        found.is_empty(),
+        "flags of ours spelled in library code (name an lgate_knobs::Knob): {found:#?}"
+    );
+}
+
+#[test]
+fn the_flag_check_sees_one_across_lines_and_skips_comments_and_tests() {
+    let flags = ["--reps", "--sweeps", "--algo", "--force"]
+        .map(String::from)
+        .into();
+    let code = "// measure with --force\nlet c = '\"'; let d = '\\''; fn f<'a>() {}\n\
+                let m = \"more repetitions (measure \\\n    --reps) or\";\n\
+                let r = r#\"a \"raw\" --sweeps\"#;\nlet n = \"x--algo, --server-side\";\n\
+                /* \"--force\" */\n#[cfg(test)]\nmod tests { \"--algo\" }\n";
+    assert_eq!(named_flags(code, &flags), ["--reps", "--sweeps"]);
 }

@@ -7,6 +7,7 @@ use std::path::Path;
 use crate::input::{choose_by_sure_levels, ClusterInput, InputError};
 use crate::methods::{self, MethodParams, ParamError};
 use crate::Tree;
+use lgate_knobs::Knob;
 
 /// A clustering and what was clustered.
 #[derive(Debug, Clone)]
@@ -152,7 +153,7 @@ fn fit_one(
 ) -> Result<Tree, ClusteringError> {
     let Some(matrix) = input.dense() else {
         if search.is_some() {
-            return Err(input.no_dense("--search").into());
+            return Err(input.no_dense(&Knob::Search.to_string()).into());
         }
         let method = methods::method(algo, params)?;
         let crate::Distances::ByHosts { blocks, k, between } = &input.distances else {
@@ -160,7 +161,7 @@ fn fit_one(
         };
         let found = method
             .fit_by_hosts(blocks, *k, between.as_deref())
-            .ok_or_else(|| input.no_dense(&format!("--algo {algo}")))?
+            .ok_or_else(|| input.no_dense(&format!("{} {algo}", Knob::Algo)))?
             .map_err(|error| InputError::ByHosts {
                 input: input.source.clone(),
                 error,
@@ -234,16 +235,21 @@ fn doubt_line(d: &crate::host_levels::Doubt) -> String {
         (true, true) => format!(
             "every pair between two of its hosts was measured, and so few cannot reach {decide} \
              in this group alone (at most z = {:.1}); with sibling groups of the same shape \
-             their combined z decides: more repetitions of each pair (measure --screen-reps) \
-             sharpen them, more ranks per host add pairs",
-            d.z_most
+             their combined z decides: more repetitions of each pair ({}) sharpen them, \
+             more ranks per host add pairs",
+            d.z_most,
+            Knob::ScreenReps.in_command()
         ),
-        (true, false) => "every pair between two of its hosts was measured: more repetitions \
-                          of each (measure --screen-reps) would sharpen them"
-            .to_string(),
+        (true, false) => format!(
+            "every pair between two of its hosts was measured: more repetitions of each ({}) \
+             would sharpen them",
+            Knob::ScreenReps.in_command()
+        ),
         (false, _) => format!(
-            "about {} pairs between each two hosts would decide it (measure --pairs-between {})",
-            d.pairs_needed, d.pairs_needed
+            "about {} pairs between each two hosts would decide it ({} {})",
+            d.pairs_needed,
+            Knob::PairsBetween.in_command(),
+            d.pairs_needed
         ),
     };
     format!(

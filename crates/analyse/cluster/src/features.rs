@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use lgate_knobs::Knob;
 use ndarray::Array2;
 use petal_clustering::{Dbscan, Fit, HDbscan};
 use petal_neighbors::distance::Euclidean;
@@ -45,11 +46,13 @@ pub fn feature_vectors(run: &Path, size: Option<&str>) -> Result<FeatureVectors,
     let latency = load(run, Some("latency"))?;
     let dense = |name: &str| -> Result<lgate_matrix::DistanceMatrix, InputError> {
         Ok(load(run, Some(name))?
-            .need_dense("--space features")?
+            .need_dense(&format!("{} features", Knob::Space))?
             .clone())
     };
     let parts = [
-        latency.need_dense("--space features")?.clone(),
+        latency
+            .need_dense(&format!("{} features", Knob::Space))?
+            .clone(),
         dense(&format!("os:{size}"))?,
         dense(&format!("or:{size}"))?,
         dense(&format!("g:{size}"))?,

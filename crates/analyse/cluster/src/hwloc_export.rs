@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use crate::input::{load, InputError};
+use lgate_knobs::Knob;
 
 /// The distances of one host's ranks, ready to write.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,9 +55,10 @@ pub fn host_distances(
         (None, [only]) => only,
         (None, _) => {
             let message = format!(
-                "the run spans {} hosts ({}); choose one with --host",
+                "the run spans {} hosts ({}); choose one with {}",
                 hosts.len(),
-                hosts.join(", ")
+                hosts.join(", "),
+                Knob::Host
             );
             return Err(invalid(run, message));
         }
@@ -98,8 +100,9 @@ pub fn host_distances(
                     invalid(
                         run,
                         format!(
-                            "the host blocks group the ranks of {host} otherwise (a --topology \
-                             whose leaves are not hosts)"
+                            "the host blocks group the ranks of {host} otherwise (a {} whose \
+                             leaves are not hosts)",
+                            Knob::MeasureTopology
                         ),
                     )
                 })?;

@@ -4,6 +4,7 @@
 
 use std::fmt;
 
+use lgate_knobs::Knob;
 use lgate_topology::Topology;
 
 use crate::input::ClusterInput;
@@ -81,10 +82,11 @@ impl ClusterSummary<'_> {
             return match (filled, self.resamples) {
                 (_, 0) if self.items > crate::confidence::DEFAULT_MAX_ITEMS => writeln!(
                     f,
-                    "  confidence: not estimated (above {} ranks only when asked: --resamples N)",
-                    crate::confidence::DEFAULT_MAX_ITEMS
+                    "  confidence: not estimated (above {} ranks only when asked: {} N)",
+                    crate::confidence::DEFAULT_MAX_ITEMS,
+                    Knob::Resamples
                 ),
-                (_, 0) => writeln!(f, "  confidence: not estimated (--resamples 0)"),
+                (_, 0) => writeln!(f, "  confidence: not estimated ({} 0)", Knob::Resamples),
                 (Some((filled, total)), _) => writeln!(
                     f,
                     "  confidence: not estimated: {:.1} % of the pairs were filled in, and the \
@@ -165,13 +167,17 @@ impl ClusterSummary<'_> {
     }
 
     /// What would decide a level the resamples leave in doubt.
-    fn what_decides(&self) -> &'static str {
+    fn what_decides(&self) -> String {
         let hosts = (self.input.hosts.as_deref()).is_some_and(|h| h.iter().any(|x| *x != h[0]));
+        let reps = format!("{}, {}", Knob::Reps.in_command(), Knob::ScreenReps);
         if hosts {
-            "more repetitions (measure --reps, --screen-reps), sweeps, or for a level above \
-             the hosts more pairs between them (measure --pairs-between) would decide it"
+            format!(
+                "more repetitions ({reps}), sweeps, or for a level above the hosts more pairs \
+                 between them ({}) would decide it",
+                Knob::PairsBetween.in_command()
+            )
         } else {
-            "more repetitions (measure --reps, --screen-reps) or sweeps would decide it"
+            format!("more repetitions ({reps}) or sweeps would decide it")
         }
     }
 

@@ -1,5 +1,7 @@
 //! The diff for people (a few lines, worst first) and for scripts (JSON).
 
+use lgate_knobs::Knob;
+
 use crate::compare::UnitChange;
 use crate::json::{
     DiffJson, Finite, MachineJson, MatrixJson, PairJson, RanksJson, SpreadChangeJson, UnitJson,
@@ -276,8 +278,9 @@ impl RunDiff {
             }
             if changes.len() > SHOWN {
                 out.push_str(&format!(
-                    "  ... and {} more (--format json lists them)\n",
-                    changes.len() - SHOWN
+                    "  ... and {} more ({} json lists them)\n",
+                    changes.len() - SHOWN,
+                    Knob::DiffFormat
                 ));
             }
         }

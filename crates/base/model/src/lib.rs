@@ -2,6 +2,7 @@
 //! parameters of a link between two ranks by the level at which they part, and the noise and
 //! artifacts of measuring it. Written and read as JSON (`lgate-plogp-model`).
 
+use lgate_knobs::Knob;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -276,10 +277,10 @@ pub enum ModelError {
         nodes: usize,
     },
     /// A `--machine` part that is not `LEVEL=FANOUT`.
-    #[error("`{0}` in --machine: expected LEVEL=FANOUT, as in node=4,socket=2,core=16")]
+    #[error("`{0}` in {machine}: expected LEVEL=FANOUT, as in node=4,socket=2,core=16", machine = Knob::Machine)]
     MachinePart(String),
     /// A `--machine` fan-out that is not a whole number.
-    #[error("`{fanout}` in --machine: `{word}` is not a whole number of {level}s (a fan-out is N, or runs such as 2x8/4x2 taken in turn)")]
+    #[error("`{fanout}` in {machine}: `{word}` is not a whole number of {level}s (a fan-out is N, or runs such as 2x8/4x2 taken in turn)", machine = Knob::Machine)]
     MachineNumber {
         /// The fan-out.
         fanout: String,
@@ -289,7 +290,7 @@ pub enum ModelError {
         level: String,
     },
     /// A `--machine` run of too many items.
-    #[error("`{0}` in --machine: too many")]
+    #[error("`{0}` in {machine}: too many", machine = Knob::Machine)]
     MachineTooMany(String),
 }
 

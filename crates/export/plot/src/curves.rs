@@ -3,6 +3,7 @@
 //! pair (its median, with the p10-p90 band of its repetitions); the library's eager limits
 //! from meta.json marked.
 
+use lgate_knobs::Knob;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
@@ -83,7 +84,10 @@ impl Curves {
                      run's pair test is {} (only a PLogP run writes them)",
                     m.test.name()
                 ),
-                _ => "no such file (a run written with --no-table has no curves to draw)".into(),
+                _ => format!(
+                    "no such file (a run written with {} has no curves to draw)",
+                    Knob::NoTable
+                ),
             }));
         }
         let meta = meta.map_err(|e| PlotError::Input(e.to_string()))?;

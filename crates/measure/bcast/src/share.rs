@@ -2,6 +2,7 @@
 //! topology (read on rank 0 alone, which reports a bad file), and results every rank computes
 //! alike but rank 0 settles, so that one line is printed when something is wrong.
 
+use lgate_knobs::Knob;
 use lgate_topology::{format, Topology, TopologyError, TopologyNode};
 use lgate_transport::{Tag, Transport};
 
@@ -15,7 +16,7 @@ pub enum ShareError {
     #[error(transparent)]
     Bcast(#[from] BcastError),
     /// The topology file is unusable (reported by rank 0).
-    #[error("--topology {flag}: {error}")]
+    #[error("{knob} {flag}: {error}", knob = Knob::BcastTopology)]
     Topology {
         /// The flag as given.
         flag: String,
@@ -282,7 +283,8 @@ mod tests {
             topology(&t, Some("/no/such/file.lgate"), &hosts)
         });
         let err = results[0].as_ref().unwrap_err().to_string();
-        assert!(err.contains("--topology /no/such/file.lgate"), "{err}");
+        let named = format!("{} /no/such/file.lgate", Knob::BcastTopology);
+        assert!(err.contains(&named), "{err}");
         for r in &results[1..] {
             assert!(matches!(r, Ok(Agreed::No)), "{r:?}");
         }

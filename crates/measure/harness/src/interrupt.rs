@@ -179,8 +179,9 @@ mod tests {
         assert!(resume_command(&kind("slurm", None), 64, dir).starts_with("srun -n 64 "));
         let mpirun = resume_command(&kind("mpirun", None), 4, dir);
         assert!(mpirun.starts_with("mpirun -np 4 "), "{mpirun}");
+        let resume = lgate_knobs::Knob::Resume.in_command();
         assert!(
-            mpirun.ends_with(" measure --resume lgate-run-x"),
+            mpirun.ends_with(&format!(" {resume} lgate-run-x")),
             "{mpirun}"
         );
         // The launch as it was typed, binding included, with this program's name in it.
@@ -190,7 +191,9 @@ mod tests {
             format!("mpirun --bind-to core:overload-allowed -np 4 /opt/bin/{name} measure -o x");
         assert_eq!(
             resume_command(&kind("mpirun", Some(&line)), 4, dir),
-            format!("mpirun --bind-to core:overload-allowed -np 4 /opt/bin/{name} measure --resume lgate-run-x")
+            format!(
+                "mpirun --bind-to core:overload-allowed -np 4 /opt/bin/{name} {resume} lgate-run-x"
+            )
         );
         // A line without the program falls back to the launcher's kind.
         let other = resume_command(&kind("mpirun", Some("mpirun -np 4 ./a.out")), 4, dir);

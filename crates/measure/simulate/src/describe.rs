@@ -2,6 +2,7 @@
 //! take (`--estimate-time`).
 
 use lgate_harness::{human_duration, TopologySource};
+use lgate_knobs::Knob;
 use lgate_rundir::MessageSize;
 
 use crate::{SimulateError, Simulation};
@@ -83,8 +84,8 @@ impl Simulation<'_> {
 /// The schedule's topology as the estimate names it.
 fn topology_name(topology: &TopologySource) -> String {
     match topology {
-        TopologySource::None => "one pair at a time (no --topology)".to_string(),
-        TopologySource::Auto => "one group per host (--topology auto)".to_string(),
+        TopologySource::None => format!("one pair at a time (no {})", Knob::SimulateTopology),
+        TopologySource::Auto => format!("one group per host ({} auto)", Knob::SimulateTopology),
         TopologySource::File(p) => format!("topology {}", p.display()),
     }
 }

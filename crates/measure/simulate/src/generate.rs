@@ -1,6 +1,7 @@
 //! Simulated measurements: every repetition of every PLogP procedure drawn from the model,
 //! summarised with the same statistics a real run uses, and written as the same run directory.
 
+use lgate_knobs::Knob;
 use std::time::Instant;
 
 use lgate_derive::{derive_plogp, MeasuredPair};
@@ -107,8 +108,10 @@ impl<'a> Simulation<'a> {
         let max = *options.sizes.last().expect("size 0 at least");
         if let Some(s) = options.outputs.matrix_sizes.iter().find(|s| s.0 > max) {
             return bad(format!(
-                "matrix size {s} is above the largest simulated size ({}); lower --matrix-sizes or raise --max-size",
-                lgate_rundir::MessageSize(max)
+                "matrix size {s} is above the largest simulated size ({}); lower {} or raise {}",
+                lgate_rundir::MessageSize(max),
+                Knob::MatrixSizes,
+                Knob::MaxSize
             ));
         }
         let layout = Layout::new(model, options.seed);

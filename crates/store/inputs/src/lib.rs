@@ -51,7 +51,7 @@ pub static FORMATS: &[InputFormat] = &[
     },
     InputFormat {
         name: "topology_any",
-        description: "a topology file of any format, told by its content (`--topology`)",
+        description: "a topology file of any format, told by its content (what a command given a topology reads)",
         check: topology_any,
     },
     InputFormat {
@@ -132,12 +132,12 @@ pub static FORMATS: &[InputFormat] = &[
     },
     InputFormat {
         name: "known_placement",
-        description: "known placement for `score --truth` (levels of labels, or a meta.json)",
+        description: "known placement that `score` compares a topology with (levels of labels, or a meta.json)",
         check: known_placement,
     },
     InputFormat {
         name: "machine_model",
-        description: "machine models for `simulate --model`",
+        description: "machine models that `simulate` takes",
         check: machine_model,
     },
     InputFormat {

@@ -26,6 +26,7 @@ pub mod report;
 mod screen;
 mod simulation;
 
+use lgate_knobs::Knob;
 use std::path::{Path, PathBuf};
 
 pub use hosts::{
@@ -68,7 +69,7 @@ pub enum RunDirError {
         error: std::io::Error,
     },
     /// The output folder already holds results.
-    #[error("{}: already holds a run; choose another --output, or pass --force to replace it", path.display())]
+    #[error("{}: already holds a run; choose another {}, or pass {} to replace it", path.display(), Knob::Output, Knob::Force)]
     Exists {
         /// The folder.
         path: PathBuf,

@@ -1,5 +1,6 @@
 //! `matrices/index.json`: which distance matrices a run has and what each holds.
 
+use lgate_knobs::Knob;
 use serde::{Deserialize, Serialize};
 
 use crate::{RunDir, RunDirError};
@@ -113,9 +114,11 @@ impl MatrixIndex {
                     m.how_to_finish(run.path())
                 )
             } else {
-                "not found: this run has no distance matrices yet (derive them with \
-                 `mpirun -np N lgate-plogp measure --resume RUN`)"
-                    .into()
+                format!(
+                    "not found: this run has no distance matrices yet (derive them with \
+                     `mpirun -np N lgate-plogp {} RUN`)",
+                    Knob::Resume.in_command()
+                )
             },
         })?;
         Self::parse(&text, &path)

@@ -329,7 +329,10 @@ pub fn load(path: &Path, matrix: Option<&str>) -> Result<ClusterInput, InputErro
         if matrix.is_some() {
             return Err(invalid(
                 path,
-                "--matrix picks a matrix of a run directory; this is a file".into(),
+                format!(
+                    "{} picks a matrix of a run directory; this is a file",
+                    Knob::Matrix
+                ),
             ));
         }
         if path == Path::new("-") && !path.exists() {

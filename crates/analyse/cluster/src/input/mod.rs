@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use lgate_knobs::Knob;
 use lgate_matrix::{read_matrix, DistanceMatrix};
 pub use lgate_rundir::KnownPlacement as Truth;
 use lgate_rundir::MessageSize;
@@ -39,9 +40,11 @@ pub enum InputError {
     /// The input has host blocks and no dense matrix, which this needs.
     #[error(
         "{input}: holds host blocks and no dense matrix (a staged run above {limit} ranks); \
-         {what} needs the dense matrix: measure or simulate with --dense, or cluster with \
-         --algo auto, which works by hosts",
-        limit = DENSE_LIMIT
+         {what} needs the dense matrix: measure or simulate with {dense}, or cluster with \
+         {algo} auto, which works by hosts",
+        limit = DENSE_LIMIT,
+        dense = Knob::Dense,
+        algo = Knob::Algo
     )]
     NoDense {
         /// What was read.

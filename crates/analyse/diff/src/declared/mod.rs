@@ -24,6 +24,8 @@ use std::path::{Path, PathBuf};
 
 use lgate_topology::declared::{parse_host_declared, Declared, DeclaredGroup, DeclaredLevel};
 
+use lgate_knobs::Knob;
+
 use crate::json::{finite_or_null, DeclaredJson, DeclaredLevelJson, MisplacedJson, TogetherJson};
 use crate::side::{RunSide, SideValues};
 use crate::{kind_of, DiffError, JUDGED_KINDS};
@@ -271,7 +273,10 @@ fn of_ranks(
         if hosts.len() == 1 {
             let host = hosts.into_iter().next().unwrap_or_default();
             return Err(format!(
-                "the run's ranks are all on one host ({host}): the declared check compares                  groups of hosts; `diff` two runs to compare them, or `score --truth RUN` the                  topology against the run's placement"
+                "the run's ranks are all on one host ({host}): the declared check compares groups \
+                 of hosts; `diff` two runs to compare them, or `{} RUN` the topology against \
+                 the run's placement",
+                Knob::Truth.in_command()
             ));
         }
         return Err(

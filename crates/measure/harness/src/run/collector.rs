@@ -1,6 +1,7 @@
 //! Rank 0's collector of results (the journal, the stage times) and the progress it shows.
 
 use super::*;
+use lgate_knobs::Knob;
 
 /// Rank 0's side: results in, journal out, progress on stderr.
 pub(super) struct Collector {
@@ -126,8 +127,9 @@ impl Collector {
                 self.write_pending()?;
                 self.journal.sync()?;
                 return Err(HarnessError::Setup(format!(
-                    "stopped after {} pairs, as --stop-after asked",
-                    self.received
+                    "stopped after {} pairs, as {} asked",
+                    self.received,
+                    Knob::StopAfter
                 )));
             }
         }

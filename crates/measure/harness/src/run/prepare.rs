@@ -2,6 +2,7 @@
 //! reopened, and what a resumed run already holds.
 
 use super::*;
+use lgate_knobs::Knob;
 
 /// The topology that schedules a job whose ranks run on `hosts`, labelled with the hosts
 /// unless the file has labels of its own.
@@ -226,11 +227,12 @@ fn plan_of(
         }
         PlanKind::Staged(staged) => {
             if options.fast.is_some() {
-                return Err(HarnessError::Setup(
-                    "--fast applies to --plan full; the staged plan already samples the pairs \
-                     between hosts"
-                        .into(),
-                ));
+                return Err(HarnessError::Setup(format!(
+                    "{} applies to {} full; the staged plan already samples the pairs between \
+                     hosts",
+                    Knob::Fast,
+                    Knob::Plan
+                )));
             }
             let (choices, notes) = settle_staged(&staged.plan, infos, topology);
             let plan = StagedPlan::new(topology.tree(), size, seed, &choices)?;
@@ -337,9 +339,10 @@ fn resume(
         return Err(HarnessError::Resume(format!(
             "{}: meta.json records {recorded} tests measured but {} holds {in_journal}: \
              resuming would measure the missing ones again as if new; put the journal back, \
-             or measure again with --force",
+             or measure again with {}",
             run.path().display(),
-            path.display()
+            path.display(),
+            Knob::Force
         )));
     }
     let mut parts = old.parts_before_resume(prepared.resumed_tests());
@@ -368,17 +371,17 @@ pub(crate) fn settle_staged(
     let mut choices = plan.clone();
     let mut notes = Vec::new();
     if plan.sweep && topology.tree().sorted_groups().len() < 2 {
-        notes.push(
-            "--sweep: the job is on one host, so there are no pairs between hosts to sweep (the \
-             pairs inside it are screened as always)"
-                .into(),
-        );
+        notes.push(format!(
+            "{}: the job is on one host, so there are no pairs between hosts to sweep (the pairs \
+             inside it are screened as always)",
+            Knob::Sweep
+        ));
     }
     if choices.concurrency.is_none() {
         let groups = topology.tree().sorted_groups();
         if let Some((n, why)) = placement::shared_machine_concurrency(infos, &groups) {
             choices.concurrency = Some(n);
-            notes.push(format!("--concurrency {n}: {why}"));
+            notes.push(format!("{} {n}: {why}", Knob::Concurrency));
         }
     }
     (choices, notes)

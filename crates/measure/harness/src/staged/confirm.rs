@@ -2,6 +2,7 @@
 //! screening nearly decides, judged as `cluster` judges them (by the [`LevelJudge`] the run was
 //! given: `lgate_cluster::ScreenedJudge` in `measure`).
 
+use lgate_knobs::Knob;
 use lgate_topology::judge::{Doubt, JudgeError, LevelJudge, ScreenedRankPairs};
 
 use super::*;
@@ -136,9 +137,9 @@ fn doubt_line(
     spent: bool,
 ) -> String {
     let spent = if spent {
-        ", the budget spent (--confidence)"
+        format!(", the budget spent ({})", Knob::Confidence)
     } else {
-        ""
+        String::new()
     };
     let what = match (added, again) {
         (0, 0) => {

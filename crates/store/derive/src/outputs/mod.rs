@@ -1,6 +1,7 @@
 //! From the journal to the run's outputs: the measurements table, the distance matrices and
 //! the report of slow ranks and pairs.
 
+use lgate_knobs::Knob;
 use lgate_matrix::DistanceMatrix;
 use lgate_rundir::Pair;
 use lgate_rundir::{MatrixEntry, MatrixIndex, MeasuredMask, RunDir, RunDirError};
@@ -184,7 +185,7 @@ pub enum OutputError {
         first: String,
     },
     /// A matrix size above the largest measured size.
-    #[error("matrix size {size} is above the largest size measured for pair {pair} ({max}); lower --matrix-sizes or raise --max-size")]
+    #[error("matrix size {size} is above the largest size measured for pair {pair} ({max}); lower {} or raise {}", Knob::MatrixSizes, Knob::MaxSize)]
     SizeOutOfRange {
         /// The size asked for.
         size: MessageSize,
@@ -194,7 +195,7 @@ pub enum OutputError {
         max: MessageSize,
     },
     /// A ping-pong matrix size that is not one of the sizes measured.
-    #[error("matrix size {size} was not measured (the ping-pong measured {measured}); choose --matrix-sizes among those or add it to --sizes")]
+    #[error("matrix size {size} was not measured (the ping-pong measured {measured}); choose {} among those or add it to {}", Knob::MatrixSizes, Knob::Sizes)]
     NotMeasured {
         /// The size asked for.
         size: MessageSize,
@@ -202,7 +203,11 @@ pub enum OutputError {
         measured: String,
     },
     /// A matrix size above the largest size a run measures.
-    #[error("matrix size {size} is above the largest measured size {largest}: lower --matrix-sizes or raise --max-size")]
+    #[error(
+        "matrix size {size} is above the largest measured size {largest}: lower {} or raise {}",
+        Knob::MatrixSizes,
+        Knob::MaxSize
+    )]
     AboveLargest {
         /// The size asked for.
         size: MessageSize,

@@ -20,7 +20,11 @@ fn a_pingpong_takes_its_matrix_sizes_among_those_it_measures() {
     .unwrap_err();
     assert_eq!(
         e.to_string(),
-        "matrix size 1KiB was not measured (the ping-pong measured 0, 4MiB); choose \
-         --matrix-sizes among those or add it to --sizes"
+        format!(
+            "matrix size 1KiB was not measured (the ping-pong measured 0, 4MiB); choose {} among \
+             those or add it to {}",
+            lgate_knobs::Knob::MatrixSizes,
+            lgate_knobs::Knob::Sizes
+        )
     );
 }

@@ -2,6 +2,7 @@
 //! bands of pairs measured slower together.
 
 use super::*;
+use lgate_knobs::Knob;
 
 /// Unstable pairs and hosts of one spread matrix: pairs whose repeat spread is at least
 /// [`UNSTABLE_PAIR`] times their class's median spread; hosts whose ranks' median spread
@@ -120,10 +121,12 @@ pub(super) fn artifacts(
             matrix: name.to_string(),
             pairs: vec![[0, 1]],
             ratio: v / center,
-            why: "ranks 0 and 1, measured first, stand out from their class while neither \
-                  rank is slow (thesis section 5.1.1): a warm-up of the whole job, not the \
-                  machine; measure with more --sweeps, or take the pair again"
-                .to_string(),
+            why: format!(
+                "ranks 0 and 1, measured first, stand out from their class while neither rank \
+                 is slow (thesis section 5.1.1): a warm-up of the whole job, not the machine; \
+                 measure with more {}, or take the pair again",
+                Knob::Sweeps
+            ),
         });
     }
     out

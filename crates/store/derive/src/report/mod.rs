@@ -19,6 +19,7 @@
 //! Cost: besides the matrices, one f64 per pair for the duration of each matrix's ranks and
 //! hosts (134 MB at 4096 ranks).
 
+use lgate_knobs::Knob;
 use std::collections::BTreeMap;
 
 use lgate_matrix::DistanceMatrix;
@@ -383,8 +384,12 @@ fn measurement_warnings(inputs: &ReportInputs, hosts: &HostsReport) -> Vec<Strin
             warnings.push(format!(
                 "at {}, repeated measurements of one pair vary as much as pairs differ \
                  ({:.3} us against {:.3} us): clustering this size is unreliable; measure with \
-                 more --reps or --sweeps",
-                s.size, s.repeat_us, s.between_us
+                 more {} or {}",
+                s.size,
+                s.repeat_us,
+                s.between_us,
+                Knob::Reps,
+                Knob::Sweeps
             ));
         }
     }

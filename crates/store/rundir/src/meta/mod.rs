@@ -1,5 +1,6 @@
 //! meta.json: who ran where and how. It is also the ground truth of rank placement.
 
+use lgate_knobs::Knob;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -200,10 +201,11 @@ impl LauncherInfo {
             })?;
             Some(words[..=at].join(" "))
         });
+        let resume = Knob::Resume.in_command();
         match (launch, self.kind.as_str()) {
-            (Some(launch), _) => format!("{launch} measure --resume {dir}"),
-            (None, "slurm") => format!("srun -n {ranks} {program} measure --resume {dir}"),
-            (None, _) => format!("mpirun -np {ranks} {program} measure --resume {dir}"),
+            (Some(launch), _) => format!("{launch} {resume} {dir}"),
+            (None, "slurm") => format!("srun -n {ranks} {program} {resume} {dir}"),
+            (None, _) => format!("mpirun -np {ranks} {program} {resume} {dir}"),
         }
     }
 }
@@ -365,8 +367,10 @@ impl RunMeta {
     pub fn how_to_finish(&self, path: &std::path::Path) -> String {
         match self.simulation {
             Some(_) => format!(
-                "a simulated run is not resumed: `lgate-plogp simulate --force --output {}` \
-                 with its options writes it again",
+                "a simulated run is not resumed: `lgate-plogp simulate {} {} {}` with its \
+                 options writes it again",
+                Knob::SimulateForce,
+                Knob::SimulateOutput,
                 path.display()
             ),
             None => {
