@@ -4,10 +4,11 @@
 
 use std::path::Path;
 
+use lgate_knobs::Knob;
+
 use crate::input::{choose_by_sure_levels, ClusterInput, InputError};
 use crate::methods::{self, MethodParams, ParamError};
 use crate::Tree;
-use lgate_knobs::Knob;
 
 /// A clustering and what was clustered.
 #[derive(Debug, Clone)]

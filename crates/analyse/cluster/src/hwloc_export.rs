@@ -3,8 +3,9 @@
 
 use std::path::Path;
 
-use crate::input::{load, InputError};
 use lgate_knobs::Knob;
+
+use crate::input::{load, InputError};
 
 /// The distances of one host's ranks, ready to write.
 #[derive(Debug, Clone, PartialEq)]

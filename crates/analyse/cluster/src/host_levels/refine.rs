@@ -78,7 +78,7 @@ pub fn judged_by_pairs(
         .collect();
     let decided = judged.iter().any(|c| c.z >= p.pairs_decide);
     let could = judged.iter().any(|c| c.z_most >= p.pairs_decide);
-    if could && !decided {
+    if !decided && (could || !medians_clear(&hosts, &labels, sets)) {
         return Tree::Leaf(hosts);
     }
     if !could && !decided && p.doubt_undecidable {
@@ -91,6 +91,30 @@ pub fn judged_by_pairs(
             .collect(),
         separation,
     }
+}
+
+/// Whether, in some size's host x host medians, every median between the groups `labels` of
+/// `hosts` stands [`LEAST_GAP`] above every median inside them: what a level too few pairs can
+/// decide must show to stay as the medians found it. A gap of the medians' least between groups
+/// over their most inside is what a few pairs of one test each can tell; a pair that a slow
+/// path or a busy link made slower alone looks like a level by the medians' separation (least
+/// median between groups over the largest quartile inside) while it lies among the pairs
+/// inside.
+fn medians_clear(hosts: &[usize], labels: &[usize], sets: &[Evidence<'_>]) -> bool {
+    sets.iter().any(|(g, _)| {
+        let (mut inside, mut between) = (f64::NEG_INFINITY, f64::INFINITY);
+        for a in 0..hosts.len() {
+            for b in a + 1..hosts.len() {
+                let x = g[[hosts[a], hosts[b]]];
+                if labels[a] == labels[b] {
+                    inside = inside.max(x);
+                } else {
+                    between = between.min(x);
+                }
+            }
+        }
+        inside == f64::NEG_INFINITY || between > inside * (1.0 + LEAST_GAP)
+    })
 }
 
 /// The grouping `c` of `hosts` as a doubt: with the pairs and tests that would decide it.

@@ -618,6 +618,25 @@ fn leaves_with_a_split_second() -> Tree {
     }
 }
 
+/// [`leaves_with_a_split_second`] with the split undone.
+fn two_leaves_whole() -> Tree {
+    Tree::Node {
+        children: vec![Tree::Leaf(vec![0, 1, 2, 3]), Tree::Leaf(vec![4, 5, 6, 7])],
+        separation: Some(1.46),
+    }
+}
+
+/// [`leaves_with_a_split_second`] judged by the pairs `values` with the medians `g`.
+fn judged_split(g: &Array2<f64>, values: &BetweenValues) -> Tree {
+    let p = AutoParams::default();
+    judged_by_pairs(
+        leaves_with_a_split_second(),
+        &[(g, values)],
+        &p,
+        &mut Vec::new(),
+    )
+}
+
 #[test]
 fn a_level_of_the_medians_that_enough_pairs_do_not_bear_out_is_undone() {
     // Two leaves 50 % apart, 9 pairs between two hosts: the medians of the second leaf made
@@ -630,18 +649,8 @@ fn a_level_of_the_medians_that_enough_pairs_do_not_bear_out_is_undone() {
             g[[a, b]] = 85.0;
             g[[b, a]] = 85.0;
         }
-        let p = AutoParams::default();
-        let t = judged_by_pairs(
-            leaves_with_a_split_second(),
-            &[(&g, &v)],
-            &p,
-            &mut Vec::new(),
-        );
-        let want = Tree::Node {
-            children: vec![Tree::Leaf(vec![0, 1, 2, 3]), Tree::Leaf(vec![4, 5, 6, 7])],
-            separation: Some(1.46),
-        };
-        assert_eq!(t, want, "seed {seed}");
+        let t = judged_split(&g, &v);
+        assert_eq!(t, two_leaves_whole(), "seed {seed}");
     }
 }
 
@@ -671,12 +680,7 @@ fn a_level_of_the_medians_that_the_pairs_bear_out_or_are_too_few_to_judge_stays(
             g[[b, a]] = mid;
         }
     }
-    let t = judged_by_pairs(
-        leaves_with_a_split_second(),
-        &[(&g, &values)],
-        &p,
-        &mut Vec::new(),
-    );
+    let t = judged_split(&g, &values);
     assert_eq!(t, leaves_with_a_split_second());
     // One pair between two hosts and leaves of two hosts ten times apart: every pair inside
     // nearer than every pair across still falls short of deciding, so the medians' level stays.
@@ -689,6 +693,42 @@ fn a_level_of_the_medians_that_the_pairs_bear_out_or_are_too_few_to_judge_stays(
         judged_by_pairs(two.clone(), &[(&g, &v)], &p, &mut Vec::new()),
         two
     );
+}
+
+#[test]
+fn a_level_too_few_pairs_can_judge_stays_only_where_its_medians_stand_clear() {
+    // A testbed run of eight one-rank hosts in two leaves (random fabric 6): one test a pair,
+    // the pairs inside the second leaf 15.4 us, or 18.5 and 21.4 where the hop's delay drew
+    // more for that test. The medians split the leaf by hosts 4-5 and 6-7 (15.43 and 15.44
+    // inside), but one pair between them measured 15.47: no level is clear of the pairs inside,
+    // and the split is undone; the leaves stay.
+    let m = [
+        [0.0, 15.70, 15.36, 21.32, 25.16, 25.01, 25.13, 25.10],
+        [15.70, 0.0, 18.37, 15.54, 25.49, 31.07, 30.79, 30.91],
+        [15.36, 18.37, 0.0, 15.32, 31.11, 31.00, 28.26, 25.25],
+        [21.32, 15.54, 15.32, 0.0, 25.32, 25.26, 27.97, 28.16],
+        [25.16, 25.49, 31.11, 25.32, 0.0, 15.43, 18.59, 21.49],
+        [25.01, 31.07, 31.00, 25.26, 15.43, 0.0, 21.36, 15.47],
+        [25.13, 30.79, 28.26, 27.97, 18.59, 21.36, 0.0, 15.44],
+        [25.10, 30.91, 25.25, 28.16, 21.49, 15.47, 15.44, 0.0],
+    ];
+    let g = Array2::from_shape_fn((8, 8), |(a, b)| m[a][b]);
+    let mut values = BetweenValues {
+        ranks: vec![1; 8],
+        ..BetweenValues::default()
+    };
+    for ((a, b), &x) in g.indexed_iter().filter(|((a, b), _)| a < b) {
+        values.values.insert((a, b), vec![x]);
+    }
+    let t = judged_split(&g, &values);
+    assert_eq!(t, two_leaves_whole());
+    // The same split with the pair between its groups as far as the others (21.4 us): clear
+    // of the pairs inside by more than the least gap, it stays.
+    let mut clear = g.clone();
+    clear[[5, 7]] = 21.4;
+    clear[[7, 5]] = 21.4;
+    values.values.insert((5, 7), vec![21.4]);
+    assert_eq!(judged_split(&clear, &values), leaves_with_a_split_second());
 }
 
 /// The groups of hosts of every node of `t` below its root, each sorted.
