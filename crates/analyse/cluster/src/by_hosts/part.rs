@@ -134,9 +134,15 @@ pub(crate) fn hosts_part(
                 &hosts_p,
                 &mut unjudged,
             );
-            // A level above the medians' top one that their pairs decide (groups of leaves).
-            let medians = crate::host_levels::coarsened(medians, &sets, &hosts_p);
-            let (tree, mut doubts) = crate::host_levels::refine_sizes(medians, &sets, &hosts_p);
+            // A level above the medians' top one that their pairs decide (groups of leaves);
+            // where the medians have none (the size judged shows no leaves: a dragonfly's
+            // round trips of 64 KiB), above the top level the pairs decide.
+            let top_of_pairs = matches!(medians, Tree::Leaf(_));
+            let medians = crate::host_levels::coarsened(medians, &sets, &hosts_p, &mut unjudged);
+            let (mut tree, mut doubts) = crate::host_levels::refine_sizes(medians, &sets, &hosts_p);
+            if top_of_pairs {
+                tree = crate::host_levels::coarsened(tree, &sets, &hosts_p, &mut doubts);
+            }
             doubts.extend(unjudged);
             (tree, doubts)
         }
@@ -203,19 +209,49 @@ pub(super) fn between_values(
 }
 
 /// The tree of the hosts `t` (items: hosts) with each host replaced by its own tree: a group of
-/// hosts becomes a node over its hosts' trees, split at the hosts' separation.
+/// hosts becomes a node over its hosts' trees, split at the hosts' separation. A group of hosts
+/// that ends above the deepest level of `t` stays one group down to it (a group of one leaf
+/// beside groups of two), so that the hosts are one level under every group, not the level of
+/// the leaves in some groups and of the hosts in others (nor a lone host's own sockets).
 pub(super) fn join(t: &Tree, kids: &[Tree], hosts: f64) -> Tree {
     match t {
         Tree::Leaf(members) if members.len() == 1 => kids[members[0]].clone(),
-        Tree::Leaf(members) => Tree::Node {
-            children: members.iter().map(|&x| kids[x].clone()).collect(),
-            separation: Some(hosts),
-        },
+        _ => join_above(t, kids, hosts, depth(t)),
+    }
+}
+
+/// The levels of the tree of hosts `t` below its top (0 for a leaf).
+fn depth(t: &Tree) -> usize {
+    match t {
+        Tree::Leaf(_) => 0,
+        Tree::Node { children, .. } => 1 + children.iter().map(depth).max().unwrap_or(0),
+    }
+}
+
+/// [`join`] of `t`, `levels` levels of groups of hosts to come below its top.
+fn join_above(t: &Tree, kids: &[Tree], hosts: f64, levels: usize) -> Tree {
+    match t {
+        Tree::Leaf(members) => {
+            // A group of one host too: its host one level under the group, as every host.
+            let mut joined = Tree::Node {
+                children: members.iter().map(|&x| kids[x].clone()).collect(),
+                separation: Some(hosts),
+            };
+            for _ in 0..levels {
+                joined = Tree::Node {
+                    children: vec![joined],
+                    separation: None,
+                };
+            }
+            joined
+        }
         Tree::Node {
             children,
             separation,
         } => Tree::Node {
-            children: children.iter().map(|c| join(c, kids, hosts)).collect(),
+            children: (children.iter())
+                .map(|c| join_above(c, kids, hosts, levels.saturating_sub(1)))
+                .collect(),
             separation: *separation,
         },
     }

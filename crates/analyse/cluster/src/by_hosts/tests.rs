@@ -306,3 +306,133 @@ fn the_confidence_of_levels_from_other_sizes_deals_their_noise_out_anew() {
     // The leaves, decided on the small size's pairs, come back as the groups do.
     assert!(s.levels.iter().all(|&c| c >= 0.9), "{:?}", s.levels);
 }
+
+/// Random fabric 2's shape (2026-12-04) at two sizes: 8 hosts of 2 ranks in 4 leaves of 2,
+/// leaves 0 and 1 one group, leaves 2 and 3 each a group of its own. At the small size 2 us
+/// inside a host, 16 between hosts of a leaf, 30 across the leaves of a group, 35 across
+/// groups (the hops); at the large one 15 inside a host and 250 between any two (the host
+/// links: neither leaves nor groups show). Each pair off by log-normal `sigma`.
+fn groups_of_leaves_dense(sigma: f64, seed: u64) -> (Array2<f64>, Array2<f64>, DenseHosts) {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let n = 16;
+    let group = |x: usize| [0, 0, 0, 0, 1, 1, 2, 2][x];
+    let (mut small, mut large) = (Array2::zeros((n, n)), Array2::zeros((n, n)));
+    for a in 0..n {
+        for b in a + 1..n {
+            let (x, y) = (a / 2, b / 2);
+            let (s, l) = match () {
+                _ if x == y => (2.0, 15.0),
+                _ if x / 2 == y / 2 => (16.0, 250.0),
+                _ if group(x) == group(y) => (30.0, 250.0),
+                _ => (35.0, 250.0),
+            };
+            for (m, base) in [(&mut small, s), (&mut large, l)] {
+                let (u1, u2): (f64, f64) =
+                    (rng.random_range(1e-12..1.0), rng.random_range(0.0..1.0));
+                let normal = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+                let v = base * (sigma * normal).exp();
+                m[[a, b]] = v;
+                m[[b, a]] = v;
+            }
+        }
+    }
+    (small, large, on_hosts(n, 2))
+}
+
+#[test]
+fn groups_above_leaves_that_only_another_size_shows_are_decided_or_in_doubt() {
+    // Clustering the large size, whose medians show no leaves: the small size's pairs decide
+    // the leaves (a level of the pairs, not of the medians), and the groups above them. At 4-8 %
+    // noise they are decided in 96 of 100 draws at least (92-98 before a group of four hosts
+    // had to stand apart by a rank test too, not only by its median: leaves 2 and 3 were
+    // made one group, as far apart as any, in up to 8). At 12 % the groups are decided or,
+    // where not, in doubt with their own groups (looked for above the medians' top level
+    // only before: never in doubt, so `measure` never tested their pairs again).
+    let p = AutoParams::default();
+    let groups = [vec![0, 1, 2, 3], vec![4, 5], vec![6, 7]];
+    for (sigma, least, most_invented) in
+        [(0.04, 98, 1), (0.06, 96, 2), (0.08, 96, 4), (0.12, 85, 4)]
+    {
+        let (mut known, mut invented) = (0, 0);
+        for seed in 0..100 {
+            let (small, large, mut hosts) = groups_of_leaves_dense(sigma, 1000 + seed);
+            hosts.other_sizes = vec![std::sync::Arc::new(small)];
+            let c = dense_by_hosts(&large, &hosts, &p).unwrap();
+            let found = levels(&c.tree);
+            let doubted = c.doubts.iter().any(|d| d.groups_of() == groups);
+            known += usize::from(found == [3, 4, 8] || (found == [4, 8] && doubted));
+            invented += usize::from(found != [3, 4, 8] && found != [4, 8]);
+        }
+        assert!(
+            known >= least,
+            "noise {sigma}: the groups known in {known} of 100"
+        );
+        assert!(
+            invented <= most_invented,
+            "noise {sigma}: a level invented in {invented} of 100"
+        );
+    }
+}
+
+/// The groups of each level of a tree over ranks.
+fn level_groups(t: &Tree) -> Vec<Vec<Vec<usize>>> {
+    let topology = crate::topology_of(t, t.ranks().len(), None).unwrap();
+    topology.levels().iter().map(|l| l.groups.clone()).collect()
+}
+
+#[test]
+fn hosts_are_one_level_under_every_group_of_hosts() {
+    // Random fabric 2 as one kept run found it (2026-12-04): a group of two leaves beside two
+    // groups of one leaf of two hosts, two ranks a host. The lone leaves' hosts were the
+    // leaves' level (6 groups: two leaves, four hosts), a level of no fabric.
+    let t = Tree::Node {
+        children: vec![
+            Tree::Node {
+                children: vec![Tree::Leaf(vec![0, 1]), Tree::Leaf(vec![2, 3])],
+                separation: Some(1.4),
+            },
+            Tree::Leaf(vec![4, 5]),
+            Tree::Leaf(vec![6, 7]),
+        ],
+        separation: Some(1.3),
+    };
+    let kids: Vec<Tree> = (0..8).map(|x| Tree::Leaf(vec![2 * x, 2 * x + 1])).collect();
+    let range = |a: usize, b: usize| (a..b).collect::<Vec<usize>>();
+    let levels = level_groups(&join(&t, &kids, 5.0));
+    assert_eq!(levels.len(), 3, "{levels:?}");
+    assert_eq!(levels[0], [range(0, 8), range(8, 12), range(12, 16)]);
+    assert_eq!(
+        levels[1],
+        [range(0, 4), range(4, 8), range(8, 12), range(12, 16)]
+    );
+    assert_eq!(
+        levels[2],
+        (0..8).map(|x| range(2 * x, 2 * x + 2)).collect::<Vec<_>>()
+    );
+    // A lone host beside a group of three, each host two sockets of two ranks: the lone
+    // host's sockets are the sockets' level, not the hosts'.
+    let t = Tree::Node {
+        children: vec![Tree::Leaf(vec![0, 1, 2]), Tree::Leaf(vec![3])],
+        separation: Some(2.0),
+    };
+    let kids: Vec<Tree> = (0..4)
+        .map(|x| Tree::Node {
+            children: vec![
+                Tree::Leaf(range(4 * x, 4 * x + 2)),
+                Tree::Leaf(range(4 * x + 2, 4 * x + 4)),
+            ],
+            separation: Some(2.0),
+        })
+        .collect();
+    let levels = level_groups(&join(&t, &kids, 5.0));
+    assert_eq!(levels.len(), 3, "{levels:?}");
+    assert_eq!(levels[0], [range(0, 12), range(12, 16)]);
+    assert_eq!(
+        levels[1],
+        (0..4).map(|x| range(4 * x, 4 * x + 4)).collect::<Vec<_>>()
+    );
+    assert_eq!(levels[2].len(), 8);
+    // One host alone: its own tree.
+    assert_eq!(join(&Tree::Leaf(vec![0]), &kids, 5.0), kids[0]);
+}

@@ -1,6 +1,7 @@
 //! A level above the top level the host medians found: groups of its groups of hosts that the
 //! pairs between them decide (a dragonfly's groups over its leaves, where the messages of the
-//! size clustered show the leaves and the groups' links blur in their medians).
+//! size clustered show the leaves and the groups' links blur in their medians), or the
+//! grouping they nearly decide, as a doubt.
 
 use std::collections::BTreeSet;
 
@@ -12,8 +13,17 @@ use super::*;
 /// two or more, where each top group of such a group is nearer to one of its group than to any
 /// other, and whose pairs between top groups of one group stand below those between each such
 /// group and its nearest group at `z >=` the deciding z (their units and floors as every
-/// level's). Pairs inside the top groups (a finer level) are left out.
-pub fn coarsened(tree: Tree, sets: &[Evidence<'_>], p: &AutoParams) -> Tree {
+/// level's). Pairs inside the top groups (a finer level) are left out. Where no size decides
+/// one, the grouping that passes those tests at the highest z of [`Z_DOUBT`] or more is added
+/// to `doubts` (two leaves of two hosts in one group: 4 pairs of hosts inside against 8 towards
+/// the nearest group cap the z of the pairs between two hosts moving together; more tests of
+/// them, which `measure`'s confidence budget gives a doubt, can decide it).
+pub fn coarsened(
+    tree: Tree,
+    sets: &[Evidence<'_>],
+    p: &AutoParams,
+    doubts: &mut Vec<Doubt>,
+) -> Tree {
     let Tree::Node {
         children,
         separation,
@@ -28,11 +38,18 @@ pub fn coarsened(tree: Tree, sets: &[Evidence<'_>], p: &AutoParams) -> Tree {
             separation,
         };
     }
-    let found = (sets.iter())
+    let judged: Vec<Coarser> = (sets.iter())
         .filter(|(_, values)| more_than_the_matrix(values))
         .filter_map(|&(g, values)| coarsest_deciding(&members, g, values, p))
+        .collect();
+    let found = (judged.iter())
+        .filter_map(|c| c.decided.clone())
         .min_by_key(|(labels, _)| labels.iter().max().copied().unwrap_or(0));
     let Some((labels, ratio)) = found else {
+        let nearly = (judged.into_iter())
+            .filter_map(|c| c.doubt)
+            .max_by(|a, b| a.z.total_cmp(&b.z));
+        doubts.extend(nearly);
         return Tree::Node {
             children,
             separation,
@@ -72,14 +89,24 @@ fn more_than_the_matrix(values: &BetweenValues) -> bool {
     2 * several >= values.values.len().max(1)
 }
 
+/// What the pairs of one size tell of the groupings of the top groups.
+struct Coarser {
+    /// The coarsest grouping they decide, with the ratio of the medians of its pairs across
+    /// and inside.
+    decided: Option<(Vec<usize>, f64)>,
+    /// Else the one they show best at [`Z_DOUBT`] or more, over hosts.
+    doubt: Option<Doubt>,
+}
+
 /// The coarsest grouping of the top groups `members` (their hosts) that the pairs `values`
-/// decide, with the ratio of the medians of its pairs across and inside.
+/// decide, else the one they nearly decide; `None` when a median between two top groups is
+/// not known.
 fn coarsest_deciding(
     members: &[Vec<usize>],
     g: &Array2<f64>,
     values: &BetweenValues,
     p: &AutoParams,
-) -> Option<(Vec<usize>, f64)> {
+) -> Option<Coarser> {
     let n = members.len();
     let mut m = Array2::zeros((n, n));
     for i in 0..n {
@@ -102,9 +129,40 @@ fn coarsest_deciding(
         g,
         values,
     };
-    (2..n).find_map(|k| {
+    let mut nearly: Option<Candidate> = None;
+    for k in 2..n {
         let labels = dendrogram.cut(k);
-        tops.decided(&labels, k, p).map(|ratio| (labels, ratio))
+        let Some((ratio, t)) = tops.judged(&labels, k, p) else {
+            continue;
+        };
+        if t.z >= p.pairs_decide {
+            let decided = Some((labels, ratio));
+            return Some(Coarser {
+                decided,
+                doubt: None,
+            });
+        }
+        if t.z >= Z_DOUBT && nearly.as_ref().is_none_or(|c| t.z > c.z) {
+            // Over hosts: each host in its top group's group.
+            let labels = (members.iter().zip(&labels))
+                .flat_map(|(hosts, &l)| hosts.iter().map(move |_| l))
+                .collect();
+            nearly = Some(Candidate {
+                labels,
+                z: t.z,
+                ratio,
+                pairs: t.pairs,
+                every_pair: t.every_pair,
+                z_most: t.z_most,
+                tests: t.tests,
+                gap: true,
+            });
+        }
+    }
+    let hosts: Vec<usize> = members.concat();
+    Some(Coarser {
+        decided: None,
+        doubt: nearly.map(|c| refine::doubt_of(&hosts, &c, p)),
     })
 }
 
@@ -122,8 +180,8 @@ struct Tops<'a> {
 
 impl Tops<'_> {
     /// The ratio of the medians across and inside the grouping `labels` (`k` groups) of the
-    /// top groups when its pairs decide it.
-    fn decided(&self, labels: &[usize], k: usize, p: &AutoParams) -> Option<f64> {
+    /// top groups, and the test of its pairs, when it passes the nearness and gap tests.
+    fn judged(&self, labels: &[usize], k: usize, p: &AutoParams) -> Option<(f64, judge::Pooled)> {
         let Tops {
             members,
             m,
@@ -229,14 +287,11 @@ impl Tops<'_> {
             return None;
         }
         let across: Vec<(usize, usize)> = across.into_iter().collect();
-        let z = judge::pooled_z(&inside, &across, values, p)?;
-        if z >= p.pairs_decide {
-            let of_pairs = |pairs: &[(usize, usize)]| {
-                let mut v: Vec<f64> = pairs.iter().map(|&(a, b)| g[[a, b]]).collect();
-                median(&mut v)
-            };
-            return Some(of_pairs(&across) / of_pairs(&inside));
-        }
-        None
+        let t = judge::pooled(&inside, &across, values, p)?;
+        let of_pairs = |pairs: &[(usize, usize)]| {
+            let mut v: Vec<f64> = pairs.iter().map(|&(a, b)| g[[a, b]]).collect();
+            median(&mut v)
+        };
+        Some((of_pairs(&across) / of_pairs(&inside), t))
     }
 }

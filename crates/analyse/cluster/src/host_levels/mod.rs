@@ -17,9 +17,9 @@
 //!   nearest group by a one-sided Mann-Whitney test at `z >=` [`Z_DECIDE`], on every measured
 //!   pair (not the medians), and the medians of the two differ by [`LEAST_GAP`] at least;
 //! - each group of four hosts or more stands apart on its own: the pairs across its widest
-//!   split have their median [`LEAST_GAP`] below that of its pairs with its nearest group
-//!   (pooled, one group far apart can carry a grouping that joins two groups as far apart
-//!   as any).
+//!   split have their median [`LEAST_GAP`] below that of its pairs with its nearest group,
+//!   and are shorter by a Mann-Whitney test at `z >=` [`Z_APART`] (pooled, one group far
+//!   apart can carry a grouping that joins two groups as far apart as any).
 //!
 //! The threshold is set against the selection: on matrices with no structure (4-16 hosts, 4
 //! pairs between each two, log-normal noise), the best cut passing the first two tests reaches
@@ -88,6 +88,11 @@ pub const Z_DOUBT: f64 = 2.0;
 /// draws (16 at 2), leaving a level of the other group's leaves only; one with no leaves is
 /// split in 1 of 100 draws at 2.
 pub const Z_LEND: f64 = 2.0;
+
+/// The least Mann-Whitney z by which a group of four hosts or more stands apart from its
+/// nearest group on its own (the pairs across its own widest split against its pairs with
+/// that group), with [`LEAST_GAP`] between their medians.
+pub const Z_APART: f64 = 2.0;
 
 /// The least gap between the medians of the pairs inside groups and between them, as a share
 /// of the first: differences below a few percent are timer and placement artifacts.

@@ -118,7 +118,7 @@ fn medians_clear(hosts: &[usize], labels: &[usize], sets: &[Evidence<'_>]) -> bo
 }
 
 /// The grouping `c` of `hosts` as a doubt: with the pairs and tests that would decide it.
-fn doubt_of(hosts: &[usize], c: &Candidate, p: &AutoParams) -> Doubt {
+pub(super) fn doubt_of(hosts: &[usize], c: &Candidate, p: &AutoParams) -> Doubt {
     Doubt {
         groups: c.labels.iter().max().map_or(0, |&m| m + 1),
         hosts: hosts.len(),
