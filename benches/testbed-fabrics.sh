@@ -23,7 +23,7 @@
 #                there is invented (the truth's one leaf scores 1 only when no level is kept)
 # This machine's kernel has no netem: delays and their jitter come from hops (bridges, or
 # relays in user space with --hop-delay) and traffic, not from a per-link setting.
-set -euo pipefail
+set -Eeuo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/lgate-plogp/target}"
@@ -38,6 +38,12 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
+# A step that fails names itself and says why (its errors kept in step.err), not a silent exit.
+failed() {
+    echo "testbed-fabrics: line $1 failed (fabric ${fabric:-none}):" >&2
+    tail -n 5 "$work/step.err" >&2 2>/dev/null || true
+}
+trap 'failed $LINENO' ERR
 "$peers/build" "$work/peers" >/dev/null
 
 now() { date +%s.%N; }
@@ -46,7 +52,7 @@ since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 # The levels `cluster` finds in a run, scored against the truth, and their confidence:
 # "leaf=1.000 host=1.000 | kept: node 1.00 | undecided: ...".
 levels() {
-    "$bin" cluster "$1" --output "$work/found.json" --force --quiet 2>/dev/null
+    "$bin" cluster "$1" --output "$work/found.json" --force --quiet 2>"$work/step.err"
     local scores
     scores=$("$bin" score --truth "$LGATE_TESTBED_STATE/truth.json" --topology "$work/found.json" --json |
         python3 -c 'import json, sys
@@ -74,19 +80,19 @@ for fabric in $fabrics; do
     flat) up=(--leaves 1 --hosts-per-leaf 6 --uplink-rate 4gbit) ;;
     *) echo "unknown fabric $fabric" >&2; exit 2 ;;
     esac
-    "$repo/scripts/testbed" up "${up[@]}" 2>/dev/null
+    "$repo/scripts/testbed" up "${up[@]}" 2>"$work/step.err"
     if [ "$fabric" = background ]; then
-        "$repo/scripts/testbed" background start --from l0h0 --to l0h1 --seconds 3600 2>/dev/null
+        "$repo/scripts/testbed" background start --from l0h0 --to l0h1 --seconds 3600 2>"$work/step.err"
     fi
     start=$(now)
-    "$repo/scripts/testbed" run -- "$work/peers/mpiGraph" 1048576 10 10 >"$work/mpigraph.txt" 2>/dev/null
+    "$repo/scripts/testbed" run -- "$work/peers/mpiGraph" 1048576 10 10 >"$work/mpigraph.txt" 2>"$work/step.err"
     mpigraph_s=$(since "$start")
     "$bin" import mpigraph "$work/mpigraph.txt" --output "$work/mpigraph" --force --quiet
     printf '%-15s %-9s %8s  %s\n' "$fabric" mpiGraph "$mpigraph_s" "$(levels "$work/mpigraph")"
     rm -rf "$work/staged"
     start=$(now)
-    "$repo/scripts/testbed" run -- "$bin" measure --output "$work/staged" --quiet 2>/dev/null
+    "$repo/scripts/testbed" run -- "$bin" measure --output "$work/staged" --quiet 2>"$work/step.err"
     staged_s=$(since "$start")
     printf '%-15s %-9s %8s  %s\n' "$fabric" measure "$staged_s" "$(levels "$work/staged")"
-    "$repo/scripts/testbed" down 2>/dev/null
+    "$repo/scripts/testbed" down 2>"$work/step.err"
 done

@@ -355,7 +355,7 @@ pub fn medoid_silhouette(d: &Array2<f64>, medoids: &[usize]) -> f64 {
 }
 
 /// k-medoids with the given k; or the k in 2..=`max_k` with the best medoid silhouette, kept
-/// only if its clusters stand apart ([`stands_apart`]; else one cluster).
+/// only if its clusters stand apart (`stands_apart`; else one cluster).
 pub fn kmedoids(d: &Array2<f64>, k: Option<usize>, max_k: usize) -> Tree {
     let n = d.nrows();
     let result = match k {

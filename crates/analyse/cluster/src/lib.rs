@@ -21,24 +21,19 @@
 #![deny(missing_docs)]
 
 pub mod algorithms;
-pub mod alike;
-mod apart;
 pub mod auto;
-pub mod by_hosts;
+pub use auto::{alike, by_hosts, host_levels, screened_hosts, separation};
+pub(crate) use auto::{apart, outliers};
 pub mod clustering;
 pub mod confidence;
 pub mod features;
 pub mod found;
 pub mod hdbscan;
-pub mod host_levels;
 pub mod hwloc_export;
 pub mod input;
 pub mod linkage;
 pub mod methods;
-mod outliers;
 pub mod score;
-pub mod screened_hosts;
-pub mod separation;
 pub mod spectral;
 pub mod stored;
 pub mod summary;
@@ -120,7 +115,8 @@ fn groups_at(
     }
 }
 
-fn depth(tree: &Tree) -> usize {
+/// The levels of `tree` below its top (0 for a leaf).
+pub(crate) fn depth(tree: &Tree) -> usize {
     match tree {
         Tree::Leaf(_) => 0,
         Tree::Node { children, .. } => 1 + children.iter().map(depth).max().unwrap_or(0),

@@ -181,7 +181,7 @@ struct Tops<'a> {
 impl Tops<'_> {
     /// The ratio of the medians across and inside the grouping `labels` (`k` groups) of the
     /// top groups, and the test of its pairs, when it passes the nearness and gap tests.
-    fn judged(&self, labels: &[usize], k: usize, p: &AutoParams) -> Option<(f64, judge::Pooled)> {
+    fn judged(&self, labels: &[usize], k: usize, p: &AutoParams) -> Option<(f64, judge::RankTest)> {
         let Tops {
             members,
             m,

@@ -216,15 +216,7 @@ pub(super) fn between_values(
 pub(super) fn join(t: &Tree, kids: &[Tree], hosts: f64) -> Tree {
     match t {
         Tree::Leaf(members) if members.len() == 1 => kids[members[0]].clone(),
-        _ => join_above(t, kids, hosts, depth(t)),
-    }
-}
-
-/// The levels of the tree of hosts `t` below its top (0 for a leaf).
-fn depth(t: &Tree) -> usize {
-    match t {
-        Tree::Leaf(_) => 0,
-        Tree::Node { children, .. } => 1 + children.iter().map(depth).max().unwrap_or(0),
+        _ => join_above(t, kids, hosts, crate::depth(t)),
     }
 }
 

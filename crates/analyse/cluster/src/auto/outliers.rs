@@ -17,7 +17,7 @@ pub(crate) const SLOW_RANK: f64 = 1.15;
 /// mix of levels, a rank's median distance is the same for every rank; a slow node's ranks
 /// see it multiplied. (Ranks of a smaller node see more of the far levels and are not
 /// flagged unless their median moves past 15 %.) When more of the machine is slow, the
-/// medians no longer tell: [`auto`] then compares the groups it found (see `slow_groups`).
+/// medians no longer tell: [`auto`](fn@crate::auto) then compares the groups it found (see `slow_groups`).
 pub fn slow_ranks(d: &Array2<f64>) -> Vec<(usize, f64)> {
     let n = d.nrows();
     if n < 8 {

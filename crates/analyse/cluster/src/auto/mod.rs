@@ -86,6 +86,20 @@
 //! 12-15 %; SMT pairs at 0.34 against 0.48 us inside a CCD, with log-normal noise on every
 //! cell, are found at 2 %, in 3 of 5 draws at 4 % and in none at 6 % (the gap is then 2.4-4.4
 //! times the noise).
+//!
+//! The method's parts: [`separation`] (how far apart a partition's groups stand, the noise
+//! between them, the candidate cuts), `apart` (partitions whose groups do not stand apart
+//! undone), `outliers` (slow ranks and groups divided out first), [`by_hosts`] (the same on
+//! host blocks), [`host_levels`] (the levels above the hosts, decided on the pairs between
+//! them), [`screened_hosts`] (that judge for `measure`) and [`alike`] (hosts alike).
+
+pub mod alike;
+pub(crate) mod apart;
+pub mod by_hosts;
+pub mod host_levels;
+pub(crate) mod outliers;
+pub mod screened_hosts;
+pub mod separation;
 
 use ndarray::Array2;
 use rayon::prelude::*;

@@ -54,7 +54,7 @@ pub fn refine_sizes(tree: Tree, sets: &[Evidence<'_>], p: &AutoParams) -> (Tree,
 }
 
 /// `tree` (the host medians' own, over hosts) with each of its levels that the pairs of no
-/// size decide, though they are enough to, made one group again, for [`refine_in`] to split by
+/// size decide, though they are enough to, made one group again, for `refine_in` to split by
 /// what the pairs do decide or to leave in doubt. A level too few pairs can decide (every pair
 /// inside its groups nearer than every pair between them would still fall short) stays as the
 /// medians found it, and is added to `doubts` when [`AutoParams::doubt_undecidable`] asks (more

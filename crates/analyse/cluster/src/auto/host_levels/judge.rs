@@ -219,68 +219,109 @@ fn judge_any_gap(
         .flat_map(|a| (a + 1..n).map(move |b| (a, b)))
         .filter(|&(a, b)| labels[a] == labels[b])
         .collect();
-    let gather = |pairs: &[(usize, usize)]| -> Vec<f64> {
-        (pairs.iter())
-            .flat_map(|&(a, b)| {
-                let e = effects[a] * effects[b];
-                values.of(hosts[a], hosts[b]).iter().map(move |x| x / e)
-            })
-            .filter(|x| x.is_finite())
-            .collect()
+    let of_hosts = |pairs: &[(usize, usize)]| -> Vec<(usize, usize)> {
+        pairs.iter().map(|&(a, b)| (hosts[a], hosts[b])).collect()
     };
-    let mut within = gather(&within_pairs);
-    let mut between = gather(&between_pairs);
-    if within.is_empty() || between.is_empty() {
-        return None;
-    }
-    let mut z = lgate_stats::mann_whitney_z(&within, &between);
-    let (w, b) = (median(&mut within), median(&mut between));
-    if w <= 0.0 {
+    // Each host's own effect, by its index in the host x host matrix.
+    let at: HashMap<usize, usize> = hosts.iter().enumerate().map(|(i, &x)| (x, i)).collect();
+    let effect = |x: usize| at.get(&x).map_or(1.0, |&i| effects[i]);
+    let t = rank_test(
+        &of_hosts(&within_pairs),
+        &of_hosts(&between_pairs),
+        values,
+        &|a, b| effect(a) * effect(b),
+        p,
+    )?;
+    if t.within <= 0.0 {
         return None;
     }
     // Each group of four hosts or more apart on its own too: pooled, one group far apart can
     // carry a grouping that joins two groups as far apart as any.
-    let gap = b >= (1.0 + LEAST_GAP) * w && each_apart(&members, m, hosts, values);
-    let mut counts: Vec<f64> = (within_pairs.iter().chain(&between_pairs))
-        .map(|&(a, c)| values.of(hosts[a], hosts[c]).len() as f64)
-        .collect();
-    let every_pair = !values.ranks.is_empty()
-        && (within_pairs.iter().chain(&between_pairs)).all(|&(a, c)| {
-            let (x, y) = (hosts[a], hosts[c]);
-            let most = values.ranks.get(x).copied().unwrap_or(0)
-                * values.ranks.get(y).copied().unwrap_or(0);
-            values.of(x, y).len() >= most
-        });
-    let (n1, n2) = (within.len() as f64, between.len() as f64);
-    let mut z_most = (n1 * n2 / 2.0) / (n1 * n2 * (n1 + n2 + 1.0) / 12.0).sqrt();
-    // Repeated tests of the pairs: every test counted, as far as a pair's tests vary
-    // independently of each other (this z, not the larger of the two: taking the larger
-    // makes levels of noise).
-    // The units: each pair's tests, or all the tests between two hosts as one.
-    let tests = |pairs: &[(usize, usize)]| -> Vec<Vec<f64>> {
-        let scaled = |t: &[f64], e: f64| -> Vec<f64> {
-            t.iter().map(|x| x / e).filter(|x| x.is_finite()).collect()
-        };
+    let gap = t.between >= (1.0 + LEAST_GAP) * t.within && each_apart(&members, m, hosts, values);
+    Some(Candidate {
+        labels: labels.to_vec(),
+        z: t.z,
+        ratio: t.between / t.within,
+        pairs: t.pairs,
+        every_pair: t.every_pair,
+        z_most: t.z_most,
+        tests: t.tests,
+        gap,
+    })
+}
+
+/// The rank test of the pairs inside groups against those between them, as [`rank_test`]
+/// gives it.
+pub(super) struct RankTest {
+    /// The test's z.
+    pub(super) z: f64,
+    /// The most z the pairs there are can give (every pair inside shorter than every pair
+    /// between).
+    pub(super) z_most: f64,
+    /// The tests a pair has, as far as they vary independently (1 where not kept apart).
+    pub(super) tests: f64,
+    /// The pairs between two hosts compared (the median over them).
+    pub(super) pairs: usize,
+    /// Whether every pair between the hosts compared was measured.
+    pub(super) every_pair: bool,
+    /// The median of the values inside.
+    pub(super) within: f64,
+    /// The median of the values between.
+    pub(super) between: f64,
+}
+
+/// The one-sided Mann-Whitney test that the values between the pairs of hosts `across` are
+/// longer than those between the pairs of hosts `inside`, each value divided by `scale` of its
+/// two hosts: with repeated tests (or the pairs between two hosts one unit), every test
+/// counted as far as a unit's tests vary independently (this z, not the larger of the two:
+/// taking the larger makes levels of noise); on floors, a clear gap decides whatever few units
+/// cap the test at. `None` when a side has no value.
+fn rank_test(
+    inside: &[(usize, usize)],
+    across: &[(usize, usize)],
+    values: &BetweenValues,
+    scale: &dyn Fn(usize, usize) -> f64,
+    p: &AutoParams,
+) -> Option<RankTest> {
+    let gather = |pairs: &[(usize, usize)]| -> Vec<f64> {
         (pairs.iter())
-            .flat_map(|&(a, c)| {
-                let e = effects[a] * effects[c];
-                let of = values.tests_of(hosts[a], hosts[c]);
-                match values.units_are_host_pairs {
-                    true => vec![scaled(&of.concat(), e)],
-                    false => of.into_iter().map(|t| scaled(t, e)).collect(),
-                }
+            .flat_map(|&(a, b)| {
+                let e = scale(a, b);
+                values.of(a, b).iter().map(move |x| x / e)
             })
+            .filter(|x| x.is_finite())
             .collect()
     };
-    let mut per_pair = 1.0;
+    let (mut within, mut between) = (gather(inside), gather(across));
+    if within.is_empty() || between.is_empty() {
+        return None;
+    }
+    let mut z = lgate_stats::mann_whitney_z(&within, &between);
+    let (n1, n2) = (within.len() as f64, between.len() as f64);
+    let mut z_most = (n1 * n2 / 2.0) / (n1 * n2 * (n1 + n2 + 1.0) / 12.0).sqrt();
+    let mut tests = 1.0;
     if !values.tests.is_empty() || values.units_are_host_pairs {
-        if let Some(c) =
-            lgate_stats::mann_whitney_z_clustered(&tests(&within_pairs), &tests(&between_pairs))
-        {
+        // The units: each pair's tests, or all the tests between two hosts as one.
+        let units = |pairs: &[(usize, usize)]| -> Vec<Vec<f64>> {
+            (pairs.iter())
+                .flat_map(|&(a, b)| {
+                    let e = scale(a, b);
+                    let scaled = move |t: &[f64]| -> Vec<f64> {
+                        t.iter().map(|x| x / e).filter(|x| x.is_finite()).collect()
+                    };
+                    let of = values.tests_of(a, b);
+                    match values.units_are_host_pairs {
+                        true => vec![scaled(&of.concat())],
+                        false => of.into_iter().map(scaled).collect(),
+                    }
+                })
+                .collect()
+        };
+        if let Some(c) = lgate_stats::mann_whitney_z_clustered(&units(inside), &units(across)) {
             z = c.z;
             z_most = z_most.max(c.z_most);
             if !values.units_are_host_pairs {
-                per_pair = c.per_unit;
+                tests = c.per_unit;
             }
         }
     }
@@ -289,30 +330,24 @@ fn judge_any_gap(
         z = z.max(p.pairs_decide);
         z_most = z_most.max(z);
     }
-    Some(Candidate {
-        labels: labels.to_vec(),
+    let mut counts: Vec<f64> = (inside.iter().chain(across))
+        .map(|&(a, b)| values.of(a, b).len() as f64)
+        .collect();
+    let every_pair = !values.ranks.is_empty()
+        && (inside.iter().chain(across)).all(|&(a, b)| {
+            let most = values.ranks.get(a).copied().unwrap_or(0)
+                * values.ranks.get(b).copied().unwrap_or(0);
+            values.of(a, b).len() >= most
+        });
+    Some(RankTest {
         z,
-        ratio: b / w,
+        z_most,
+        tests,
         pairs: median(&mut counts).round().max(1.0) as usize,
         every_pair,
-        z_most,
-        tests: per_pair,
-        gap,
+        within: median(&mut within),
+        between: median(&mut between),
     })
-}
-
-/// The rank test of pooled pairs of hosts, as [`pooled`] gives it.
-pub(super) struct Pooled {
-    /// The test's z.
-    pub(super) z: f64,
-    /// The most z the pairs there are can give.
-    pub(super) z_most: f64,
-    /// The tests a pair has, as far as they vary independently (1 where not kept apart).
-    pub(super) tests: f64,
-    /// The pairs between two hosts compared (the median over them).
-    pub(super) pairs: usize,
-    /// Whether every pair between the hosts compared was measured.
-    pub(super) every_pair: bool,
 }
 
 /// The rank test of the pairs between the hosts of each of `inside` (pairs of hosts) against
@@ -334,65 +369,9 @@ pub(super) fn pooled(
     across: &[(usize, usize)],
     values: &BetweenValues,
     p: &AutoParams,
-) -> Option<Pooled> {
-    let gather = |pairs: &[(usize, usize)]| -> Vec<f64> {
-        (pairs.iter())
-            .flat_map(|&(a, b)| values.of(a, b).iter().copied())
-            .filter(|x| x.is_finite())
-            .collect()
-    };
-    let (mut within, mut between) = (gather(inside), gather(across));
-    if within.is_empty() || between.is_empty() {
-        return None;
-    }
-    let mut z = lgate_stats::mann_whitney_z(&within, &between);
-    let (n1, n2) = (within.len() as f64, between.len() as f64);
-    let mut z_most = (n1 * n2 / 2.0) / (n1 * n2 * (n1 + n2 + 1.0) / 12.0).sqrt();
-    let mut tests = 1.0;
-    if !values.tests.is_empty() || values.units_are_host_pairs {
-        let units = |pairs: &[(usize, usize)]| -> Vec<Vec<f64>> {
-            (pairs.iter())
-                .flat_map(|&(a, b)| {
-                    let of = values.tests_of(a, b);
-                    match values.units_are_host_pairs {
-                        true => vec![of.concat()],
-                        false => of.into_iter().map(<[f64]>::to_vec).collect(),
-                    }
-                })
-                .collect()
-        };
-        if let Some(c) = lgate_stats::mann_whitney_z_clustered(&units(inside), &units(across)) {
-            z = c.z;
-            z_most = z_most.max(c.z_most);
-            if !values.units_are_host_pairs {
-                tests = c.per_unit;
-            }
-        }
-    }
-    if values.are_floors && clear_gap(&within, &between) {
-        z = z.max(p.pairs_decide);
-        z_most = z_most.max(z);
-    }
-    let (w, b) = (median(&mut within), median(&mut between));
-    if w <= 0.0 || b < (1.0 + LEAST_GAP) * w {
-        return None;
-    }
-    let mut counts: Vec<f64> = (inside.iter().chain(across))
-        .map(|&(a, b)| values.of(a, b).len() as f64)
-        .collect();
-    let every_pair = !values.ranks.is_empty()
-        && (inside.iter().chain(across)).all(|&(a, b)| {
-            let most = values.ranks.get(a).copied().unwrap_or(0)
-                * values.ranks.get(b).copied().unwrap_or(0);
-            values.of(a, b).len() >= most
-        });
-    Some(Pooled {
-        z,
-        z_most,
-        tests,
-        pairs: median(&mut counts).round().max(1.0) as usize,
-        every_pair,
-    })
+) -> Option<RankTest> {
+    let t = rank_test(inside, across, values, &|_, _| 1.0, p)?;
+    (t.within > 0.0 && t.between >= (1.0 + LEAST_GAP) * t.within).then_some(t)
 }
 
 /// Whether every value of `within` lies below every value of `between` by [`CLEAR_GAP`] times
