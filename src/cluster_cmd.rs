@@ -65,8 +65,7 @@ const HWLOC_DISTANCES: &str = "hwloc-distances";
 /// Runs `cluster`.
 pub fn run(args: ClusterArgs) -> Result<()> {
     let m = &args.method;
-    lgate_cluster::methods::refuse_unread(&m.algo, &m.params())
-        .map_err(|e| anyhow::anyhow!(crate::method_args::param_said(&e)))?;
+    let method = (m.method()).map_err(|e| anyhow::anyhow!(crate::method_args::param_said(&e)))?;
     let targets = targets(&args)?;
     let hwloc = targets.iter().any(|t| t.0 == HWLOC_DISTANCES);
     if hwloc && targets.len() > 1 {
@@ -98,8 +97,7 @@ pub fn run(args: ClusterArgs) -> Result<()> {
         matrix: args.matrix.clone(),
         by_hosts: args.by_hosts,
         features: m.space == Space::Features,
-        algo: m.algo.clone(),
-        params: m.params(),
+        method,
         search: m.search,
         resamples: args.resamples,
     };

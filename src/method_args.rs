@@ -1,7 +1,11 @@
 //! The flags of `cluster` that choose the clustering method and set its parameters.
 
 use clap::{Args, ValueEnum};
-use lgate_cluster::methods::{listed, MethodParams, Param, ParamError, Problem};
+use lgate_cluster::hdbscan::HdbscanParams;
+use lgate_cluster::methods::{
+    listed, DbscanParams, KmedoidsParams, Method, Param, ParamError, Problem, SsstreeParams,
+};
+use lgate_cluster::spectral::KernelScale;
 use lgate_cluster::{AutoParams, ClusteringError, Linkage};
 
 /// The clustering method and its parameters, as `cluster`'s flags give them.
@@ -47,7 +51,7 @@ pub struct MethodArgs {
     /// dbscan: items within eps (itself included) that make a core item.
     #[arg(
         long,
-        default_value_t = 2,
+        default_value_t = DbscanParams::default().min_points,
         value_name = "M",
         allow_negative_numbers = true
     )]
@@ -57,7 +61,7 @@ pub struct MethodArgs {
     /// its last eigenvalue is above one half).
     #[arg(
         long,
-        default_value_t = 16,
+        default_value_t = KmedoidsParams::default().max_k,
         value_name = "K",
         allow_negative_numbers = true
     )]
@@ -65,7 +69,7 @@ pub struct MethodArgs {
     /// hdbscan: the least ranks of a cluster.
     #[arg(
         long,
-        default_value_t = 4,
+        default_value_t = HdbscanParams::default().min_cluster_size,
         value_name = "M",
         allow_negative_numbers = true
     )]
@@ -73,7 +77,7 @@ pub struct MethodArgs {
     /// hdbscan: the neighbourhood of the core distance, the rank itself counted.
     #[arg(
         long,
-        default_value_t = 4,
+        default_value_t = HdbscanParams::default().min_samples,
         value_name = "M",
         allow_negative_numbers = true
     )]
@@ -81,7 +85,7 @@ pub struct MethodArgs {
     /// ssstree: a new center opens at this share of twice the cluster's radius.
     #[arg(
         long,
-        default_value_t = 0.5,
+        default_value_t = SsstreeParams::default().alpha,
         value_name = "A",
         allow_negative_numbers = true
     )]
@@ -89,7 +93,7 @@ pub struct MethodArgs {
     /// ssstree: clusters with fewer items are not split.
     #[arg(
         long,
-        default_value_t = 2,
+        default_value_t = SsstreeParams::default().min_children,
         value_name = "M",
         allow_negative_numbers = true
     )]
@@ -211,30 +215,70 @@ enum LinkageArg {
 }
 
 impl MethodArgs {
-    /// The method's parameters as the flags give them.
-    pub fn params(&self) -> MethodParams {
-        MethodParams {
-            min_ratio: self.min_ratio,
-            min_gap: self.min_gap,
-            linkage: match self.linkage {
-                LinkageArg::Single => Linkage::Single,
-                LinkageArg::Complete => Linkage::Complete,
-                LinkageArg::Average => Linkage::Average,
-                LinkageArg::Ward => Linkage::Ward,
-            },
-            k: self.k,
-            height: self.height,
-            threshold: self.threshold,
-            eps: self.eps,
-            min_points: self.min_points,
-            max_k: self.max_k,
-            min_cluster_size: self.min_cluster_size,
-            min_samples: self.min_samples,
-            alpha: self.alpha,
-            min_children: self.min_children,
-            scale: self.scale,
-            scale_neighbour: self.scale_neighbour,
+    /// The method `--algo` names with the parameters its flags give; an error for a flag
+    /// without a default that the method does not read (it would be ignored without a word).
+    pub fn method(&self) -> Result<Method, ParamError> {
+        let mut method = Method::named(&self.algo)?;
+        match &mut method {
+            Method::Auto(p) => {
+                p.min_ratio = self.min_ratio;
+                p.min_gap = self.min_gap;
+            }
+            Method::Hdbscan(p) => {
+                p.min_cluster_size = self.min_cluster_size;
+                p.min_samples = self.min_samples;
+            }
+            Method::Agglomerative(p) => {
+                p.linkage = match self.linkage {
+                    LinkageArg::Single => Linkage::Single,
+                    LinkageArg::Complete => Linkage::Complete,
+                    LinkageArg::Average => Linkage::Average,
+                    LinkageArg::Ward => Linkage::Ward,
+                };
+                p.k = self.k;
+                p.height = self.height;
+                p.max_k = self.max_k;
+            }
+            Method::Components(p) => p.threshold = self.threshold,
+            Method::Dbscan(p) => {
+                p.eps = self.eps;
+                p.min_points = self.min_points;
+            }
+            Method::Kmedoids(p) => {
+                p.k = self.k;
+                p.max_k = self.max_k;
+            }
+            Method::Ssstree(p) => {
+                p.alpha = self.alpha;
+                p.min_children = self.min_children;
+            }
+            Method::Spectral(p) | Method::Kmeans(p) => {
+                *p = p
+                    .clone()
+                    .k(self.k)
+                    .max_k(self.max_k)
+                    .scale(match self.scale {
+                        Some(s) => KernelScale::Fixed(s),
+                        None => KernelScale::Neighbour(self.scale_neighbour),
+                    });
+            }
         }
+        lgate_cluster::methods::refuse_unread(&method, &self.given())?;
+        Ok(method)
+    }
+
+    /// The parameters without a default that the flags give.
+    fn given(&self) -> Vec<Param> {
+        [
+            (Param::K, self.k.is_some()),
+            (Param::Height, self.height.is_some()),
+            (Param::Threshold, self.threshold.is_some()),
+            (Param::Eps, self.eps.is_some()),
+            (Param::Scale, self.scale.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(p, given)| given.then_some(p))
+        .collect()
     }
 }
 
@@ -250,13 +294,17 @@ mod tests {
     }
 
     /// `report`, `diff` and `plot` look up the clustering `cluster` stored with its defaults by
-    /// the library's defaults: the flags' defaults must be those.
+    /// the library's defaults: the flags' defaults must be those, for every method.
     #[test]
     fn the_flags_defaults_are_the_librarys() {
         let flags = Flags::parse_from(["cluster"]);
-        assert_eq!(flags.method.params(), MethodParams::default());
+        assert_eq!(flags.method.method(), Ok(Method::default()));
         assert_eq!(flags.method.algo, "auto");
         assert_eq!(flags.method.space, Space::Matrix);
+        for m in lgate_cluster::methods::METHODS {
+            let flags = Flags::parse_from(["cluster", "--algo", m.name]);
+            assert_eq!(flags.method.method(), Ok((m.default)()), "{}", m.name);
+        }
     }
 
     /// Every method parameter is named by a flag `cluster` has, and every description's
@@ -286,21 +334,76 @@ mod tests {
 
     #[test]
     fn a_parameter_error_names_the_flags() {
-        let e =
-            lgate_cluster::methods::method("agglomerative", &MethodParams::default()).unwrap_err();
+        let flags = Flags::parse_from(["cluster", "--algo", "agglomerative"]);
+        let e = flags.method.method().unwrap().checked().unwrap_err();
         assert_eq!(param_said(&e), "--algo agglomerative needs --k or --height");
-        let e = lgate_cluster::methods::refuse_unread(
-            "auto",
-            &MethodParams {
-                k: Some(3),
-                ..MethodParams::default()
-            },
-        )
-        .unwrap_err();
+        let flags = Flags::parse_from(["cluster", "--k", "3"]);
+        let e = flags.method.method().unwrap_err();
         assert_eq!(
             param_said(&e),
             "--k is a parameter of --algo agglomerative, kmedoids, spectral and kmeans; \
              --algo auto does not take it"
+        );
+    }
+
+    /// Each flag reaches the parameter of its name in the method it is given to.
+    #[test]
+    fn the_flags_reach_their_methods() {
+        use lgate_cluster::methods::{AgglomerativeParams, DbscanParams};
+        let flags = Flags::parse_from([
+            "cluster",
+            "--algo",
+            "agglomerative",
+            "--k",
+            "3",
+            "--linkage",
+            "ward",
+        ]);
+        assert_eq!(
+            flags.method.method(),
+            Ok(Method::Agglomerative(AgglomerativeParams {
+                linkage: Linkage::Ward,
+                k: Some(3),
+                ..AgglomerativeParams::default()
+            }))
+        );
+        let flags = Flags::parse_from([
+            "cluster",
+            "--algo",
+            "dbscan",
+            "--eps",
+            "2.5",
+            "--min-points",
+            "3",
+        ]);
+        assert_eq!(
+            flags.method.method(),
+            Ok(Method::Dbscan(DbscanParams {
+                eps: Some(2.5),
+                min_points: 3
+            }))
+        );
+        let flags =
+            Flags::parse_from(["cluster", "--algo", "kmeans", "--scale", "0.5", "--k", "2"]);
+        let Ok(Method::Kmeans(p)) = flags.method.method() else {
+            panic!("kmeans")
+        };
+        assert_eq!(
+            p,
+            lgate_cluster::spectral::SpectralParams::new()
+                .k(Some(2))
+                .scale(KernelScale::Fixed(0.5))
+        );
+        let flags = Flags::parse_from(["cluster", "--min-ratio", "1.5"]);
+        assert_eq!(
+            flags
+                .method
+                .method()
+                .ok()
+                .as_ref()
+                .and_then(Method::auto)
+                .map(|p| p.min_ratio),
+            Some(1.5)
         );
     }
 }

@@ -7,7 +7,7 @@ use std::path::Path;
 use lgate_knobs::Knob;
 
 use crate::input::{choose_by_sure_levels, ClusterInput, InputError};
-use crate::methods::{self, MethodParams, ParamError};
+use crate::methods::{self, Method, ParamError};
 use crate::Tree;
 
 /// A clustering and what was clustered.
@@ -51,12 +51,11 @@ pub enum ClusteringError {
     NotOnVectors,
 }
 
-/// Clusters each of `inputs` with the method `algo` (its main parameter searched over `search`
-/// values when given) and keeps the one that shows the most levels.
+/// Clusters each of `inputs` with `method` (its main parameter searched over `search` values
+/// when given) and keeps the one that shows the most levels.
 pub fn cluster_matrices(
     inputs: Vec<ClusterInput>,
-    algo: &str,
-    params: &MethodParams,
+    method: &Method,
     search: Option<usize>,
     resamples: Option<usize>,
 ) -> Result<Clustering, ClusteringError> {
@@ -65,12 +64,11 @@ pub fn cluster_matrices(
     let mut doubts = Vec::new();
     // With several candidates, `auto`'s levels are weighed by their confidence as `cluster`
     // will report it: the matrix with the most levels kept wins.
-    let judge = algo == "auto" && search.is_none();
+    let judge = method.auto().is_some() && search.is_none();
     let (input, tree, chose) = choose_by_sure_levels(inputs, |input| {
         let tree = fit_one(
             input,
-            algo,
-            params,
+            method,
             search,
             &mut searched,
             &mut outliers,
@@ -83,7 +81,7 @@ pub fn cluster_matrices(
                     .map_or(&[][..], |(_, s)| s.as_slice());
                 let resamples = resamples
                     .unwrap_or_else(|| crate::confidence::default_resamples(input.items()));
-                crate::confidence::sure_levels(input, &tree, slow, params, resamples)
+                crate::confidence::sure_levels(input, &tree, slow, method, resamples)
             })
             .flatten();
         Ok::<_, ClusteringError>((tree, sure))
@@ -131,22 +129,21 @@ pub fn load_chosen(path: &Path, name: Option<&str>) -> Result<ClusterInput, Inpu
 /// the hierarchy it finds there.
 pub fn default_clustering(run: &Path) -> Result<(ClusterInput, crate::Tree), InputError> {
     let inputs = crate::input::load_candidates(run)?;
-    let params = MethodParams::default();
+    let method = Method::default();
     let (input, tree, _) = choose_by_sure_levels(inputs, |i| {
         let (tree, slow) = i.auto(&crate::AutoParams::default())?;
         let resamples = crate::confidence::default_resamples(i.items());
-        let sure = crate::confidence::sure_levels(i, &tree, &slow, &params, resamples);
+        let sure = crate::confidence::sure_levels(i, &tree, &slow, &method, resamples);
         Ok::<_, InputError>((tree, sure))
     })?;
     Ok((input, tree))
 }
 
-/// One candidate clustered by `algo`: its tree, with what the search said, the slow items and
-/// the groupings in doubt kept per source.
+/// One candidate clustered by `method`: its tree, with what the search said, the slow items
+/// and the groupings in doubt kept per source.
 fn fit_one(
     input: &ClusterInput,
-    algo: &str,
-    params: &MethodParams,
+    method: &Method,
     search: Option<usize>,
     searched: &mut Vec<(String, String)>,
     outliers: &mut Vec<(String, Vec<(usize, f64)>)>,
@@ -156,13 +153,14 @@ fn fit_one(
         if search.is_some() {
             return Err(input.no_dense(&Knob::Search.to_string()).into());
         }
-        let method = methods::method(algo, params)?;
+        let name = method.name();
+        let method = method.checked()?;
         let crate::Distances::ByHosts { blocks, k, between } = &input.distances else {
             unreachable!("an input without a dense matrix has host blocks")
         };
         let found = method
             .fit_by_hosts(blocks, *k, between.as_deref())
-            .ok_or_else(|| input.no_dense(&format!("{} {algo}", Knob::Algo)))?
+            .ok_or_else(|| input.no_dense(&format!("{} {name}", Knob::Algo)))?
             .map_err(|error| InputError::ByHosts {
                 input: input.source.clone(),
                 error,
@@ -177,7 +175,7 @@ fn fit_one(
     let d = matrix.values();
     Ok::<_, ClusteringError>(match search {
         Some(steps) => {
-            let (t, setting, s) = methods::search(algo, params, d, steps)?;
+            let (t, setting, s) = methods::search(method, d, steps)?;
             let setting = setting.map_or("nothing (one rank)".into(), |s| s.to_string());
             searched.push((
                 input.source.clone(),
@@ -189,7 +187,7 @@ fn fit_one(
             t
         }
         None => {
-            let method = methods::method(algo, params)?;
+            let method = method.checked()?;
             method
                 .check_items(d.nrows())
                 .map_err(|error| ClusteringError::ParamFor {
@@ -261,15 +259,14 @@ fn doubt_line(d: &crate::host_levels::Doubt) -> String {
 }
 
 /// Clusters the PLogP run `run`'s feature vectors at message size `size` (default: the
-/// smallest) with the method `algo`.
+/// smallest) with `method`.
 pub fn cluster_features(
     run: &Path,
     size: Option<&str>,
-    algo: &str,
-    params: &MethodParams,
+    method: &Method,
 ) -> Result<Clustering, ClusteringError> {
     let fv = crate::features::feature_vectors(run, size)?;
-    let method = methods::method(algo, params)?;
+    let method = method.checked()?;
     method
         .check_items(fv.vectors.nrows())
         .map_err(|error| ClusteringError::ParamFor {

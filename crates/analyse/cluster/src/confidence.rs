@@ -296,13 +296,16 @@ fn judge(
 pub fn attach(
     input: &crate::ClusterInput,
     topology: lgate_topology::Topology,
-    (algo, params): (&str, &crate::methods::MethodParams),
+    method: &crate::methods::Method,
     (tree, slow): (&Tree, &[(usize, f64)]),
     resamples: usize,
 ) -> Result<(lgate_topology::Topology, Option<Stability>), lgate_topology::TopologyError> {
-    let Some(matrix) = (input.dense()).filter(|_| algo == "auto" && resamples > 0) else {
+    let (Some(matrix), Some(&auto_params)) = (input.dense(), method.auto()) else {
         return Ok((topology, None));
     };
+    if resamples == 0 {
+        return Ok((topology, None));
+    }
     // A matrix with filled pairs: which were measured, and the hosts they were filled by.
     let filled = input.filled.is_some_and(|(filled, _)| filled > 0);
     let fill = match (filled, &input.mask, &input.hosts) {
@@ -315,11 +318,6 @@ pub fn attach(
     };
     let d = matrix.values();
     let n = d.nrows();
-    let auto_params = AutoParams {
-        min_ratio: params.min_ratio,
-        min_gap: params.min_gap,
-        ..AutoParams::default()
-    };
     let size = input.job_size.max(topology.ranks());
     // The levels reported, over the matrix's items; the tree's other levels were left out.
     let reported: Vec<Vec<usize>> = (levels_of(tree, n).into_iter())
@@ -458,12 +456,11 @@ pub fn sure_levels(
     input: &crate::ClusterInput,
     tree: &Tree,
     slow: &[(usize, f64)],
-    params: &crate::methods::MethodParams,
+    method: &crate::methods::Method,
     resamples: usize,
 ) -> Option<usize> {
     let (topology, _) = input.placed_topology(tree).ok()?;
-    let (topology, stability) =
-        attach(input, topology, ("auto", params), (tree, slow), resamples).ok()?;
+    let (topology, stability) = attach(input, topology, method, (tree, slow), resamples).ok()?;
     stability.map(|_| topology.levels().len())
 }
 

@@ -8,7 +8,7 @@ use lgate_rundir::{FoundLevel, FoundLevels, UndecidedFound};
 
 use crate::clustering::{cluster_matrices, Clustering, ClusteringError};
 use crate::input::{InputError, UnboundLevel};
-use crate::methods::MethodParams;
+use crate::methods::Method;
 use crate::taking_turns::TakingTurns;
 
 /// The topology of the clustering `c` as `cluster` writes it: levels named after the run's
@@ -17,7 +17,7 @@ use crate::taking_turns::TakingTurns;
 /// turns on the same CPUs as the finest level where the matrix shows them (returned too).
 pub fn finished_topology(
     c: &Clustering,
-    (algo, params): (&str, &MethodParams),
+    method: &Method,
     resamples: usize,
 ) -> Result<
     (
@@ -36,13 +36,8 @@ pub fn finished_topology(
         })
         .collect();
     let topology = topology.with_outliers(outliers)?;
-    let (topology, _) = crate::confidence::attach(
-        input,
-        topology,
-        (algo, params),
-        (&c.tree, &c.slow),
-        resamples,
-    )?;
+    let (topology, _) =
+        crate::confidence::attach(input, topology, method, (&c.tree, &c.slow), resamples)?;
     let (topology, turns) = crate::taking_turns::add_level(input, topology)?;
     Ok((with_doubted(topology, c), unbound, turns))
 }
@@ -97,10 +92,10 @@ fn with_doubted(topology: lgate_topology::Topology, c: &Clustering) -> lgate_top
 /// is of each; `notes` (what measuring said about levels in doubt) come first among its notes.
 pub fn found_levels(run: &Path, notes: Vec<String>) -> Result<FoundLevels, ClusteringError> {
     let inputs = crate::input::load_candidates(run)?;
-    let params = MethodParams::default();
-    let c = cluster_matrices(inputs, "auto", &params, None, None)?;
+    let method = Method::default();
+    let c = cluster_matrices(inputs, &method, None, None)?;
     let resamples = crate::confidence::default_resamples(c.input.items());
-    let (topology, _, _) = finished_topology(&c, ("auto", &params), resamples)?;
+    let (topology, _, _) = finished_topology(&c, &method, resamples)?;
     let confidence = topology.confidence();
     let mut notes = notes;
     notes.extend(

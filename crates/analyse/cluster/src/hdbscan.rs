@@ -24,6 +24,16 @@ pub struct HdbscanParams {
     pub min_samples: usize,
 }
 
+impl Default for HdbscanParams {
+    /// Clusters of 4 items at least, the core distance at the 4th item.
+    fn default() -> Self {
+        HdbscanParams {
+            min_cluster_size: 4,
+            min_samples: 4,
+        }
+    }
+}
+
 /// A cluster of the condensed tree.
 #[derive(Debug, Clone)]
 struct Condensed {

@@ -9,7 +9,7 @@ use lgate_topology::Topology;
 
 use crate::clustering::{cluster_features, cluster_matrices, ClusteringError};
 use crate::input::{load_by_hosts, load_candidates, load_with_sizes, ClusterInput};
-use crate::methods::MethodParams;
+use crate::methods::Method;
 use crate::summary::ClusterSummary;
 
 /// The options of one clustering, as `cluster`'s flags give them.
@@ -21,10 +21,8 @@ pub struct ClusterOptions {
     pub by_hosts: bool,
     /// The PLogP parameters per rank (feature vectors) instead of the distances.
     pub features: bool,
-    /// The method's name.
-    pub algo: String,
-    /// Its parameters.
-    pub params: MethodParams,
+    /// The method and its parameters.
+    pub method: Method,
     /// Searches the method's parameter over this many values.
     pub search: Option<usize>,
     /// Resamples for the levels' confidence (`None`: by the input's size).
@@ -38,8 +36,7 @@ impl Default for ClusterOptions {
             matrix: None,
             by_hosts: false,
             features: false,
-            algo: "auto".into(),
-            params: MethodParams::default(),
+            method: Method::default(),
             search: None,
             resamples: None,
         }
@@ -75,28 +72,28 @@ pub fn compute(
     opts: &ClusterOptions,
     summary: bool,
 ) -> Result<Finished, ClusteringError> {
-    let (algo, params) = (opts.algo.as_str(), &opts.params);
+    let method = &opts.method;
     let c = if opts.features {
         let size = (opts.matrix.as_deref()).map(|s| s.rsplit(':').next().unwrap_or(s));
-        cluster_features(path, size, algo, params)?
+        cluster_features(path, size, method)?
     } else {
         let inputs = match &opts.matrix {
             _ if opts.by_hosts => load_by_hosts(path, opts.matrix.as_deref())?,
             Some(name) => vec![load_with_sizes(path, Some(name))?],
             None => load_candidates(path)?,
         };
-        cluster_matrices(inputs, algo, params, opts.search, opts.resamples)?
+        cluster_matrices(inputs, method, opts.search, opts.resamples)?
     };
     let resamples =
         (opts.resamples).unwrap_or_else(|| crate::confidence::default_resamples(c.input.items()));
-    let (topology, unbound, turns) = crate::finished_topology(&c, (algo, params), resamples)?;
+    let (topology, unbound, turns) = crate::finished_topology(&c, method, resamples)?;
     let summary = if !summary {
         String::new()
     } else {
         ClusterSummary {
             input: &c.input,
             topology: &topology,
-            algo,
+            method,
             note: c.note.as_deref(),
             items: c.input.items(),
             slow: &c.slow,

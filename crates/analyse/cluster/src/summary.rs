@@ -16,8 +16,8 @@ pub struct ClusterSummary<'a> {
     pub input: &'a ClusterInput,
     /// The topology found.
     pub topology: &'a Topology,
-    /// The method's name.
-    pub algo: &'a str,
+    /// The method.
+    pub method: &'a crate::methods::Method,
     /// What choosing the matrix and searching the parameter said, if anything.
     pub note: Option<&'a str>,
     /// The items clustered.
@@ -49,7 +49,7 @@ impl ClusterSummary<'_> {
 
     fn weak_lines(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // auto keeps only levels that stand apart; the other algorithms keep what they make.
-        if self.algo == "auto" {
+        if self.method.auto().is_some() {
             return Ok(());
         }
         for (name, separation) in self.input.weak_levels(self.topology) {
@@ -73,7 +73,7 @@ impl ClusterSummary<'_> {
 
     fn confidence_lines(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let Some(c) = self.topology.confidence() else {
-            if self.algo != "auto" || self.input.dense().is_none() {
+            if self.method.auto().is_none() || self.input.dense().is_none() {
                 return Ok(());
             }
             let filled = self.input.filled.filter(|&(f, _)| f > 0);
@@ -306,7 +306,7 @@ impl fmt::Display for ClusterSummary<'_> {
             "cluster: {} ({} ranks), {}: {levels} {}",
             self.input.source,
             self.items,
-            self.algo,
+            self.method.name(),
             if levels == 1 { "level" } else { "levels" }
         )?;
         if !self.topology.levels().is_empty() {

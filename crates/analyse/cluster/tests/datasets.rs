@@ -221,7 +221,8 @@ fn top_level(tree: &lgate_cluster::Tree, n: usize) -> Vec<usize> {
 /// 1950X's dies and the EPYC's sockets, which neither of the others does.
 #[test]
 fn spectral_and_kmeans_with_the_true_k_recover_what_kmedoids_recovers() {
-    use lgate_cluster::methods::{method, MethodParams};
+    use lgate_cluster::methods::{KmedoidsParams, Method};
+    use lgate_cluster::spectral::SpectralParams;
     let truth = truth();
     let mut failures = Vec::new();
     let mut table = String::new();
@@ -233,15 +234,19 @@ fn spectral_and_kmeans_with_the_true_k_recover_what_kmedoids_recovers() {
         for (name, v) in entry["levels"].as_object().unwrap() {
             let truth = labels(v);
             let k = truth.iter().max().unwrap() + 1;
-            let params = MethodParams {
-                k: Some(k),
-                ..MethodParams::default()
-            };
-            let ari = |algo: &str| {
-                let tree = method(algo, &params).unwrap().fit(d);
+            let with_k = SpectralParams::new().k(Some(k));
+            let ari = |method: Method| {
+                let tree = method.checked().unwrap().fit(d);
                 adjusted_rand_index(&truth, &top_level(&tree, n))
             };
-            let (medoids, spectral, kmeans) = (ari("kmedoids"), ari("spectral"), ari("kmeans"));
+            let (medoids, spectral, kmeans) = (
+                ari(Method::Kmedoids(KmedoidsParams {
+                    k: Some(k),
+                    ..KmedoidsParams::default()
+                })),
+                ari(Method::Spectral(with_k.clone())),
+                ari(Method::Kmeans(with_k)),
+            );
             table.push_str(&format!(
                 "{file} {name} k={k}: kmedoids {medoids:.3} spectral {spectral:.3} kmeans {kmeans:.3}\n"
             ));
@@ -278,16 +283,15 @@ fn spectral_and_kmeans_with_the_true_k_recover_what_kmedoids_recovers() {
 /// numbers do not show, and makes one group of the flat files.
 #[test]
 fn spectral_without_k_finds_the_levels_from_the_eigengaps() {
-    use lgate_cluster::methods::{method, MethodParams};
+    use lgate_cluster::methods::Method;
     let truth = truth();
     let mut failures = Vec::new();
     for entry in truth.as_array().unwrap() {
         let file = entry["file"].as_str().unwrap();
         let read = lgate_matrix::read_matrix(&datasets().join(file)).unwrap();
         let n = read.matrix.len();
-        let tree = method("spectral", &MethodParams::default())
-            .unwrap()
-            .fit(read.matrix.values());
+        let tree =
+            (Method::named("spectral").unwrap().checked().unwrap()).fit(read.matrix.values());
         let topology = topology_of(&tree, n, None).unwrap();
         let found: Vec<Vec<usize>> = topology.levels().iter().map(|l| l.labels(n)).collect();
         let expected = entry["levels"].as_object().unwrap();

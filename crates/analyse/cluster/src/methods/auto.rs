@@ -2,22 +2,23 @@
 
 use ndarray::Array2;
 
-use super::{ClusterMethod, MethodParams, MethodSpec, Param, ParamError, Problem};
+use super::{ClusterMethod, Method, MethodSpec, Param, ParamError, Problem};
 use crate::auto::{auto, auto_with_outliers, AutoParams, Tree};
 
 /// The registry entry.
 pub(super) const SPEC: MethodSpec = MethodSpec {
     name: "auto",
     description: "Every level the data supports, found per subtree; nothing to give",
-    build,
-    search: None,
+    reads: &[Param::MinRatio, Param::MinGap],
+    default: || Method::Auto(AutoParams::default()),
 };
 
 /// `auto` with its two thresholds.
 #[derive(Debug)]
 struct Auto(AutoParams);
 
-fn build(p: &MethodParams) -> Result<Box<dyn ClusterMethod>, ParamError> {
+/// `auto` with `p` checked.
+pub(super) fn checked(p: &AutoParams) -> Result<Box<dyn ClusterMethod>, ParamError> {
     for (param, was, least) in [
         (Param::MinRatio, p.min_ratio, 1.0),
         (Param::MinGap, p.min_gap, 0.0),
@@ -29,11 +30,7 @@ fn build(p: &MethodParams) -> Result<Box<dyn ClusterMethod>, ParamError> {
             });
         }
     }
-    Ok(Box::new(Auto(AutoParams {
-        min_ratio: p.min_ratio,
-        min_gap: p.min_gap,
-        ..AutoParams::default()
-    })))
+    Ok(Box::new(Auto(*p)))
 }
 
 impl ClusterMethod for Auto {

@@ -3,7 +3,7 @@
 
 use ndarray::Array2;
 
-use super::{integers, ClusterMethod, MethodParams, MethodSpec, Param, ParamError, Setting};
+use super::{integers, ClusterMethod, Method, MethodSpec, Param, ParamError, Setting};
 use crate::auto::Tree;
 use crate::hdbscan::{hdbscan, HdbscanParams};
 
@@ -11,30 +11,30 @@ use crate::hdbscan::{hdbscan, HdbscanParams};
 pub(super) const SPEC: MethodSpec = MethodSpec {
     name: "hdbscan",
     description: "HDBSCAN on the matrix; the condensed tree is the hierarchy",
-    build,
-    search: Some(search),
+    reads: &[Param::MinClusterSize, Param::MinSamples],
+    default: || Method::Hdbscan(HdbscanParams::default()),
 };
+
+/// HDBSCAN with `p` (any sizes will do).
+pub(super) fn checked(p: &HdbscanParams) -> Result<Box<dyn ClusterMethod>, ParamError> {
+    Ok(Box::new(Hdbscan(*p)))
+}
+
+/// The parameters a search of `steps` tries over `d`: the least cluster from 2 to half the
+/// items.
+pub(super) fn candidates(p: &HdbscanParams, d: &Array2<f64>, steps: usize) -> Vec<HdbscanParams> {
+    integers(2, (d.nrows() / 2).max(2), steps)
+        .into_iter()
+        .map(|m| HdbscanParams {
+            min_cluster_size: m,
+            ..*p
+        })
+        .collect()
+}
 
 /// HDBSCAN with its two sizes.
 #[derive(Debug)]
 struct Hdbscan(HdbscanParams);
-
-fn build(p: &MethodParams) -> Result<Box<dyn ClusterMethod>, ParamError> {
-    Ok(Box::new(Hdbscan(HdbscanParams {
-        min_cluster_size: p.min_cluster_size,
-        min_samples: p.min_samples,
-    })))
-}
-
-fn search(p: &MethodParams, d: &Array2<f64>, steps: usize) -> Vec<MethodParams> {
-    integers(2, (d.nrows() / 2).max(2), steps)
-        .into_iter()
-        .map(|m| MethodParams {
-            min_cluster_size: m,
-            ..p.clone()
-        })
-        .collect()
-}
 
 impl ClusterMethod for Hdbscan {
     fn name(&self) -> &'static str {

@@ -5,23 +5,24 @@
 use ndarray::Array2;
 
 use super::spectral::checked;
-use super::{ClusterMethod, MethodParams, MethodSpec, Param, ParamError, Setting};
+use super::{ClusterMethod, Method, MethodSpec, Param, ParamError, Setting};
 use crate::auto::Tree;
-use crate::spectral::{euclidean_distances, kmeans, SpectralValidParams};
+use crate::spectral::{euclidean_distances, kmeans, SpectralParams, SpectralValidParams};
 
 /// The registry entry.
 pub(super) const SPEC: MethodSpec = MethodSpec {
     name: "kmeans",
     description: "K-means of each rank's row (or feature vector), {k} or by eigengap",
-    build,
-    search: Some(super::agglomerative::search),
+    reads: super::spectral::READS,
+    default: || Method::Kmeans(SpectralParams::default()),
 };
 
 /// K-means with checked parameters.
 #[derive(Debug)]
 struct Kmeans(SpectralValidParams);
 
-fn build(p: &MethodParams) -> Result<Box<dyn ClusterMethod>, ParamError> {
+/// K-means with `p` checked.
+pub(super) fn checked_method(p: &SpectralParams) -> Result<Box<dyn ClusterMethod>, ParamError> {
     Ok(Box::new(Kmeans(checked(SPEC.name, p)?)))
 }
 

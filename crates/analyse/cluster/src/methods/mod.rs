@@ -1,17 +1,20 @@
-//! The clustering methods `cluster` chooses from: each a type with checked parameters that
-//! turns a distance matrix into one [`Tree`], listed in [`METHODS`].
+//! The clustering methods `cluster` chooses from: each a [`Method`] with its own parameters,
+//! checked into a [`ClusterMethod`] that turns a distance matrix into one [`Tree`], and listed
+//! in [`METHODS`].
 //!
-//! A new method is one module here (a type implementing [`ClusterMethod`] and a `build`
-//! function that checks its parameters) and one line in [`METHODS`].
+//! A new method is one module here (its parameters, their check into a type implementing
+//! [`ClusterMethod`], its [`MethodSpec`]), one line in [`METHODS`] and one variant of
+//! [`Method`].
 //!
 //! ```
-//! use lgate_cluster::methods::{method, MethodParams};
+//! use lgate_cluster::methods::{KmedoidsParams, Method, AgglomerativeParams};
 //! use ndarray::Array2;
 //!
 //! let d = Array2::from_shape_fn((6, 6), |(i, j)| if i == j { 0.0 } else if i / 3 == j / 3 { 1.0 } else { 5.0 });
-//! let kmedoids = method("kmedoids", &MethodParams { k: Some(2), ..MethodParams::default() })?;
+//! let kmedoids = Method::Kmedoids(KmedoidsParams { k: Some(2), ..KmedoidsParams::default() }).checked()?;
 //! assert_eq!(kmedoids.fit(&d).ranks().len(), 6);
-//! assert!(method("agglomerative", &MethodParams::default()).is_err(), "needs k or height");
+//! let needs_a_cut = Method::Agglomerative(AgglomerativeParams::default());
+//! assert!(needs_a_cut.checked().is_err(), "needs k or height");
 //! # Ok::<(), lgate_cluster::methods::ParamError>(())
 //! ```
 
@@ -26,12 +29,19 @@ mod params;
 mod spectral;
 mod ssstree;
 
+pub use agglomerative::AgglomerativeParams;
+pub use components::ComponentsParams;
+pub use dbscan::DbscanParams;
+pub use kmedoids::KmedoidsParams;
 use params::{check_k, positive_distance};
-pub use params::{listed, refuse_unread, MethodParams, Param, ParamError, Problem, Setting};
+pub use params::{listed, Param, ParamError, Problem, Setting};
+pub use ssstree::SsstreeParams;
 
 use ndarray::Array2;
 
 use crate::auto::{separation_of, AutoParams, Tree};
+use crate::hdbscan::HdbscanParams;
+use crate::spectral::SpectralParams;
 
 /// A clustering method with its parameters checked.
 pub trait ClusterMethod: Send + Sync + std::fmt::Debug {
@@ -78,21 +88,134 @@ pub trait ClusterMethod: Send + Sync + std::fmt::Debug {
     }
 }
 
-/// The settings a search of N steps tries for a method over a matrix: N values of its main
-/// parameter.
-pub type SearchSpace = fn(&MethodParams, &Array2<f64>, usize) -> Vec<MethodParams>;
+/// A clustering method and its parameters, unchecked.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Method {
+    /// Every level the data supports.
+    Auto(AutoParams),
+    /// HDBSCAN.
+    Hdbscan(HdbscanParams),
+    /// Agglomerative clustering.
+    Agglomerative(AgglomerativeParams),
+    /// Connected components below a threshold.
+    Components(ComponentsParams),
+    /// DBSCAN.
+    Dbscan(DbscanParams),
+    /// FasterPAM k-medoids.
+    Kmedoids(KmedoidsParams),
+    /// The Sparse Spatial Selection tree.
+    Ssstree(SsstreeParams),
+    /// Spectral clustering.
+    Spectral(SpectralParams),
+    /// K-means of each rank's row or feature vector.
+    Kmeans(SpectralParams),
+}
 
-/// A method's entry in the registry.
+impl Default for Method {
+    /// `auto` with its defaults, as `cluster` runs it.
+    fn default() -> Self {
+        Method::Auto(AutoParams::default())
+    }
+}
+
+impl Method {
+    /// The method's registry entry.
+    pub fn spec(&self) -> &'static MethodSpec {
+        match self {
+            Method::Auto(_) => &auto::SPEC,
+            Method::Hdbscan(_) => &hdbscan::SPEC,
+            Method::Agglomerative(_) => &agglomerative::SPEC,
+            Method::Components(_) => &components::SPEC,
+            Method::Dbscan(_) => &dbscan::SPEC,
+            Method::Kmedoids(_) => &kmedoids::SPEC,
+            Method::Ssstree(_) => &ssstree::SPEC,
+            Method::Spectral(_) => &spectral::SPEC,
+            Method::Kmeans(_) => &kmeans::SPEC,
+        }
+    }
+
+    /// The method called `name` with its default parameters.
+    pub fn named(name: &str) -> Result<Method, ParamError> {
+        Ok((spec(name)?.default)())
+    }
+
+    /// The method's name (`auto`, `kmedoids`, ...).
+    pub fn name(&self) -> &'static str {
+        self.spec().name
+    }
+
+    /// `auto`'s parameters, when this is `auto`.
+    pub fn auto(&self) -> Option<&AutoParams> {
+        match self {
+            Method::Auto(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// The method with its parameters checked, or what is wrong with them.
+    pub fn checked(&self) -> Result<Box<dyn ClusterMethod>, ParamError> {
+        match self {
+            Method::Auto(p) => auto::checked(p),
+            Method::Hdbscan(p) => hdbscan::checked(p),
+            Method::Agglomerative(p) => p.checked(),
+            Method::Components(p) => p.checked(),
+            Method::Dbscan(p) => p.checked(),
+            Method::Kmedoids(p) => p.checked(),
+            Method::Ssstree(p) => p.checked(),
+            Method::Spectral(p) => spectral::checked_method(p),
+            Method::Kmeans(p) => kmeans::checked_method(p),
+        }
+    }
+
+    /// The methods a search of `steps` tries over `d`: `steps` values of the main parameter
+    /// across its range; an error for a method with no parameter to search.
+    pub fn candidates(&self, d: &Array2<f64>, steps: usize) -> Result<Vec<Method>, ParamError> {
+        Ok(match self {
+            Method::Auto(_) => {
+                return Err(ParamError::Invalid {
+                    method: self.name(),
+                    problem: Problem::NothingToSearch,
+                })
+            }
+            Method::Hdbscan(p) => (hdbscan::candidates(p, d, steps).into_iter())
+                .map(Method::Hdbscan)
+                .collect(),
+            Method::Agglomerative(p) => (p.candidates(d, steps).into_iter())
+                .map(Method::Agglomerative)
+                .collect(),
+            Method::Components(p) => (p.candidates(d, steps).into_iter())
+                .map(Method::Components)
+                .collect(),
+            Method::Dbscan(p) => (p.candidates(d, steps).into_iter())
+                .map(Method::Dbscan)
+                .collect(),
+            Method::Kmedoids(p) => (p.candidates(d, steps).into_iter())
+                .map(Method::Kmedoids)
+                .collect(),
+            Method::Ssstree(p) => (p.candidates(d, steps).into_iter())
+                .map(Method::Ssstree)
+                .collect(),
+            Method::Spectral(p) => (spectral::candidates(self.name(), p, d, steps)?.into_iter())
+                .map(Method::Spectral)
+                .collect(),
+            Method::Kmeans(p) => (spectral::candidates(self.name(), p, d, steps)?.into_iter())
+                .map(Method::Kmeans)
+                .collect(),
+        })
+    }
+}
+
+/// A method's entry in the registry: what `--algo` lists.
+#[derive(Debug)]
 pub struct MethodSpec {
     /// The method's name.
     pub name: &'static str,
     /// What the method does, in one line, each parameter named as `{field}` (`{k}`).
     pub description: &'static str,
-    /// The method with `params` checked.
-    pub build: fn(&MethodParams) -> Result<Box<dyn ClusterMethod>, ParamError>,
-    /// The methods a search of `N` steps tries, `N` values of the main parameter across its
-    /// range over the matrix `d`; `None` for a method with no parameter to search.
-    pub search: Option<SearchSpace>,
+    /// The parameters the method reads.
+    pub reads: &'static [Param],
+    /// The method with its default parameters.
+    pub default: fn() -> Method,
 }
 
 /// Every method, in the order they are documented.
@@ -123,34 +246,41 @@ pub fn spec(name: &str) -> Result<&'static MethodSpec, ParamError> {
         })
 }
 
-/// The method called `name` with `params` checked.
-pub fn method(name: &str, params: &MethodParams) -> Result<Box<dyn ClusterMethod>, ParamError> {
-    (spec(name)?.build)(params)
+/// Refuses each of the parameters `given` (those without a default) that `method` does not
+/// read: it would be ignored without a word.
+pub fn refuse_unread(method: &Method, given: &[Param]) -> Result<(), ParamError> {
+    let reads = method.spec().reads;
+    match given.iter().find(|p| !reads.contains(p)) {
+        None => Ok(()),
+        Some(&param) => Err(ParamError::NotTaken {
+            param,
+            takers: (METHODS.iter())
+                .filter(|m| m.reads.contains(&param))
+                .map(|m| m.name)
+                .collect(),
+            method: method.name().to_string(),
+        }),
+    }
 }
 
 /// The thesis's linear parameter search: `steps` values of the method's main parameter across
 /// its range; the one whose top-level partition has the best separation (as `auto` measures
 /// it) wins. Returns its tree, its setting and that separation.
 pub fn search(
-    name: &str,
-    params: &MethodParams,
+    method: &Method,
     d: &Array2<f64>,
     steps: usize,
 ) -> Result<(Tree, Option<Setting>, f64), ParamError> {
-    let spec = spec(name)?;
-    let candidates = spec.search.ok_or(ParamError::Invalid {
-        method: spec.name,
-        problem: Problem::NothingToSearch,
-    })?;
     let n = d.nrows();
-    if n < 2 {
+    if n < 2 && method.auto().is_none() {
         // One rank (or none): one group, whatever the parameter.
         return Ok((Tree::Leaf((0..n).collect()), None, 0.0));
     }
+    let candidates = method.candidates(d, steps.max(1))?;
     let separation = AutoParams::default();
     let mut best: Option<(f64, Tree, Option<Setting>)> = None;
-    for candidate in candidates(params, d, steps.max(1)) {
-        let method = (spec.build)(&candidate)?;
+    for candidate in candidates {
+        let method = candidate.checked()?;
         if method.check_items(n).is_err() {
             // A k above the rank count is no candidate.
             continue;
@@ -162,7 +292,7 @@ pub fn search(
         }
     }
     let (s, tree, setting) = best.ok_or(ParamError::Invalid {
-        method: spec.name,
+        method: method.name(),
         problem: Problem::SearchFoundNothing,
     })?;
     Ok((tree, setting, s))
@@ -209,6 +339,34 @@ fn top_labels(tree: &Tree, n: usize) -> Vec<usize> {
 mod tests {
     use super::*;
 
+    /// Each registry entry's method, given the parameters it needs for two groups.
+    fn given(spec: &MethodSpec) -> Method {
+        let spectral = SpectralParams::new().k(Some(2));
+        match spec.name {
+            "auto" => Method::default(),
+            "hdbscan" => Method::Hdbscan(HdbscanParams::default()),
+            "agglomerative" => Method::Agglomerative(AgglomerativeParams {
+                k: Some(2),
+                ..AgglomerativeParams::default()
+            }),
+            "components" => Method::Components(ComponentsParams {
+                threshold: Some(2.0),
+            }),
+            "dbscan" => Method::Dbscan(DbscanParams {
+                eps: Some(2.0),
+                ..DbscanParams::default()
+            }),
+            "kmedoids" => Method::Kmedoids(KmedoidsParams {
+                k: Some(2),
+                ..KmedoidsParams::default()
+            }),
+            "ssstree" => Method::Ssstree(SsstreeParams::default()),
+            "spectral" => Method::Spectral(spectral),
+            "kmeans" => Method::Kmeans(spectral),
+            other => panic!("no method of the tests is called {other}"),
+        }
+    }
+
     #[test]
     fn every_method_checks_its_parameters_and_fits() {
         let d = Array2::from_shape_fn((8, 8), |(i, j)| {
@@ -220,20 +378,17 @@ mod tests {
                 4.0
             }
         });
-        let given = MethodParams {
-            k: Some(2),
-            threshold: Some(2.0),
-            eps: Some(2.0),
-            ..MethodParams::default()
-        };
         for spec in METHODS {
-            let m = (spec.build)(&given).unwrap();
+            assert_eq!(Method::named(spec.name).unwrap().name(), spec.name);
+            let given = given(spec);
+            assert_eq!(given.name(), spec.name);
+            let m = given.checked().unwrap();
             assert_eq!(m.name(), spec.name);
             let mut ranks = m.fit(&d).ranks();
             ranks.sort_unstable();
             assert_eq!(ranks, (0..8).collect::<Vec<_>>(), "{}", spec.name);
-            if spec.search.is_some() {
-                let (tree, setting, s) = search(spec.name, &given, &d, 4).unwrap();
+            if given.auto().is_none() {
+                let (tree, setting, s) = search(&given, &d, 4).unwrap();
                 assert_eq!(tree.ranks().len(), 8);
                 let setting = setting.expect("a searched method has a main parameter");
                 assert_eq!(m.setting().map(|s| s.param), Some(setting.param));
@@ -241,36 +396,67 @@ mod tests {
                 assert!(s >= 0.0);
             }
         }
-        for (name, needs) in [
-            ("agglomerative", &[Param::K, Param::Height][..]),
-            ("components", &[Param::Threshold]),
-            ("dbscan", &[Param::Eps]),
+        for (method, needs) in [
+            (
+                Method::Agglomerative(AgglomerativeParams::default()),
+                &[Param::K, Param::Height][..],
+            ),
+            (
+                Method::Components(ComponentsParams::default()),
+                &[Param::Threshold],
+            ),
+            (Method::Dbscan(DbscanParams::default()), &[Param::Eps]),
         ] {
-            let err = method(name, &MethodParams::default()).unwrap_err();
+            let err = method.checked().unwrap_err();
             assert_eq!(
                 err,
                 ParamError::Invalid {
-                    method: spec(name).unwrap().name,
+                    method: method.name(),
                     problem: Problem::Needs(needs)
                 }
             );
         }
         assert_eq!(
-            method("agglomerative", &MethodParams::default())
+            (Method::Agglomerative(AgglomerativeParams::default()).checked())
                 .unwrap_err()
                 .to_string(),
             "agglomerative needs k or height"
         );
-        assert!(method("spectre", &given)
+        assert!(spec("spectre")
             .unwrap_err()
             .to_string()
             .contains("auto, hdbscan"));
         assert!(
-            search("auto", &given, &d, 3).unwrap_err()
+            search(&Method::default(), &d, 3).unwrap_err()
                 == ParamError::Invalid {
                     method: "auto",
                     problem: Problem::NothingToSearch
                 }
+        );
+        let bad_scale =
+            Method::Kmeans(SpectralParams::new().scale(crate::spectral::KernelScale::Fixed(-1.0)));
+        assert_eq!(
+            search(&bad_scale, &d, 3).unwrap_err().to_string(),
+            "kmeans scale must be a positive number in the distances' unit (it was -1)"
+        );
+    }
+
+    #[test]
+    fn a_parameter_the_method_does_not_read_is_refused_with_its_takers() {
+        let kmedoids = Method::Kmedoids(KmedoidsParams::default());
+        assert_eq!(refuse_unread(&kmedoids, &[Param::K]), Ok(()));
+        assert_eq!(
+            refuse_unread(&Method::default(), &[Param::K]),
+            Err(ParamError::NotTaken {
+                param: Param::K,
+                takers: vec!["agglomerative", "kmedoids", "spectral", "kmeans"],
+                method: "auto".into(),
+            })
+        );
+        let err = refuse_unread(&kmedoids, &[Param::K, Param::Eps]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "eps is a parameter of dbscan; kmedoids does not take it"
         );
     }
 

@@ -1,113 +1,38 @@
-//! The methods' parameters, named by field: what each method reads, what is wrong with them,
-//! and the value a search settles on. The binary names the flag that sets each [`Param`].
+//! The methods' parameters, named by field: what is wrong with them, and the value a search
+//! settles on. The binary names the flag that sets each [`Param`].
 
-use crate::auto::AutoParams;
-use crate::linkage::Linkage;
-
-/// Every setting any method takes; each method reads its own.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MethodParams {
-    /// auto: the least separation of a level.
-    pub min_ratio: f64,
-    /// auto: the least gap between groups, as a share of the median distance.
-    pub min_gap: f64,
-    /// agglomerative: how clusters are joined.
-    pub linkage: Linkage,
-    /// agglomerative, kmedoids: the number of groups.
-    pub k: Option<usize>,
-    /// agglomerative: cut where merges pass this distance.
-    pub height: Option<f64>,
-    /// components: join items closer than this.
-    pub threshold: Option<f64>,
-    /// dbscan: the neighbourhood radius.
-    pub eps: Option<f64>,
-    /// dbscan: items within eps (itself included) that make a core item.
-    pub min_points: usize,
-    /// kmedoids: the largest k tried when k is chosen by silhouette; spectral, kmeans: the
-    /// first window of eigengaps.
-    pub max_k: usize,
-    /// hdbscan: the least ranks of a cluster.
-    pub min_cluster_size: usize,
-    /// hdbscan: the neighbourhood of the core distance, the rank itself counted.
-    pub min_samples: usize,
-    /// ssstree: a new center opens at this share of twice the cluster's radius.
-    pub alpha: f64,
-    /// ssstree: clusters with fewer items are not split.
-    pub min_children: usize,
-    /// spectral, kmeans: one Gaussian kernel scale for every rank, in the distances' unit.
-    pub scale: Option<f64>,
-    /// spectral, kmeans: without `scale`, each rank's scale is its distance to this nearest
-    /// other rank.
-    pub scale_neighbour: usize,
-}
-
-impl MethodParams {
-    /// The parameters `spectral` and `kmeans` read, unchecked.
-    pub fn spectral(&self) -> crate::spectral::SpectralParams {
-        crate::spectral::SpectralParams::new()
-            .k(self.k)
-            .max_k(self.max_k)
-            .scale(match self.scale {
-                Some(s) => crate::spectral::KernelScale::Fixed(s),
-                None => crate::spectral::KernelScale::Neighbour(self.scale_neighbour),
-            })
-    }
-}
-
-impl Default for MethodParams {
-    fn default() -> Self {
-        MethodParams {
-            min_ratio: AutoParams::default().min_ratio,
-            min_gap: AutoParams::default().min_gap,
-            linkage: Linkage::Average,
-            k: None,
-            height: None,
-            threshold: None,
-            eps: None,
-            min_points: 2,
-            max_k: 16,
-            min_cluster_size: 4,
-            min_samples: 4,
-            alpha: 0.5,
-            min_children: 2,
-            scale: None,
-            scale_neighbour: 7,
-        }
-    }
-}
-
-/// One field of [`MethodParams`].
+/// One parameter of a method, by the name of its field in the method's parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Param {
-    /// [`MethodParams::min_ratio`].
+    /// `min_ratio`.
     MinRatio,
-    /// [`MethodParams::min_gap`].
+    /// `min_gap`.
     MinGap,
-    /// [`MethodParams::linkage`].
+    /// `linkage`.
     Linkage,
-    /// [`MethodParams::k`].
+    /// `k`.
     K,
-    /// [`MethodParams::height`].
+    /// `height`.
     Height,
-    /// [`MethodParams::threshold`].
+    /// `threshold`.
     Threshold,
-    /// [`MethodParams::eps`].
+    /// `eps`.
     Eps,
-    /// [`MethodParams::min_points`].
+    /// `min_points`.
     MinPoints,
-    /// [`MethodParams::max_k`].
+    /// `max_k`.
     MaxK,
-    /// [`MethodParams::min_cluster_size`].
+    /// `min_cluster_size`.
     MinClusterSize,
-    /// [`MethodParams::min_samples`].
+    /// `min_samples`.
     MinSamples,
-    /// [`MethodParams::alpha`].
+    /// `alpha`.
     Alpha,
-    /// [`MethodParams::min_children`].
+    /// `min_children`.
     MinChildren,
-    /// [`MethodParams::scale`].
+    /// `scale`.
     Scale,
-    /// [`MethodParams::scale_neighbour`].
+    /// `scale_neighbour`.
     ScaleNeighbour,
 }
 
@@ -131,7 +56,7 @@ impl Param {
         Param::ScaleNeighbour,
     ];
 
-    /// The field's name in [`MethodParams`].
+    /// The field's name in the methods' parameters.
     pub fn field(self) -> &'static str {
         match self {
             Param::MinRatio => "min_ratio",
@@ -244,7 +169,7 @@ pub enum ParamError {
         /// The parameter.
         param: Param,
         /// The methods that take it.
-        takers: &'static [&'static str],
+        takers: Vec<&'static str>,
         /// The method chosen.
         method: String,
     },
@@ -263,37 +188,6 @@ impl std::fmt::Display for Setting {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} = {}", self.param, self.value)
     }
-}
-
-/// Whether a parameter without a default was given.
-type Given = fn(&MethodParams) -> bool;
-
-/// The parameters without a default and the methods that read each: given to another method
-/// they would be ignored without a word, so they are refused.
-const WITHOUT_DEFAULT: &[(Param, Given, &[&str])] = &[
-    (
-        Param::K,
-        |p| p.k.is_some(),
-        &["agglomerative", "kmedoids", "spectral", "kmeans"],
-    ),
-    (Param::Scale, |p| p.scale.is_some(), &["spectral", "kmeans"]),
-    (Param::Height, |p| p.height.is_some(), &["agglomerative"]),
-    (Param::Threshold, |p| p.threshold.is_some(), &["components"]),
-    (Param::Eps, |p| p.eps.is_some(), &["dbscan"]),
-];
-
-/// Refuses a parameter without a default that the method `name` does not read.
-pub fn refuse_unread(name: &str, params: &MethodParams) -> Result<(), ParamError> {
-    for &(param, given, takers) in WITHOUT_DEFAULT {
-        if given(params) && !takers.contains(&name) {
-            return Err(ParamError::NotTaken {
-                param,
-                takers,
-                method: name.to_string(),
-            });
-        }
-    }
-    Ok(())
 }
 
 /// A distance parameter (`height`, `eps`, `threshold`): a positive number, or the error

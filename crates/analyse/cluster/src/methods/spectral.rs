@@ -4,36 +4,58 @@
 use linfa::ParamGuard;
 use ndarray::Array2;
 
-use super::{ClusterMethod, MethodParams, MethodSpec, Param, ParamError, Problem, Setting};
+use super::{ClusterMethod, Method, MethodSpec, Param, ParamError, Problem, Setting};
 use crate::auto::Tree;
-use crate::spectral::{euclidean_distances, spectral, SpectralError, SpectralValidParams};
+use crate::spectral::{
+    euclidean_distances, spectral, SpectralError, SpectralParams, SpectralValidParams,
+};
 
 /// The registry entry.
 pub(super) const SPEC: MethodSpec = MethodSpec {
     name: "spectral",
     description:
         "Spectral clustering (Ng, Jordan, Weiss) of a Gaussian affinity, {k} or by eigengap",
-    build,
-    search: Some(super::agglomerative::search),
+    reads: READS,
+    default: || Method::Spectral(SpectralParams::default()),
 };
+
+/// What `spectral` and `kmeans` read.
+pub(super) const READS: &[Param] = &[Param::K, Param::MaxK, Param::Scale, Param::ScaleNeighbour];
 
 /// Spectral clustering with checked parameters.
 #[derive(Debug)]
 struct Spectral(SpectralValidParams);
 
-fn build(p: &MethodParams) -> Result<Box<dyn ClusterMethod>, ParamError> {
+/// Spectral clustering with `p` checked.
+pub(super) fn checked_method(p: &SpectralParams) -> Result<Box<dyn ClusterMethod>, ParamError> {
     Ok(Box::new(Spectral(checked(SPEC.name, p)?)))
 }
 
-/// The spectral parameters of `p`, checked by linfa's [`ParamGuard`].
+/// `p` checked by linfa's [`ParamGuard`], errors naming the parameter of `method`.
 pub(super) fn checked(
     method: &'static str,
-    p: &MethodParams,
+    p: &SpectralParams,
 ) -> Result<SpectralValidParams, ParamError> {
-    p.spectral().check().map_err(|e| ParamError::Invalid {
+    p.clone().check().map_err(|e| ParamError::Invalid {
         method,
         problem: problem_of(&e),
     })
+}
+
+/// The parameters a search of `steps` tries over `d` with `method` (`spectral` or `kmeans`):
+/// k from 2 to max_k.
+pub(super) fn candidates(
+    method: &'static str,
+    p: &SpectralParams,
+    d: &Array2<f64>,
+    steps: usize,
+) -> Result<Vec<SpectralParams>, ParamError> {
+    let max_k = checked(method, p)?.max_k();
+    Ok(
+        (super::agglomerative::search_k(max_k, d, steps).into_iter())
+            .map(|k| p.clone().k(Some(k)))
+            .collect(),
+    )
 }
 
 /// A spectral parameter error as the methods name it, by parameter.
