@@ -3,7 +3,7 @@
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use lgate_derive::OutputOptions;
-use lgate_harness::{PairTest, PingPong};
+use lgate_harness::{AnyPairTest, PingPong};
 use lgate_plogp_bench::{OptionsError, PLogP, PLogPOptions};
 use lgate_rundir::MessageSize;
 
@@ -68,9 +68,10 @@ const DEFAULT_OR_WAIT: f64 = 1.3;
 impl TestArgs {
     /// The pair test the arguments ask for and what is derived from it, checked: a flag of the
     /// other test is refused, not dropped.
-    pub fn test(&self) -> Result<(Box<dyn PairTest>, OutputOptions)> {
+    pub fn test(&self) -> Result<(Box<dyn AnyPairTest>, OutputOptions)> {
         crate::count("--reps", lgate_stats::check_repetitions(self.reps))?;
-        let (test, outputs, largest): (Box<dyn PairTest>, OutputOptions, usize) = match self.test {
+        let (test, outputs, largest): (Box<dyn AnyPairTest>, OutputOptions, usize) = match self.test
+        {
             TestKind::Pingpong => {
                 let plogp_only: Vec<&str> = [
                     (self.max_size.is_some(), "--max-size"),

@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use lgate_harness::{
-    run, InProcessWorld, PairTest, PingPong, PlanKind, ProgressStyle, RunOptions,
+    run, AnyPairTest, InProcessWorld, PingPong, PlanKind, ProgressStyle, RunOptions,
     StagedPlanOptions, TopologySource,
 };
 
@@ -41,7 +41,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let started = Instant::now();
     let reports = world.run(|t| {
         let mut test = PingPong::new(vec![0], 4)?;
-        run(&t, &mut test as &mut dyn PairTest, &options)
+        run(&t, &mut test as &mut dyn AnyPairTest, &options)
     });
     let wall = started.elapsed().as_secs_f64();
     let mut report = None;

@@ -7,7 +7,7 @@ use std::time::Instant;
 use lgate_topology::Rank;
 use serde::{Deserialize, Serialize};
 
-use crate::pair_test::{PairTest, Role};
+use crate::pair_test::{AnyPairTest, Role};
 use crate::run::{broadcast, gather, resolve_topology, settle_staged, PlanKind, RunOptions};
 use crate::schedule::{Pair, Schedule};
 use crate::staged::StagedPlan;
@@ -44,7 +44,7 @@ fn calibration_pairs(groups: &[Vec<Rank>]) -> Vec<Pair> {
 /// `options` and `test` would do and cost.
 pub fn dry_run(
     t: &dyn Transport,
-    test: &mut dyn PairTest,
+    test: &mut dyn AnyPairTest,
     options: &RunOptions,
 ) -> Result<Option<DryRun>, HarnessError> {
     let size = t.size();
@@ -112,7 +112,7 @@ pub fn dry_run(
 /// its sender measured it.
 fn calibrate(
     t: &dyn Transport,
-    test: &mut dyn PairTest,
+    test: &mut dyn AnyPairTest,
     options: &RunOptions,
     tests: &[Calibration],
 ) -> Result<Vec<f64>, HarnessError> {
@@ -132,7 +132,7 @@ fn calibrate(
             } else {
                 Role::Receiver
             };
-            let which: &mut dyn PairTest = match (c.screen, screen.as_mut()) {
+            let which: &mut dyn AnyPairTest = match (c.screen, screen.as_mut()) {
                 (true, Some(s)) => s,
                 _ => &mut *test,
             };

@@ -44,7 +44,7 @@ pub use lgate_transport::{
     SubsetBarrier, Tag, Transport, TransportError,
 };
 pub use lgate_transport::{cpu_time, Activity, CpuScope, RankClock, TimeSplit};
-pub use pair_test::{PairResult, PairTest, PingPong, Role};
+pub use pair_test::{AnyPairTest, PairResult, PairTest, PingPong, Role};
 pub use run::{
     broadcast, resolve_topology, run, screening_value, topology_by_host, wait_for_rank_0, PlanKind,
     ProgressStyle, RunOptions, RunReport, StagedPlanOptions, TopologySource,

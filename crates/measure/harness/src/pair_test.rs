@@ -17,18 +17,52 @@ pub enum Role {
     Receiver,
 }
 
-/// A test between two ranks that the harness runs for every pair.
+/// A test between two ranks that the harness runs for every pair: its own parameters and
+/// its own result.
 pub trait PairTest {
-    /// The test and its parameters, recorded in meta.json and compared when a run is resumed.
-    fn info(&self) -> TestInfo;
+    /// The test's parameters, as meta.json records them.
+    type Parameters: Into<TestInfo>;
+    /// One pair's result, as the journal records it.
+    type Record: Into<PairResult>;
+    /// The test's parameters, recorded in meta.json and compared when a run is resumed.
+    fn parameters(&self) -> Self::Parameters;
     /// Runs the test of `pair` on one of its ranks; the sender returns the result, the
     /// receiver `None`. Both ranks are called at about the same time.
+    fn test(
+        &mut self,
+        transport: &dyn Transport,
+        pair: Pair,
+        role: Role,
+    ) -> Result<Option<Self::Record>, TransportError>;
+}
+
+/// Any [`PairTest`], as the harness runs it: its parameters and results in the run
+/// directory's tagged forms, so that one run can hold a screening test and a full one.
+pub trait AnyPairTest {
+    /// The test and its parameters, recorded in meta.json and compared when a run is resumed.
+    fn info(&self) -> TestInfo;
+    /// [`PairTest::test`], the result as the journal records it.
     fn run(
         &mut self,
         transport: &dyn Transport,
         pair: Pair,
         role: Role,
     ) -> Result<Option<PairResult>, TransportError>;
+}
+
+impl<T: PairTest> AnyPairTest for T {
+    fn info(&self) -> TestInfo {
+        self.parameters().into()
+    }
+
+    fn run(
+        &mut self,
+        transport: &dyn Transport,
+        pair: Pair,
+        role: Role,
+    ) -> Result<Option<PairResult>, TransportError> {
+        Ok(self.test(transport, pair, role)?.map(Into::into))
+    }
 }
 
 /// Round-trip times for a list of message sizes: the sender sends m bytes, the receiver
@@ -106,19 +140,22 @@ impl PingPong {
 }
 
 impl PairTest for PingPong {
-    fn info(&self) -> TestInfo {
-        TestInfo::PingPong(lgate_rundir::PingPongParameters {
+    type Parameters = lgate_rundir::PingPongParameters;
+    type Record = PingPongResult;
+
+    fn parameters(&self) -> lgate_rundir::PingPongParameters {
+        lgate_rundir::PingPongParameters {
             sizes: self.sizes.clone(),
             reps: self.reps,
-        })
+        }
     }
 
-    fn run(
+    fn test(
         &mut self,
         t: &dyn Transport,
         pair: Pair,
         role: Role,
-    ) -> Result<Option<PairResult>, TransportError> {
+    ) -> Result<Option<PingPongResult>, TransportError> {
         let mut out = Vec::with_capacity(self.sizes.len());
         for &size in &self.sizes {
             let clock = crate::clock::clock_overhead();
@@ -143,6 +180,6 @@ impl PairTest for PingPong {
                 out.push(RoundTrips { size, rtt });
             }
         }
-        Ok((role == Role::Sender).then(|| PingPongResult { sizes: out }.into()))
+        Ok((role == Role::Sender).then_some(PingPongResult { sizes: out }))
     }
 }

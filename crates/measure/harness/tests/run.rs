@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use lgate_harness::{
-    run, HarnessError, InProcessWorld, Pair, PairResult, PairTest, ProgressStyle, Role, RunOptions,
-    Summary, TopologySource, Transport, TransportError,
+    run, AnyPairTest, HarnessError, InProcessWorld, Pair, PairTest, ProgressStyle, Role,
+    RunOptions, Summary, TopologySource, Transport, TransportError,
 };
 use lgate_rundir::{PingPongResult, RoundTrips, RunDir, RunStatus};
 
@@ -39,19 +39,21 @@ impl Recorder {
 }
 
 impl PairTest for Recorder {
+    type Parameters = lgate_rundir::PingPongParameters;
+    type Record = PingPongResult;
     /// A ping-pong of no bytes, once, as far as meta.json is told.
-    fn info(&self) -> lgate_rundir::TestInfo {
-        lgate_rundir::TestInfo::PingPong(lgate_rundir::PingPongParameters {
+    fn parameters(&self) -> lgate_rundir::PingPongParameters {
+        lgate_rundir::PingPongParameters {
             sizes: vec![0],
             reps: 1,
-        })
+        }
     }
-    fn run(
+    fn test(
         &mut self,
         t: &dyn Transport,
         pair: Pair,
         role: Role,
-    ) -> Result<Option<PairResult>, TransportError> {
+    ) -> Result<Option<PingPongResult>, TransportError> {
         if self.fail_on == Some(pair) && role == Role::Sender {
             return Err(TransportError::Protocol {
                 rank: t.rank(),
@@ -82,7 +84,6 @@ impl PairTest for Recorder {
             PingPongResult {
                 sizes: vec![RoundTrips { size: 0, rtt }],
             }
-            .into()
         }))
     }
 }
@@ -146,7 +147,7 @@ fn every_pair_once_per_sweep_and_meta_complete() {
         .all(|(k, r)| r.rank == k && r.host == "localhost"));
     assert_eq!(meta.schedule.seed, 11);
     assert_eq!(meta.schedule.pairs_per_sweep, 10);
-    assert_eq!(meta.test, test.info());
+    assert_eq!(meta.test, AnyPairTest::info(&test));
     assert!(meta.end.is_some() && meta.summary.is_some());
 }
 

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lgate_harness::{
-    run, InProcessWorld, Pair, PairResult, PairTest, PlanKind, ProgressStyle, Role, RunOptions,
+    run, InProcessWorld, Pair, PairTest, PlanKind, ProgressStyle, Role, RunOptions,
     StagedPlanOptions, TopologySource, Transport, TransportError,
 };
 use lgate_rundir::{RunDir, RunStatus, Stage};
@@ -18,27 +18,26 @@ struct Full {
 }
 
 impl PairTest for Full {
-    fn info(&self) -> lgate_rundir::TestInfo {
-        lgate_rundir::TestInfo::PLogP(lgate_rundir::PLogPOptions::new(0))
+    type Parameters = lgate_rundir::PLogPOptions;
+    type Record = lgate_rundir::PairMeasurement;
+    fn parameters(&self) -> lgate_rundir::PLogPOptions {
+        lgate_rundir::PLogPOptions::new(0)
     }
-    fn run(
+    fn test(
         &mut self,
         t: &dyn Transport,
         pair: Pair,
         role: Role,
-    ) -> Result<Option<PairResult>, TransportError> {
+    ) -> Result<Option<lgate_rundir::PairMeasurement>, TransportError> {
         let peer = if role == Role::Sender { pair.j } else { pair.i };
         if role == Role::Sender {
             t.send(peer, lgate_harness::Tag::TEST, b"full")?;
             t.recv_vec(peer, lgate_harness::Tag::TEST)?;
             self.pairs.lock().unwrap().push(pair);
-            Ok(Some(
-                lgate_rundir::PairMeasurement {
-                    clock_overhead_s: 0.0,
-                    sizes: Vec::new(),
-                }
-                .into(),
-            ))
+            Ok(Some(lgate_rundir::PairMeasurement {
+                clock_overhead_s: 0.0,
+                sizes: Vec::new(),
+            }))
         } else {
             t.recv_vec(peer, lgate_harness::Tag::TEST)?;
             t.send(peer, lgate_harness::Tag::TEST, b"done")?;

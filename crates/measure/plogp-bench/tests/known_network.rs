@@ -91,9 +91,9 @@ fn measure(options: &PLogPOptions) -> (PairMeasurement, PairParams) {
         } else {
             Role::Receiver
         };
-        test.run(&t, Pair::new(0, 1), role).unwrap()
+        test.test(&t, Pair::new(0, 1), role).unwrap()
     });
-    let m: PairMeasurement = results[0].as_ref().and_then(|r| r.plogp()).unwrap().clone();
+    let m: PairMeasurement = results[0].clone().unwrap();
     let p = PairParams::from_measurement(0, Pair::new(0, 1), &m).unwrap();
     (m, p)
 }

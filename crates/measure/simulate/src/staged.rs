@@ -249,7 +249,7 @@ impl Simulation<'_> {
             plan: Some(PlanInfo {
                 name: "staged".into(),
                 parameters: staged.plan.clone(),
-                screen: lgate_harness::PairTest::info(&screen_test),
+                screen: lgate_harness::AnyPairTest::info(&screen_test),
                 screening_tests: [inside, between],
                 notes: Vec::new(),
             }),

@@ -9,7 +9,7 @@
 
 use std::time::{Duration, Instant};
 
-use lgate_harness::{InProcessWorld, LinkModel, Pair, PairTest, PingPong, Role, Transport};
+use lgate_harness::{AnyPairTest, InProcessWorld, LinkModel, Pair, PingPong, Role, Transport};
 use lgate_plogp_bench::{PLogP, PLogPOptions};
 use lgate_simulate::estimate::{pair_test_us, screen_test_us};
 use lgate_simulate::model::{Link, Piecewise};
@@ -46,7 +46,7 @@ impl LinkModel for Known {
 /// closest to what the model says, and running again can only bring it closer. A wrong
 /// estimate stays wrong however often it runs. (Three runs were not enough once in CI: 1.71x
 /// right after the emulated-cluster test, 0.90-0.95x alone.)
-fn least_time(make: impl Fn() -> Box<dyn PairTest + Send> + Sync, predicted: f64) -> f64 {
+fn least_time(make: impl Fn() -> Box<dyn AnyPairTest + Send> + Sync, predicted: f64) -> f64 {
     let run = || {
         let world = InProcessWorld::new(2)
             .with_link_model(Known)

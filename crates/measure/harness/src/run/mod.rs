@@ -17,7 +17,7 @@ use lgate_transport::{
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::pair_test::{PairResult, PairTest, PingPong, Role};
+use crate::pair_test::{AnyPairTest, PairResult, PingPong, Role};
 use crate::placement;
 use crate::schedule::{Pair, Schedule, Step, SweepPair};
 use crate::staged::{
@@ -132,7 +132,7 @@ fn pair_number(p: Pair) -> usize {
 /// plan's pairs and `test` over a sample); every rank calls this. Rank 0 returns the report.
 pub fn run(
     t: &dyn Transport,
-    test: &mut dyn PairTest,
+    test: &mut dyn AnyPairTest,
     options: &RunOptions,
 ) -> Result<Option<RunReport>, HarnessError> {
     let (rank, size) = (t.rank(), t.size());
@@ -221,7 +221,7 @@ impl Walker<'_> {
     fn walk<'s>(
         &mut self,
         steps: impl Iterator<Item = Action<'s>>,
-        full: &mut dyn PairTest,
+        full: &mut dyn AnyPairTest,
         mut screen: Option<&mut PingPong>,
         sink: &mut Sink,
     ) -> Result<(), HarnessError> {
@@ -255,7 +255,7 @@ impl Walker<'_> {
                         t.yield_when_idle(by_turns);
                         self.yielding = by_turns;
                     }
-                    let test: &mut dyn PairTest = match (stage, screen.as_deref_mut()) {
+                    let test: &mut dyn AnyPairTest = match (stage, screen.as_deref_mut()) {
                         (Some(s), Some(screen)) if s.screens() => screen,
                         _ => &mut *full,
                     };
@@ -328,7 +328,7 @@ impl Walker<'_> {
 /// Every rank's part once the plan is known: the program, then the final barrier.
 fn measure(
     t: &dyn Transport,
-    test: &mut dyn PairTest,
+    test: &mut dyn AnyPairTest,
     options: &RunOptions,
     prepared: Option<Prepared>,
     go: &Go,
@@ -405,7 +405,7 @@ fn sink_of(
 /// left out.
 fn walk_full(
     walker: &mut Walker<'_>,
-    test: &mut dyn PairTest,
+    test: &mut dyn AnyPairTest,
     options: &RunOptions,
     tree: &TopologyNode,
     sink: &mut Sink,
@@ -436,7 +436,7 @@ fn walk_full(
 /// follow-up; the tests already done left out.
 fn walk_staged(
     walker: &mut Walker<'_>,
-    test: &mut dyn PairTest,
+    test: &mut dyn AnyPairTest,
     options: &RunOptions,
     staged: &StagedPlanOptions,
     tree: &TopologyNode,

@@ -92,7 +92,7 @@ pub(super) enum Scheduled {
 /// Rank 0: the topology, the seed, the run directory and what a resumed run already has.
 pub(super) fn prepare(
     t: &dyn Transport,
-    test: &dyn PairTest,
+    test: &dyn AnyPairTest,
     options: &RunOptions,
     infos: Vec<lgate_rundir::RankInfo>,
     host_facts: Vec<lgate_rundir::HostFacts>,

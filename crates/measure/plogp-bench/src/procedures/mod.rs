@@ -16,9 +16,7 @@ use std::time::{Duration, Instant};
 
 use lgate_harness::{Pair, PairTest, Role, Summary, Tag, Transport, TransportError};
 
-pub use lgate_rundir::{
-    PLogPOptions, PairMeasurement, PairResult, RawSamples, Saturation, SizeResult, TestInfo,
-};
+pub use lgate_rundir::{PLogPOptions, PairMeasurement, RawSamples, Saturation, SizeResult};
 
 use crate::clock::{clock_overhead, spin_until};
 
@@ -513,18 +511,21 @@ fn summary(samples: &[f64]) -> Summary {
 }
 
 impl PairTest for PLogP {
-    fn info(&self) -> TestInfo {
-        TestInfo::PLogP(self.options.clone())
+    type Parameters = PLogPOptions;
+    type Record = PairMeasurement;
+
+    fn parameters(&self) -> PLogPOptions {
+        self.options.clone()
     }
 
-    fn run(
+    fn test(
         &mut self,
         t: &dyn Transport,
         pair: Pair,
         role: Role,
-    ) -> Result<Option<PairResult>, TransportError> {
+    ) -> Result<Option<PairMeasurement>, TransportError> {
         match role {
-            Role::Sender => Ok(Some(self.sender(t, pair.j)?.into())),
+            Role::Sender => Ok(Some(self.sender(t, pair.j)?)),
             Role::Receiver => {
                 self.receiver(t, pair.i)?;
                 Ok(None)

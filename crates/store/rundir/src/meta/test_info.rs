@@ -21,6 +21,18 @@ pub enum TestInfo {
     MpiGraph(crate::records::MpiGraphParameters),
 }
 
+impl From<crate::PingPongParameters> for TestInfo {
+    fn from(p: crate::PingPongParameters) -> Self {
+        TestInfo::PingPong(p)
+    }
+}
+
+impl From<crate::PLogPOptions> for TestInfo {
+    fn from(p: crate::PLogPOptions) -> Self {
+        TestInfo::PLogP(p)
+    }
+}
+
 impl TestInfo {
     /// The test's name, as meta.json writes it.
     pub fn name(&self) -> &'static str {
