@@ -112,7 +112,7 @@ fn record_levels(
     let found = lgate_cluster::found_levels(run.path(), notes)?;
     // A ping-pong run derives no report.json: its levels are said, not recorded.
     if run.file(lgate_rundir::files::REPORT_FILE).is_file() {
-        let mut written = lgate_rundir::Report::read(run.path())?;
+        let mut written = run.read_report()?;
         written.set_levels(Some(found.clone()));
         run.write_file(
             lgate_rundir::files::REPORT_FILE,

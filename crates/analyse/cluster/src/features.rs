@@ -29,7 +29,7 @@ pub fn feature_vectors(run: &Path, size: Option<&str>) -> Result<FeatureVectors,
         Some(s) => s.to_string(),
         None => {
             // The smallest size with an o_s matrix.
-            let index = lgate_rundir::MatrixIndex::read(&lgate_rundir::RunDir::open(run)?)?;
+            let index = lgate_rundir::RunDir::open(run)?.read_matrices()?;
             index
                 .matrices
                 .iter()

@@ -233,6 +233,16 @@ impl RunDir {
     pub fn read_journal(&self) -> Result<JournalRead, RunDirError> {
         read_journal(&self.journal_file())
     }
+
+    /// Reads report.json (the run's health and the levels found), its version checked.
+    pub fn read_report(&self) -> Result<Report, RunDirError> {
+        Report::read(&self.path)
+    }
+
+    /// Reads the index of the run's matrices (matrices/index.json), its version checked.
+    pub fn read_matrices(&self) -> Result<MatrixIndex, RunDirError> {
+        MatrixIndex::read(self)
+    }
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ pub fn load_candidates(path: &Path) -> Result<Vec<ClusterInput>, InputError> {
     if by_hosts_only(&run) {
         return load_by_hosts(path, None);
     }
-    let index = lgate_rundir::MatrixIndex::read(&run)?;
+    let index = run.read_matrices()?;
     let names: Vec<String> = index
         .default_candidates()
         .iter()
@@ -133,7 +133,7 @@ pub fn load_with_sizes(path: &Path, matrix: Option<&str>) -> Result<ClusterInput
         return Ok(input);
     }
     let run = lgate_rundir::RunDir::open(path)?;
-    let index = lgate_rundir::MatrixIndex::read(&run)?;
+    let index = run.read_matrices()?;
     let chosen = index.find(name).map(|e| e.name.clone());
     let names: Vec<String> = (index.default_candidates().iter())
         .map(|e| e.name.clone())
@@ -365,7 +365,7 @@ pub fn load(path: &Path, matrix: Option<&str>) -> Result<ClusterInput, InputErro
         return Ok(inputs.pop().expect("an index has sizes"));
     }
     let meta = run.read_meta()?;
-    let index = lgate_rundir::MatrixIndex::read(&run)?;
+    let index = run.read_matrices()?;
     let name = matrix.unwrap_or("t");
     let chosen = match matrix {
         Some(name) => index.find(name),

@@ -304,7 +304,7 @@ fn read_run(path: &Path, only: Option<&[String]>) -> Result<RunSide, DiffError> 
     if HostBlocks::exist(&run) && !run.file(lgate_rundir::MATRIX_INDEX_FILE).is_file() {
         return read_hosts(&run, &meta, only);
     }
-    let index = lgate_rundir::MatrixIndex::read(&run)?;
+    let index = run.read_matrices()?;
     let entries: Vec<&lgate_rundir::MatrixEntry> = index
         .matrices
         .iter()

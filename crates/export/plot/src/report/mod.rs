@@ -151,9 +151,7 @@ fn other_heatmaps(
     shown: &str,
     topology: &Topology,
 ) -> Result<(), PlotError> {
-    let Ok(index) =
-        lgate_rundir::RunDir::open(run).and_then(|r| lgate_rundir::MatrixIndex::read(&r))
-    else {
+    let Ok(index) = lgate_rundir::RunDir::open(run).and_then(|r| r.read_matrices()) else {
         return Ok(());
     };
     // `shown` is the default matrix's source: `FILE (NAME)`.
