@@ -121,7 +121,12 @@ passed=0 exact=0 total=0
 printf '%-5s %-62s %6s  %s\n' seed fabric "wall s" "ARI per true level | kept | undecided | verdict"
 for seed in $seeds; do
     fabric="$("$repo/scripts/testbed" random "$seed")"
-    "$repo/scripts/testbed" up --random "$seed" 2>/dev/null
+    if ! "$repo/scripts/testbed" up --random "$seed" 2>"$work/up.log"; then
+        # A testbed left up by another state folder, a missing tool: said, not a silent exit.
+        echo "testbed-random: seed $seed: the testbed did not come up:" >&2
+        tail -n 5 "$work/up.log" >&2
+        exit 1
+    fi
     run="$work/run-$seed.$total"
     start=$(date +%s.%N)
     verdict="FAIL: measure failed"
@@ -137,7 +142,7 @@ for seed in $seeds; do
         rm -rf "$keep/run-$seed" && cp -r "$run" "$keep/run-$seed"
         cp "$LGATE_TESTBED_STATE/truth.json" "$keep/truth-$seed.json"
     fi
-    "$repo/scripts/testbed" down 2>/dev/null
+    "$repo/scripts/testbed" down 2>"$work/up.log" || { tail -n 5 "$work/up.log" >&2; exit 1; }
     total=$((total + 1))
     case "$verdict" in *"PASS exact") passed=$((passed + 1)) exact=$((exact + 1)) ;; *PASS*) passed=$((passed + 1)) ;; esac
     printf '%-5s %-62s %6s  %s\n' "$seed" "$(echo "$fabric" | sed 's/--leaves /L/; s/ --hosts-per-leaf /xH/; s/ --ranks-per-host /xR/; s/ --host-rate 2gbit//; s/ --uplink-rate / up /; s/ --extra-hops / hops /; s/ --groups / groups /; s/ --global-rate / global /')" "$wall" "$verdict"

@@ -125,6 +125,13 @@ pub(crate) fn hosts_part(
                 sets.insert(1, (f, tests));
                 sets.insert(2, (f, floors));
             }
+            // The least of the pairs between each two hosts, at each size, judged on all the
+            // pairs of that size: where noise slows whole tests, some pair of two hosts keeps
+            // their time while the medians of a few pairs mix the levels.
+            let leasts: Vec<(Array2<f64>, usize)> = (sizes_evidence.iter().enumerate())
+                .filter_map(|(s, (_, v))| v.least_matrix(h).map(|m| (m, s)))
+                .collect();
+            sets.extend(leasts.iter().map(|(m, s)| (m, &sizes_evidence[*s].1)));
             // The medians' own levels judged by the pairs too: a gap of a few host pairs'
             // medians can be noise that many pairs do not bear out.
             let mut unjudged = Vec::new();

@@ -392,11 +392,29 @@ fn clear_gap(within: &[f64], between: &[f64]) -> bool {
 
 /// Every host nearer to each of its group than to any host outside it; in a group of four or
 /// more, nearer to most of its group (a group holding leaves of its own has pairs across them,
-/// and one of those slowed throughout is the noise of a single pair).
+/// and one of those slowed throughout is the noise of a single pair); a host alone farther
+/// from its nearest host than that host is from its own group, by the least gap.
 fn nearer_their_groups(labels: &[usize], members: &[Vec<usize>], m: &Array2<f64>) -> bool {
     let n = labels.len();
+    // The farthest each host of a group of two or more is from its group.
+    let spread = |a: usize| {
+        (members[labels[a]].iter())
+            .filter(|&&b| b != a)
+            .fold(0.0f64, |x, &b| x.max(m[[a, b]]))
+    };
     for a in 0..n {
         if members[labels[a]].len() < 2 {
+            // A host alone stands apart from its nearest host by more than the least gap
+            // over that host's own group: else it is one of them whose pairs with one of its
+            // group were slowed, and the grouping that sets it apart is made of that noise.
+            let nearest = (0..n)
+                .filter(|&b| b != a)
+                .min_by(|&x, &y| m[[a, x]].total_cmp(&m[[a, y]]));
+            if let Some(b) = nearest.filter(|&b| members[labels[b]].len() >= 2) {
+                if m[[a, b]] <= (1.0 + LEAST_GAP) * spread(b) {
+                    return false;
+                }
+            }
             continue;
         }
         let mut inside: Vec<f64> = Vec::new();

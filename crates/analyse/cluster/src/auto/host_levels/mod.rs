@@ -162,6 +162,32 @@ impl BetweenValues {
         Some(m)
     }
 
+    /// The host x host matrix of the least of the pairs between each two hosts (`h` hosts),
+    /// when every two hosts have pairs and some two have several: noise that slows whole tests
+    /// (ranks descheduled on a busy machine, a late wake-up) leaves some pair of two hosts at
+    /// their own time, where the medians of a few pairs, some slowed, fall among another
+    /// level's (one leaf's hosts 15 us apart, a pair in three slowed by 6 us, against 21 us
+    /// between leaves). Its groupings are judged on all the pairs, as every grouping is.
+    pub fn least_matrix(&self, h: usize) -> Option<Array2<f64>> {
+        if h < 2 || !self.values.values().any(|v| v.len() >= 2) {
+            return None;
+        }
+        let mut m = Array2::zeros((h, h));
+        for a in 0..h {
+            for b in a + 1..h {
+                let x = (self.of(a, b).iter().copied())
+                    .filter(|x| x.is_finite())
+                    .fold(f64::INFINITY, f64::min);
+                if !(x.is_finite() && x > 0.0) {
+                    return None;
+                }
+                m[[a, b]] = x;
+                m[[b, a]] = x;
+            }
+        }
+        Some(m)
+    }
+
     /// The floors as the pairs' values, one each, the pairs between two hosts one unit of the
     /// test (their floors move together with the two hosts' load, and count as far as they
     /// vary independently): the evidence of [`BetweenValues::floor_medians`].
