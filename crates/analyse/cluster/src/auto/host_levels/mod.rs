@@ -21,6 +21,12 @@
 //!   and are shorter by a Mann-Whitney test at `z >=` [`Z_APART`] (pooled, one group far
 //!   apart can carry a grouping that joins two groups as far apart as any).
 //!
+//! The host medians are not the only matrix cut: the least of the pairs between each two hosts
+//! is another (noise that slows whole tests leaves some pair of two hosts at their own time),
+//! as are the medians of the pairs' floors where a run kept them; every grouping is judged on
+//! the pairs whatever matrix showed it. A host alone in a grouping stands farther from its
+//! nearest host than that host from its own group, by [`LEAST_GAP`].
+//!
 //! The threshold is set against the selection: on matrices with no structure (4-16 hosts, 4
 //! pairs between each two, log-normal noise), the best cut passing the first two tests reaches
 //! z = 3.3-3.8 in 1 of 1000 draws; 4 keeps false levels rarer than that (at 4-12 hosts, 2000
