@@ -217,7 +217,7 @@ pub fn choose_by_sure_levels<E: From<InputError>>(
 
 /// Whether a run has host blocks and no dense matrices.
 fn by_hosts_only(run: &lgate_rundir::RunDir) -> bool {
-    HostBlocks::exist(run) && !run.file(lgate_rundir::MATRIX_INDEX_FILE).is_file()
+    run.has_hosts() && !run.file(lgate_rundir::MATRIX_INDEX_FILE).is_file()
 }
 
 /// A staged run's host blocks, one input per screening size (only `matrix`, such as `rtt:0`,
@@ -225,7 +225,7 @@ fn by_hosts_only(run: &lgate_rundir::RunDir) -> bool {
 pub fn load_by_hosts(path: &Path, matrix: Option<&str>) -> Result<Vec<ClusterInput>, InputError> {
     let run = lgate_rundir::RunDir::open(path)?;
     let meta = run.read_meta()?;
-    let blocks = Arc::new(HostBlocks::read(&run)?);
+    let blocks = Arc::new(run.read_hosts()?);
     let index = &blocks.index;
     let mut warnings = Vec::new();
     let h = index.hosts.len();

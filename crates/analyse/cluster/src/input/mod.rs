@@ -7,7 +7,7 @@ use lgate_knobs::Knob;
 use lgate_matrix::{read_matrix, DistanceMatrix};
 pub use lgate_rundir::KnownPlacement as Truth;
 use lgate_rundir::MessageSize;
-use lgate_tables::{HostBlocks, DENSE_LIMIT};
+use lgate_tables::{HostBlocks, RunHosts, DENSE_LIMIT};
 
 mod load;
 

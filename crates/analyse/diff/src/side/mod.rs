@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use lgate_cluster::input::InputError;
 use lgate_matrix::DistanceMatrix;
 use lgate_tables::table_layout::MEASUREMENTS_FILE;
-use lgate_tables::HostBlocks;
+use lgate_tables::{HostBlocks, RunHosts};
 
 use crate::matching::RankPlace;
 use crate::DiffError;
@@ -211,7 +211,7 @@ fn read_hosts(
     meta: &lgate_rundir::RunMeta,
     only: Option<&[String]>,
 ) -> Result<RunSide, DiffError> {
-    let blocks = HostBlocks::read(run)?;
+    let blocks = run.read_hosts()?;
     let index = &blocks.index;
     if index.ranks != meta.ranks.len() {
         return Err(DiffError::Invalid {
@@ -301,7 +301,7 @@ fn read_hosts(
 fn read_run(path: &Path, only: Option<&[String]>) -> Result<RunSide, DiffError> {
     let run = lgate_rundir::RunDir::open(path)?;
     let meta = run.read_meta()?;
-    if HostBlocks::exist(&run) && !run.file(lgate_rundir::MATRIX_INDEX_FILE).is_file() {
+    if run.has_hosts() && !run.file(lgate_rundir::MATRIX_INDEX_FILE).is_file() {
         return read_hosts(&run, &meta, only);
     }
     let index = run.read_matrices()?;
