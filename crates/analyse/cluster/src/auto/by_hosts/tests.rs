@@ -495,3 +495,55 @@ fn leaves_hidden_by_tests_slowed_whole_show_in_the_least_of_their_pairs() {
     assert!(wrong <= 4, "a wrong level in {wrong} of 40");
     assert!(invented <= 1, "a level invented in {invented} of 40");
 }
+
+#[test]
+fn leaves_of_tests_slowed_whole_come_back_in_the_resamples() {
+    // The model above where the leaves are found: the resamples must deal the slowing out as
+    // what it is, delays above each two hosts' floor. Around each block's median (a third of
+    // its pairs slowed moves it by up to 12 us) the least of a resampled block lands anywhere:
+    // the leaves came back in 0 % of the resamples in each of the 12 draws of 20 that found
+    // them (and in 0 of 20 of random fabric 29's kept run). Around the blocks' least, where the
+    // blocks of a class agree on it better than on their median: in 40-90 % (13 of 20 for
+    // fabric 29), kept (14 of 20) in 6 of the 12. What still loses them: a block whose four
+    // pairs all draw a slowed residual (1 % a block, 18 blocks inside leaves), which the
+    // measurement did not show but the noise could have made.
+    let p = AutoParams::default();
+    let (mut shares, mut kept) = (Vec::new(), 0);
+    for seed in 0..20 {
+        let (d, hosts) = slowed_tests_dense(true, 2900 + seed);
+        let c = dense_by_hosts(&d, &hosts, &p).unwrap();
+        if levels(&c.tree) != [6, 18] {
+            continue;
+        }
+        let n = d.nrows();
+        let topology = crate::topology_of(&c.tree, n, None).unwrap();
+        let labels: Vec<Vec<usize>> = topology.levels().iter().map(|l| l.labels(n)).collect();
+        let fit = |rs: &[Array2<f64>]| dense_by_hosts(&rs[0], &hosts, &p).unwrap().tree;
+        let s = crate::confidence::stability_kept(
+            &[&d],
+            &labels,
+            &c.slow,
+            &fit,
+            (20, 7),
+            &|_| true,
+            None,
+        );
+        assert_eq!(s.levels[1], 1.0, "seed {seed}: the hosts {:?}", s.levels);
+        kept += usize::from(s.levels[0] >= crate::confidence::kept_share(20));
+        shares.push(s.levels[0]);
+    }
+    assert!(
+        shares.len() >= 10,
+        "the leaves found in {} of 20",
+        shares.len()
+    );
+    assert!(
+        shares.iter().all(|&c| c >= 0.4),
+        "the leaves came back in {shares:?} of the resamples"
+    );
+    assert!(
+        2 * kept >= shares.len(),
+        "the leaves kept in {kept} of the {} draws that found them",
+        shares.len()
+    );
+}
