@@ -149,7 +149,7 @@ pub fn stability_kept(
     let usable = |v: f64| v.is_finite() && v > 0.0;
     // Per size, block centres ([`centres`]); then per class, each pair's residuals (ratios to
     // its block's centre) at every size, NaN where it has none.
-    let medians: Vec<HashMap<(usize, usize), f64>> = (ms.iter())
+    let centre: Vec<HashMap<(usize, usize), f64>> = (ms.iter())
         .map(|m| {
             let mut values: Blocks = HashMap::new();
             for a in 0..n {
@@ -165,7 +165,7 @@ pub fn stability_kept(
         .collect();
     let residual = |s: usize, a: usize, b: usize| {
         let v = ms[s][[a, b]];
-        match medians[s].get(&block(a, b)) {
+        match centre[s].get(&block(a, b)) {
             Some(&mid) if mid > 0.0 && usable(v) => v / mid,
             _ => f64::NAN,
         }
@@ -189,7 +189,7 @@ pub fn stability_kept(
                     let pool = &pools[class(a, b)];
                     let drawn = (!pool.is_empty()).then(|| &pool[rng.random_range(0..pool.len())]);
                     for (s, r) in rs.iter_mut().enumerate() {
-                        let v = match (medians[s].get(&block(a, b)), drawn) {
+                        let v = match (centre[s].get(&block(a, b)), drawn) {
                             (Some(&mid), Some(res)) if res[s].is_finite() => mid * res[s],
                             _ => ms[s][[a, b]],
                         };
@@ -246,11 +246,6 @@ fn centres(blocks: Blocks) -> HashMap<(usize, usize), f64> {
             )
         })
         .collect();
-    let spread = |x: &mut Vec<f64>| {
-        let mid = lgate_stats::median(x);
-        let mut dev: Vec<f64> = x.iter().map(|v| (v - mid).abs()).collect();
-        lgate_stats::median(&mut dev)
-    };
     let classes: std::collections::BTreeSet<usize> = summary.iter().map(|s| s.1.class).collect();
     let by_least: std::collections::HashSet<usize> = (classes.into_iter())
         .filter(|&c| {
@@ -261,7 +256,8 @@ fn centres(blocks: Blocks) -> HashMap<(usize, usize), f64> {
                     .collect()
             };
             let (mut mid, mut least) = (of(|s| s.median), of(|s| s.least));
-            mid.len() >= BLOCKS_TO_CHOOSE && spread(&mut least) < spread(&mut mid)
+            mid.len() >= BLOCKS_TO_CHOOSE
+                && lgate_stats::mad(&mut least) < lgate_stats::mad(&mut mid)
         })
         .collect();
     (summary.into_iter())

@@ -22,7 +22,7 @@
 
 use std::collections::HashMap;
 
-use crate::median;
+use crate::{mad, median};
 
 /// Units of a kind needed to read their spread from the machine.
 pub const MIN_UNITS: usize = 6;
@@ -399,13 +399,6 @@ fn median_without(all: &[f64], gone: &[f64]) -> Option<f64> {
     } else {
         (kth(left / 2 - 1) + kth(left / 2)) / 2.0
     })
-}
-
-/// The median absolute deviation from the median.
-fn mad(v: &mut [f64]) -> f64 {
-    let center = median(v);
-    let mut dev: Vec<f64> = v.iter().map(|x| (x - center).abs()).collect();
-    median(&mut dev)
 }
 
 #[cfg(test)]

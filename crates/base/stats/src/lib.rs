@@ -58,6 +58,13 @@ pub fn median(values: &mut [f64]) -> f64 {
     quantile(values, 0.5)
 }
 
+/// The median absolute deviation from the median of unsorted values (reordered); NaN for none.
+pub fn mad(values: &mut [f64]) -> f64 {
+    let center = median(values);
+    let mut dev: Vec<f64> = values.iter().map(|x| (x - center).abs()).collect();
+    median(&mut dev)
+}
+
 /// The value at quantile `q` of unsorted values by nearest rank (no interpolation: always one
 /// of the values), as a colour scale's clipping point needs; the values are reordered.
 pub fn quantile_nearest_rank(values: &mut [f64], q: f64) -> f64 {
